@@ -1,0 +1,1 @@
+//! Operator commands: Markdown-aware parsing of `/autoforge` lines and permission checks.

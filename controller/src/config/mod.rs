@@ -1,0 +1,1 @@
+//! Configuration: `autoforge.toml`, environment overrides, schema validation, secrets.

@@ -1,0 +1,13 @@
+//! autoforge: a self-hosted GitHub App that turns a labelled issue into a
+//! reviewed pull request. The binary in `main.rs` is a thin shell over the
+//! modules declared here; see `ARCHITECTURE.md` in the design folder for the
+//! data flow between them.
+
+pub mod agents;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod logging;
+pub mod publish;
+pub mod validation;
+pub mod workspace;

@@ -1,0 +1,1 @@
+//! Tracing subscriber set-up: human format on a terminal, JSON otherwise.

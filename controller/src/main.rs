@@ -1,0 +1,5 @@
+//! The `autoforge` binary.
+
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::SUCCESS
+}

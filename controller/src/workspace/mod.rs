@@ -1,0 +1,1 @@
+//! Mirror clones, per-issue worktrees, clean exports and credential-safe git transport.

@@ -1,0 +1,1 @@
+//! Postgres schema, migrations and the typed journal API of autoforge.

@@ -1,0 +1,1 @@
+//! fakehub: a GitHub-compatible simulator for tests and the demo.

@@ -1,0 +1,1 @@
+//! Shared helpers for autoforge end-to-end tests.

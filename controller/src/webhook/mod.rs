@@ -1,0 +1,1 @@
+//! Webhook deliveries: signature verification and translation of payloads into run events.

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod github;
 pub mod logging;
+pub mod machine;
 pub mod publish;
 pub mod redact;
 pub mod validation;

@@ -35,6 +35,11 @@ pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem>
     {
         report("/github/api_url", "http-url", message);
     }
+    if let Some(filter) = doc.pointer("/logging/filter").and_then(Value::as_str)
+        && let Err(error) = tracing_subscriber::EnvFilter::builder().parse(filter)
+    {
+        report("/logging/filter", "log-filter", error.to_string());
+    }
     let profiles = doc.pointer("/agents/profiles").and_then(Value::as_object);
     for (name, profile) in profiles.into_iter().flatten() {
         if let Some(pattern) = profile.get("usage_pattern").and_then(Value::as_str)
@@ -202,6 +207,17 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].key, "server.listen");
         assert_eq!(problems[0].rule, "socket-address");
+    }
+
+    #[test]
+    fn malformed_log_filter_is_a_config_problem() {
+        let problems = check_values(
+            &json!({"logging": {"filter": "info,[x"}}),
+            &Provenance::default(),
+        );
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].key, "logging.filter");
+        assert_eq!(problems[0].rule, "log-filter");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use regex::Regex;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentSettings {
     pub profiles: BTreeMap<String, AgentProfile>,
@@ -16,7 +16,7 @@ pub struct AgentSettings {
 }
 
 /// How to launch one coding-agent CLI.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentProfile {
     /// argv prefix; never empty (schema and check enforce it).
@@ -127,7 +127,7 @@ impl Serialize for UsagePattern {
 
 /// Which profile plays which role. Unset roles mean runs cannot reach that
 /// phase; `config check` warns about them.
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentRoles {
     pub implement: Option<String>,
@@ -137,7 +137,7 @@ pub struct AgentRoles {
 }
 
 /// The reviewer: the same profile every round, or one per round range.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum ReviewRole {
     Always(String),
@@ -167,7 +167,7 @@ impl ReviewRole {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewRoute {
     pub rounds: RoundRange,

@@ -44,7 +44,7 @@ pub const DEFAULT_FILE_NAME: &str = "autoforge.toml";
 
 /// The loaded configuration. Its `Debug` output shows `[REDACTED]` in place of
 /// every secret.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// The file read, or none.
     pub origin: Origin,
@@ -147,7 +147,8 @@ pub fn load(
             PathBuf::new()
         }
     };
-    let resolved = secrets::resolve(&settings, &state_dir, env, &mut problems);
+    let url_var = provenance.var_for("/database/url");
+    let resolved = secrets::resolve(&settings, &state_dir, env, url_var, &mut problems);
     if !problems.is_empty() {
         return Err(invalid(problems));
     }

@@ -14,7 +14,7 @@ use super::problem::Problem;
 use super::settings::Settings;
 
 /// Where the journal's Postgres lives.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum DatabaseSource {
     /// A server reached through this connection URL.
     External(SecretString),
@@ -23,7 +23,7 @@ pub enum DatabaseSource {
 }
 
 /// How autoforge authenticates to GitHub.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum GithubAuth {
     App {
         app_id: u64,
@@ -36,21 +36,24 @@ pub enum GithubAuth {
 }
 
 /// The secrets and choices derived from them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     pub database: DatabaseSource,
     pub github_auth: GithubAuth,
     pub webhook_secret: Option<SecretString>,
 }
 
+/// `url_var` names the variable that set `database.url` through an
+/// `AUTOFORGE_*` override, if one did, for error messages.
 pub(crate) fn resolve(
     settings: &Settings,
     state_dir: &Path,
     env: &Environment,
+    url_var: Option<&str>,
     problems: &mut Vec<Problem>,
 ) -> Resolved {
     Resolved {
-        database: database_source(settings, state_dir, env, problems),
+        database: database_source(settings, state_dir, env, url_var, problems),
         github_auth: github_auth(settings, env, problems),
         webhook_secret: secret_from_env(env, WEBHOOK_SECRET_VAR, WEBHOOK_SECRET_FILE_VAR, problems),
     }
@@ -60,12 +63,13 @@ fn database_source(
     settings: &Settings,
     state_dir: &Path,
     env: &Environment,
+    url_var: Option<&str>,
     problems: &mut Vec<Problem>,
 ) -> DatabaseSource {
     let (url, from) = match env.non_empty(DATABASE_URL_VAR) {
         Some(url) => (SecretString::from(url), Some(DATABASE_URL_VAR)),
         None => match &settings.database.url {
-            Some(url) => (url.clone(), None),
+            Some(url) => (url.clone(), url_var),
             None => {
                 return DatabaseSource::Managed {
                     dir: state_dir.join("postgres"),
@@ -201,6 +205,7 @@ mod tests {
             settings,
             Path::new("/state"),
             &Environment::from_pairs(env.iter().copied()),
+            None,
             &mut problems,
         );
         (resolved, problems)

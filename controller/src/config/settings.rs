@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::agents::AgentSettings;
 
 /// Everything `autoforge.toml` can hold.
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// As written; the resolved directory is [`super::Config::state_dir`].
@@ -34,7 +34,7 @@ pub struct Settings {
     pub agents: AgentSettings,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DatabaseSettings {
     /// Kept secret because a connection URL may carry a password. Never
@@ -53,7 +53,7 @@ impl Default for DatabaseSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GithubSettings {
     /// Checked to be an absolute http(s) URL.
@@ -75,7 +75,7 @@ impl Default for GithubSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookSettings {
     pub path: String,
@@ -91,7 +91,7 @@ impl Default for WebhookSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerSettings {
     pub listen: SocketAddr,
@@ -105,7 +105,7 @@ impl Default for ServerSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PollSettings {
     pub interval_seconds: u64,
@@ -135,7 +135,7 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LoggingSettings {
     pub filter: String,
@@ -151,7 +151,7 @@ impl Default for LoggingSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LabelSettings {
     pub trigger: String,
@@ -181,7 +181,7 @@ pub enum Permission {
     Admin,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OperatorSettings {
     pub min_permission: Permission,
@@ -198,7 +198,7 @@ pub enum MergeMode {
     Auto,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MergeSettings {
     pub mode: MergeMode,
@@ -214,7 +214,7 @@ impl Default for MergeSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EpicSettings {
     pub update_every: u32,
@@ -226,7 +226,7 @@ impl Default for EpicSettings {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     pub review_rounds: u32,
@@ -258,7 +258,7 @@ pub enum ValidationCommand {
     Argv(Vec<String>),
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ValidationSettings {
     pub commands: Vec<ValidationCommand>,
@@ -280,7 +280,7 @@ impl Default for ValidationSettings {
     }
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PromptSettings {
     /// Resolved against the config file's directory when loaded from a file.
@@ -322,6 +322,35 @@ mod tests {
         let mut mismatches = Vec::new();
         walk(super::super::schema::schema(), &typed, "", &mut mismatches);
         assert!(mismatches.is_empty(), "{mismatches:#?}");
+    }
+
+    /// Sets every integer key to the largest value the schema lets through,
+    /// so a schema bound wider than its Rust type fails here, not in
+    /// production with an error that has no key path.
+    #[test]
+    fn largest_integers_the_schema_accepts_fit_the_typed_settings() {
+        fn largest(schema: &Value) -> Value {
+            let mut doc = serde_json::Map::new();
+            for (name, child) in schema["properties"].as_object().into_iter().flatten() {
+                if child.get("properties").is_some() {
+                    doc.insert(name.clone(), largest(child));
+                } else if child.get("type") == Some(&json!("integer")) {
+                    doc.insert(
+                        name.clone(),
+                        child.get("maximum").cloned().unwrap_or(json!(i64::MAX)),
+                    );
+                }
+            }
+            Value::Object(doc)
+        }
+        let schema = super::super::schema::schema();
+        let mut doc = largest(schema);
+        let mut profile = largest(&schema["$defs"]["profile"]);
+        profile["command"] = json!(["agent"]);
+        doc["agents"]["profiles"] = json!({ "p": profile });
+        assert!(super::super::schema::check(&doc, &Default::default()).is_empty());
+        let settings: Settings = serde_json::from_value(doc).expect("every maximum fits");
+        assert_eq!(settings.limits.review_rounds, 100);
     }
 
     #[test]

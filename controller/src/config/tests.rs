@@ -252,3 +252,40 @@ fn webhook_secret_is_required_only_when_asked_for() {
         "s"
     );
 }
+
+#[test]
+fn database_url_override_is_named_in_errors_and_never_quoted() {
+    let error = load(
+        None,
+        None,
+        &env(&[
+            ("HOME", "/h"),
+            ("AUTOFORGE_DATABASE_URL", "mysql://u:dbpass@h/x"),
+        ]),
+    )
+    .expect_err("refused");
+    let text = error.to_string();
+    assert!(
+        text.contains("database.url (from AUTOFORGE_DATABASE_URL)"),
+        "{text}"
+    );
+    assert!(!text.contains("dbpass"), "{text}");
+}
+
+#[test]
+fn database_url_variable_wins_over_the_prefixed_override() {
+    let config = load(
+        None,
+        None,
+        &env(&[
+            ("HOME", "/h"),
+            ("AUTOFORGE_DATABASE_URL", "postgres://override/x"),
+            ("DATABASE_URL", "postgres://plain/x"),
+        ]),
+    )
+    .expect("loads");
+    let DatabaseSource::External(url) = config.database else {
+        panic!("expected an external database");
+    };
+    assert_eq!(url.expose_secret(), "postgres://plain/x");
+}

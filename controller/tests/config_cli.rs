@@ -273,3 +273,50 @@ fn toml_syntax_error_gives_the_position() {
         .run(&["config", "check", path_str(&file)], &[])
         .assert_refused_with(&["a.toml:2:", "invalid TOML"]);
 }
+
+#[test]
+fn agents_can_be_configured_from_the_environment_alone() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(
+        &["config", "check"],
+        &[
+            (
+                "AUTOFORGE_AGENTS_PROFILES",
+                r#"{"claude": {"command": ["claude", "-p"]}}"#,
+            ),
+            ("AUTOFORGE_AGENTS_ROLES_IMPLEMENT", "claude"),
+            ("AUTOFORGE_AGENTS_ROLES_FIX", "claude"),
+            ("AUTOFORGE_AGENTS_ROLES_UPDATE_EPIC", "claude"),
+            ("AUTOFORGE_AGENTS_ROLES_REVIEW", "claude"),
+            (
+                "AUTOFORGE_VALIDATION_COMMANDS",
+                r#"["make check", ["cargo", "test"]]"#,
+            ),
+        ],
+    );
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.stderr(), "", "no warning expected");
+
+    sandbox
+        .run(
+            &["config", "check"],
+            &[(
+                "AUTOFORGE_AGENTS_PROFILES",
+                r#"{"claude": {"command": []}}"#,
+            )],
+        )
+        .assert_refused_with(&[
+            "agents.profiles.claude.command (from AUTOFORGE_AGENTS_PROFILES)",
+            "[rule: minItems]",
+        ]);
+}
+
+#[test]
+fn misspelt_variable_draws_a_warning_without_failing() {
+    let run = Sandbox::new().run(
+        &["config", "check"],
+        &[("AUTOFORGE_SERVER_LISTNE", "0.0.0.0:1")],
+    );
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(run.stderr().contains("warning: ignoring environment variables that match no config key: AUTOFORGE_SERVER_LISTNE"), "{}", run.stderr());
+}

@@ -1,5 +1,7 @@
-//! Environment overrides: every scalar key (or list of scalars) of the schema
-//! can be set as `AUTOFORGE_<SECTION>_<KEY>`. The variables are written into
+//! Environment overrides: every key of the schema's sections can be set as
+//! `AUTOFORGE_<SECTION>_<KEY>`. Scalars are parsed per the key's type, lists
+//! of scalars are comma-separated, and richer values (maps, lists of lists,
+//! the review routes) are written as JSON. The variables are written into
 //! the JSON document before schema validation, so a bad value from the
 //! environment is reported exactly like one from the file, naming the variable.
 
@@ -116,8 +118,12 @@ enum Scalar {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     One(Scalar),
-    /// Comma-separated items.
+    /// Comma-separated items, or a JSON array.
     List(Scalar),
+    /// A string, or JSON when the text starts with `[` or `{`.
+    StringOrJson,
+    /// JSON text.
+    Json,
 }
 
 /// A key that can be set from the environment.
@@ -146,11 +152,11 @@ fn collect_keys(root: &Value, node: &Value, path: &mut Vec<String>, out: &mut Ve
         path.push(name.clone());
         if child.get("properties").is_some() {
             collect_keys(root, child, path, out);
-        } else if let Some(shape) = shape_of(root, child) {
+        } else {
             out.push(EnvKey {
                 var: format!("{ENV_PREFIX}{}", path.join("_").to_ascii_uppercase()),
                 path: path.clone(),
-                shape,
+                shape: shape_of(root, child),
             });
         }
         path.pop();
@@ -178,25 +184,31 @@ fn scalar_of(root: &Value, node: &Value) -> Option<Scalar> {
     }
 }
 
-fn shape_of(root: &Value, node: &Value) -> Option<Shape> {
+fn shape_of(root: &Value, node: &Value) -> Shape {
     if let Some(scalar) = scalar_of(root, node) {
-        return Some(Shape::One(scalar));
+        return Shape::One(scalar);
     }
     // A key that accepts either a string or something richer (the review
-    // role) is set from the environment in its string form.
-    if let Some(variants) = node.get("oneOf").and_then(Value::as_array) {
-        return variants
+    // role) takes the string as is and anything else as JSON.
+    let variants = node.get("oneOf").and_then(Value::as_array);
+    if variants.is_some_and(|variants| {
+        variants
             .iter()
-            .find_map(|variant| scalar_of(root, variant))
-            .map(Shape::One);
+            .any(|variant| scalar_of(root, variant) == Some(Scalar::String))
+    }) {
+        return Shape::StringOrJson;
     }
-    if node.get("type").and_then(Value::as_str) == Some("array") {
-        return node
-            .get("items")
-            .and_then(|items| scalar_of(root, items))
-            .map(Shape::List);
+    if node.get("type").and_then(Value::as_str) == Some("array")
+        && let Some(scalar) = node.get("items").and_then(|items| scalar_of(root, items))
+    {
+        return Shape::List(scalar);
     }
-    None
+    Shape::Json
+}
+
+/// JSON text, or the text as a string for the schema to reject by type.
+fn parse_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
 /// Text that does not parse as the key's type stays a string, so the schema
@@ -259,11 +271,16 @@ pub(crate) fn apply_overrides(doc: &mut Value, env: &Environment) -> Provenance 
             continue;
         };
         let value = match key.shape {
-            Shape::One(_) if text.trim().is_empty() => {
+            Shape::One(_) | Shape::StringOrJson | Shape::Json if text.trim().is_empty() => {
                 section.remove(leaf);
                 continue;
             }
             Shape::One(scalar) => convert(text, scalar),
+            Shape::StringOrJson if !text.trim_start().starts_with(['[', '{']) => {
+                convert(text, Scalar::String)
+            }
+            Shape::StringOrJson | Shape::Json => parse_json(text.trim()),
+            Shape::List(_) if text.trim_start().starts_with('[') => parse_json(text.trim()),
             Shape::List(scalar) => Value::Array(
                 text.split(',')
                     .map(str::trim)
@@ -352,6 +369,8 @@ mod tests {
             "AUTOFORGE_MERGE_PROTECTED_PATHS",
             "AUTOFORGE_AGENTS_ROLES_REVIEW",
             "AUTOFORGE_LABELS_STATUS",
+            "AUTOFORGE_AGENTS_PROFILES",
+            "AUTOFORGE_VALIDATION_COMMANDS",
         ] {
             assert!(names.iter().any(|name| name == var), "{var} missing");
         }
@@ -388,6 +407,52 @@ mod tests {
             Some("AUTOFORGE_GITHUB_REPOSITORIES")
         );
         assert_eq!(provenance.var_for("/github/api_url"), None);
+    }
+
+    #[test]
+    fn structured_keys_are_set_with_json() {
+        let env = Environment::from_pairs([
+            (
+                "AUTOFORGE_VALIDATION_COMMANDS",
+                r#"["make check, twice", ["cargo", "test"]]"#,
+            ),
+            ("AUTOFORGE_AGENTS_PROFILES", r#"{"a": {"command": ["a"]}}"#),
+            (
+                "AUTOFORGE_AGENTS_ROLES_REVIEW",
+                r#"[{"rounds": "1+", "profile": "a"}]"#,
+            ),
+            ("AUTOFORGE_AGENTS_ROLES_IMPLEMENT", "a"),
+            ("AUTOFORGE_MERGE_PROTECTED_PATHS", r#"["a,b/"]"#),
+        ]);
+        let mut doc = json!({});
+        apply_overrides(&mut doc, &env);
+        assert_eq!(
+            doc["validation"]["commands"],
+            json!(["make check, twice", ["cargo", "test"]])
+        );
+        assert_eq!(doc["agents"]["profiles"], json!({"a": {"command": ["a"]}}));
+        assert_eq!(
+            doc["agents"]["roles"]["review"],
+            json!([{"rounds": "1+", "profile": "a"}])
+        );
+        assert_eq!(doc["agents"]["roles"]["implement"], json!("a"));
+        assert_eq!(doc["merge"]["protected_paths"], json!(["a,b/"]));
+    }
+
+    #[test]
+    fn ipv6_listen_address_is_not_mistaken_for_json() {
+        let env = Environment::from_pairs([("AUTOFORGE_SERVER_LISTEN", "[::1]:8080")]);
+        let mut doc = json!({});
+        apply_overrides(&mut doc, &env);
+        assert_eq!(doc["server"]["listen"], json!("[::1]:8080"));
+    }
+
+    #[test]
+    fn malformed_json_stays_text_for_the_schema_to_reject() {
+        let env = Environment::from_pairs([("AUTOFORGE_AGENTS_PROFILES", "{oops")]);
+        let mut doc = json!({});
+        apply_overrides(&mut doc, &env);
+        assert_eq!(doc["agents"]["profiles"], json!("{oops"));
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //! [`Settings`] → cross-check sections → resolve the state directory and the
 //! secrets. No file at all is fine: the environment alone can configure
 //! autoforge.
+//!
+//! To add a key: describe it (with its `default`) in
+//! `schemas/config.schema.json` and add the field with the same default to
+//! the typed struct in `settings.rs`. Its `AUTOFORGE_*` variable follows from
+//! the schema, and tests fail if the two defaults or bounds disagree.
 
 mod agents;
 mod checks;

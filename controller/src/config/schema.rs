@@ -103,13 +103,15 @@ fn unknown_key_message(pointer: &str, name: &str, schema_path: &str) -> String {
 fn secret_hint(pointer: &str, name: &str) -> Option<&'static str> {
     let name = name.to_ascii_lowercase();
     match (pointer, name.as_str()) {
-        (_, "webhook_secret") | ("/webhook", "secret") => Some(WEBHOOK_SECRET_VAR),
-        ("/webhook", "secret_file") => Some(WEBHOOK_SECRET_FILE_VAR),
-        (_, "token" | "github_token" | "pat" | "access_token") => Some(GITHUB_TOKEN_VAR),
-        (_, "private_key" | "private_key_file" | "private_key_path" | "key_file") => {
+        ("" | "/webhook", "webhook_secret" | "secret") => Some(WEBHOOK_SECRET_VAR),
+        ("" | "/webhook", "webhook_secret_file" | "secret_file") => Some(WEBHOOK_SECRET_FILE_VAR),
+        ("" | "/github", "token" | "github_token" | "pat" | "access_token") => {
+            Some(GITHUB_TOKEN_VAR)
+        }
+        ("" | "/github", "private_key" | "private_key_file" | "private_key_path" | "key_file") => {
             Some(GITHUB_PRIVATE_KEY_FILE_VAR)
         }
-        (_, "password" | "database_url") => Some(DATABASE_URL_VAR),
+        ("" | "/database", "password" | "database_url") => Some(DATABASE_URL_VAR),
         _ => None,
     }
 }

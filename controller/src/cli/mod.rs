@@ -1,1 +1,160 @@
-//! The command-line interface.
+//! The command-line interface: global options, subcommands and the shared
+//! start-up sequence (locate and load the configuration, then set up logging).
+
+mod config_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Config, Environment, LogFormat};
+use crate::logging;
+
+/// autoforge turns a labelled GitHub issue into a reviewed pull request.
+#[derive(Debug, Parser)]
+#[command(name = "autoforge", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options accepted before or after any subcommand.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Config file [default: $AUTOFORGE_CONFIG, else ./autoforge.toml if present, else none].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// State directory; wins over state_dir and AUTOFORGE_STATE_DIR.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// More log output (-v debug, -vv trace). RUST_LOG wins over this.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
+    /// Less log output (-q warn, -qq error). RUST_LOG wins over this.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub quiet: u8,
+}
+
+impl GlobalArgs {
+    /// Number of `-v` minus number of `-q`, saturated to the `i8` range.
+    pub fn verbosity(&self) -> i8 {
+        let verbose = i8::try_from(self.verbose).unwrap_or(i8::MAX);
+        let quiet = i8::try_from(self.quiet).unwrap_or(i8::MAX);
+        verbose.saturating_sub(quiet)
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check or describe the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the configuration (file and AUTOFORGE_* variables); print
+    /// every problem and exit 1 if there is any.
+    Check {
+        /// File to check instead of the one --config or the default search picks.
+        file: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of autoforge.toml.
+    Schema,
+}
+
+/// Runs the parsed command line. Problems already shown to the user come back
+/// as a failing exit code; unexpected ones as an error for `main` to print.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Config(ConfigCommand::Schema) => config_cmd::schema(),
+        Command::Config(ConfigCommand::Check { file }) => {
+            init_default_logging(&cli.global)?;
+            Ok(config_cmd::check(&cli.global, file.as_deref()))
+        }
+    }
+}
+
+/// The start-up sequence of every command that needs the configuration:
+/// load it from the process environment and the located file, set up
+/// logging from it, and log its warnings.
+pub fn load_config_and_init_logging(global: &GlobalArgs) -> anyhow::Result<Config> {
+    let env = Environment::from_process();
+    let config = load_config(global, &env)?;
+    logging::init(
+        &config.settings.logging.filter,
+        config.settings.logging.format,
+        global.verbosity(),
+    )?;
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(config)
+}
+
+/// Loads the configuration the global options point at.
+pub fn load_config(global: &GlobalArgs, env: &Environment) -> anyhow::Result<Config> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let file = config::locate_file(global.config.as_deref(), env, &cwd);
+    Ok(config::load(
+        file.as_deref(),
+        global.state_dir.as_deref(),
+        env,
+    )?)
+}
+
+/// Logging for commands that run before (or without) a valid configuration.
+fn init_default_logging(global: &GlobalArgs) -> anyhow::Result<()> {
+    let defaults = config::LoggingSettings::default();
+    logging::init(&defaults.filter, LogFormat::Auto, global.verbosity())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_are_accepted_after_the_subcommand() {
+        let cli = Cli::try_parse_from([
+            "autoforge",
+            "config",
+            "check",
+            "--config",
+            "a.toml",
+            "--state-dir",
+            "/s",
+            "-vv",
+        ])
+        .expect("parses");
+        assert_eq!(cli.global.config, Some(PathBuf::from("a.toml")));
+        assert_eq!(cli.global.state_dir, Some(PathBuf::from("/s")));
+        assert_eq!(cli.global.verbosity(), 2);
+    }
+
+    #[test]
+    fn quiet_lowers_verbosity_and_conflicts_with_verbose() {
+        let cli = Cli::try_parse_from(["autoforge", "-qq", "config", "schema"]).expect("parses");
+        assert_eq!(cli.global.verbosity(), -2);
+        assert!(Cli::try_parse_from(["autoforge", "-v", "-q", "config", "schema"]).is_err());
+    }
+
+    #[test]
+    fn check_takes_an_optional_file() {
+        let cli = Cli::try_parse_from(["autoforge", "config", "check", "x.toml"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Config(ConfigCommand::Check { file: Some(ref f) }) if f == &PathBuf::from("x.toml")
+        ));
+    }
+}

@@ -1,0 +1,385 @@
+//! The typed settings: what `autoforge.toml` plus the `AUTOFORGE_*` overrides
+//! describe, after schema validation. Defaults here mirror the schema's
+//! `default` values (a test keeps the two equal). Secrets other than
+//! `database.url` are not settings; see [`super::secrets`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+use super::agents::AgentSettings;
+
+/// Everything `autoforge.toml` can hold.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// As written; the resolved directory is [`super::Config::state_dir`].
+    pub state_dir: Option<PathBuf>,
+    pub database: DatabaseSettings,
+    pub github: GithubSettings,
+    pub webhook: WebhookSettings,
+    pub server: ServerSettings,
+    pub poll: PollSettings,
+    pub logging: LoggingSettings,
+    pub labels: LabelSettings,
+    pub operators: OperatorSettings,
+    pub merge: MergeSettings,
+    pub epic: EpicSettings,
+    pub limits: Limits,
+    pub validation: ValidationSettings,
+    pub prompts: PromptSettings,
+    pub agents: AgentSettings,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// Kept secret because a connection URL may carry a password. Never
+    /// serialised; the resolved choice is [`super::DatabaseSource`].
+    #[serde(skip_serializing)]
+    pub url: Option<SecretString>,
+    pub max_connections: u32,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: None,
+            max_connections: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GithubSettings {
+    /// Checked to be an absolute http(s) URL.
+    pub api_url: String,
+    pub app_id: Option<u64>,
+    /// `owner/name` pairs.
+    pub repositories: Vec<String>,
+    pub user_agent: String,
+}
+
+impl Default for GithubSettings {
+    fn default() -> Self {
+        Self {
+            api_url: "https://api.github.com".to_owned(),
+            app_id: None,
+            repositories: Vec::new(),
+            user_agent: "autoforge".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub path: String,
+    pub max_body_bytes: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            path: "/webhook".to_owned(),
+            max_body_bytes: 25 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    pub listen: SocketAddr,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PollSettings {
+    pub interval_seconds: u64,
+}
+
+impl PollSettings {
+    pub fn interval(&self) -> Duration {
+        Duration::from_secs(self.interval_seconds)
+    }
+}
+
+impl Default for PollSettings {
+    fn default() -> Self {
+        Self {
+            interval_seconds: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable on a terminal, JSON lines otherwise.
+    #[default]
+    Auto,
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingSettings {
+    pub filter: String,
+    pub format: LogFormat,
+}
+
+impl Default for LoggingSettings {
+    fn default() -> Self {
+        Self {
+            filter: "info".to_owned(),
+            format: LogFormat::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LabelSettings {
+    pub trigger: String,
+    pub epic: String,
+    pub status: bool,
+}
+
+impl Default for LabelSettings {
+    fn default() -> Self {
+        Self {
+            trigger: "autoforge".to_owned(),
+            epic: "epic".to_owned(),
+            status: false,
+        }
+    }
+}
+
+/// Repository permission levels, weakest first, so `>=` compares them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Permission {
+    Read,
+    Triage,
+    #[default]
+    Write,
+    Maintain,
+    Admin,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OperatorSettings {
+    pub min_permission: Permission,
+    /// Logins that are operators whatever their permission.
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergeMode {
+    #[default]
+    Never,
+    OnCommand,
+    Auto,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MergeSettings {
+    pub mode: MergeMode,
+    pub protected_paths: Vec<String>,
+}
+
+impl Default for MergeSettings {
+    fn default() -> Self {
+        Self {
+            mode: MergeMode::Never,
+            protected_paths: vec![".github/workflows/".to_owned()],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EpicSettings {
+    pub update_every: u32,
+}
+
+impl Default for EpicSettings {
+    fn default() -> Self {
+        Self { update_every: 1 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    pub review_rounds: u32,
+    pub launches_per_run: u32,
+    pub validation_failures_per_phase: u32,
+    pub corrections_per_launch: u32,
+    pub tokens_per_run: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            review_rounds: 8,
+            launches_per_run: 60,
+            validation_failures_per_phase: 3,
+            corrections_per_launch: 1,
+            tokens_per_run: None,
+        }
+    }
+}
+
+/// One validation command.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ValidationCommand {
+    /// Run through `sh -c`.
+    Shell(String),
+    /// Run directly, no shell.
+    Argv(Vec<String>),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidationSettings {
+    pub commands: Vec<ValidationCommand>,
+    pub timeout_seconds: u64,
+}
+
+impl ValidationSettings {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_seconds)
+    }
+}
+
+impl Default for ValidationSettings {
+    fn default() -> Self {
+        Self {
+            commands: Vec::new(),
+            timeout_seconds: 600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromptSettings {
+    /// Resolved against the config file's directory when loaded from a file.
+    pub dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// Walks the schema and compares every stated `default` with what the
+    /// typed defaults serialise to, so documentation and behaviour agree.
+    #[test]
+    fn schema_defaults_equal_the_typed_defaults() {
+        fn walk(schema: &Value, typed: &Value, path: &str, mismatches: &mut Vec<String>) {
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            for (name, child) in properties {
+                let actual = typed.get(name).unwrap_or(&Value::Null);
+                if let Some(expected) = child.get("default") {
+                    // A section's `{}` default means "every key at its own
+                    // default"; those keys are compared one by one below.
+                    let agrees = if expected == &json!({}) {
+                        actual.is_object()
+                    } else {
+                        expected == actual
+                    };
+                    if !agrees {
+                        mismatches
+                            .push(format!("{path}.{name}: schema {expected}, typed {actual}"));
+                    }
+                }
+                walk(child, actual, &format!("{path}.{name}"), mismatches);
+            }
+        }
+        let typed = serde_json::to_value(Settings::default()).expect("serialisable");
+        let mut mismatches = Vec::new();
+        walk(super::super::schema::schema(), &typed, "", &mut mismatches);
+        assert!(mismatches.is_empty(), "{mismatches:#?}");
+    }
+
+    /// Sets every integer key to the largest value the schema lets through,
+    /// so a schema bound wider than its Rust type fails here, not in
+    /// production with an error that has no key path.
+    #[test]
+    fn largest_integers_the_schema_accepts_fit_the_typed_settings() {
+        fn largest(schema: &Value) -> Value {
+            let mut doc = serde_json::Map::new();
+            for (name, child) in schema["properties"].as_object().into_iter().flatten() {
+                if child.get("properties").is_some() {
+                    doc.insert(name.clone(), largest(child));
+                } else if child.get("type") == Some(&json!("integer")) {
+                    doc.insert(
+                        name.clone(),
+                        child.get("maximum").cloned().unwrap_or(json!(i64::MAX)),
+                    );
+                }
+            }
+            Value::Object(doc)
+        }
+        let schema = super::super::schema::schema();
+        let mut doc = largest(schema);
+        let mut profile = largest(&schema["$defs"]["profile"]);
+        profile["command"] = json!(["agent"]);
+        doc["agents"]["profiles"] = json!({ "p": profile });
+        assert!(super::super::schema::check(&doc, &Default::default()).is_empty());
+        let settings: Settings = serde_json::from_value(doc).expect("every maximum fits");
+        assert_eq!(settings.limits.review_rounds, 100);
+    }
+
+    #[test]
+    fn empty_document_deserialises_to_the_defaults() {
+        let settings: Settings = serde_json::from_value(json!({})).expect("defaults");
+        assert_eq!(settings.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(settings.webhook.max_body_bytes, 26_214_400);
+        assert_eq!(settings.merge.mode, MergeMode::Never);
+        assert_eq!(settings.operators.min_permission, Permission::Write);
+    }
+
+    #[test]
+    fn permissions_order_from_read_to_admin() {
+        assert!(Permission::Read < Permission::Triage);
+        assert!(Permission::Write < Permission::Maintain);
+        assert!(Permission::Maintain < Permission::Admin);
+    }
+
+    #[test]
+    fn validation_commands_accept_shell_strings_and_argv_arrays() {
+        let settings: ValidationSettings =
+            serde_json::from_value(json!({"commands": ["make check", ["cargo", "test"]]}))
+                .expect("valid");
+        assert_eq!(
+            settings.commands,
+            vec![
+                ValidationCommand::Shell("make check".to_owned()),
+                ValidationCommand::Argv(vec!["cargo".to_owned(), "test".to_owned()]),
+            ]
+        );
+    }
+}

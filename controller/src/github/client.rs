@@ -80,7 +80,8 @@ pub struct GitHubClient {
 
 impl GitHubClient {
     /// `api_url` is `https://api.github.com`, `https://HOST/api/v3` for
-    /// GitHub Enterprise Server, or a fakehub address.
+    /// GitHub Enterprise Server, or a fakehub address. Must be called inside
+    /// a Tokio runtime.
     pub fn new(api_url: &str, auth: GitHubAuth) -> Result<Self, GitHubError> {
         Self::with_options(api_url, auth, ClientOptions::default())
     }
@@ -90,6 +91,13 @@ impl GitHubClient {
         auth: GitHubAuth,
         options: ClientOptions,
     ) -> Result<Self, GitHubError> {
+        // octocrab spawns its service buffer on the current runtime and
+        // panics without one; refuse instead.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(GitHubError::Setup(
+                "the GitHub client must be created inside a Tokio runtime".into(),
+            ));
+        }
         let api_base: Uri = api_url
             .trim_end_matches('/')
             .parse()

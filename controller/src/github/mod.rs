@@ -14,6 +14,9 @@ mod ratelimit;
 mod reads;
 pub mod writes;
 
+#[cfg(test)]
+mod http_tests;
+
 pub use backoff::RetryPolicy;
 pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};
 pub use error::GitHubError;

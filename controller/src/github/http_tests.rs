@@ -516,6 +516,44 @@ async fn app_auth_mints_an_installation_token_and_sends_it_on_relative_paths() {
     assert_eq!(mints.count(), 1, "the installation token is cached");
 }
 
+#[tokio::test]
+async fn a_revoked_installation_token_is_reminted_after_a_401() {
+    let mints = Hits::default();
+    let app = Router::new()
+        .route(
+            "/app/installations/42/access_tokens",
+            post(|State(mints): State<Hits>| async move {
+                // The first token is "revoked" (refused below), the second works.
+                let token = format!("ghs_{}", mints.bump());
+                (
+                    StatusCode::CREATED,
+                    axum::Json(json!({"token": token, "expires_at": "2099-01-01T00:00:00Z",
+                                      "permissions": {}})),
+                )
+            }),
+        )
+        .route(
+            "/repos/o/r/issues/1",
+            get(|headers: HeaderMap| async move {
+                let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
+                if auth != Some("Bearer ghs_2") {
+                    return StatusCode::UNAUTHORIZED.into_response();
+                }
+                axum::Json(issue_json(1)).into_response()
+            }),
+        )
+        .with_state(mints.clone());
+    let base = serve(app).await;
+    let auth = GitHubAuth::App {
+        app_id: 1,
+        private_key_pem: SecretString::from(generate_rsa_pem()),
+    };
+    let client = GitHubClient::with_options(&base, auth, fast_options()).unwrap();
+    let api = client.installation(42).unwrap();
+    assert_eq!(api.issue(&repo(), 1).await.unwrap().number, 1);
+    assert_eq!(mints.count(), 2);
+}
+
 #[test]
 fn creating_a_client_outside_a_runtime_is_an_error_not_a_panic() {
     let token = GitHubAuth::Token(SecretString::from("t".to_owned()));

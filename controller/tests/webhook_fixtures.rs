@@ -195,6 +195,42 @@ fn comment_edited_carries_old_and_new_body() {
             old_body: "You are totally right! I'll get this fixed right away.".to_owned(),
             new_body: "You are totally right! I'll get this fixed today.".to_owned(),
             author: codertocat(),
+            editor: codertocat(),
+        }
+    );
+}
+
+#[test]
+fn comment_edited_by_someone_else_names_the_editor() {
+    let mut payload = fixture("issue_comment.edited.7.json");
+    payload["sender"]["login"] = json!("maintainer");
+    let Observation::CommentEdited { author, editor, .. } =
+        classify_value("issue_comment", &payload)
+    else {
+        panic!("edit expected");
+    };
+    assert_eq!(author, codertocat());
+    assert_eq!(editor.login, "maintainer");
+}
+
+#[test]
+fn comment_edited_by_a_bot_or_the_app_is_ignored() {
+    let mut payload = fixture("issue_comment.edited.7.json");
+    payload["sender"]["login"] = json!("autoforge[bot]");
+    payload["sender"]["type"] = json!("Bot");
+    assert_eq!(
+        classify_value("issue_comment", &payload),
+        Observation::Ignored {
+            why: IgnoreReason::CommentByTheApp
+        }
+    );
+    payload["sender"]["login"] = json!("linter");
+    assert_eq!(
+        classify_value("issue_comment", &payload),
+        Observation::Ignored {
+            why: IgnoreReason::CommentByBot {
+                login: "linter".to_owned()
+            }
         }
     );
 }

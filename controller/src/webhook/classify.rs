@@ -134,7 +134,12 @@ impl Classifier<'_> {
             return self.unhandled();
         }
         let payload: IssueCommentEvent = self.parse()?;
-        if let Some(reason) = self.foreign_author(&payload.comment) {
+        let via_app = payload
+            .comment
+            .performed_via_github_app
+            .as_ref()
+            .and_then(|app| app.slug.as_deref());
+        if let Some(reason) = self.non_human(&payload.comment.user, via_app) {
             return Ok(ignored(reason));
         }
         let issue = IssueRef {
@@ -152,6 +157,9 @@ impl Classifier<'_> {
                 author: actor(user),
             });
         }
+        if let Some(reason) = self.non_human(&payload.sender, None) {
+            return Ok(ignored(reason));
+        }
         match payload.changes.and_then(|changes| changes.body) {
             Some(previous) if previous.from != body => Ok(Observation::CommentEdited {
                 issue,
@@ -160,31 +168,27 @@ impl Classifier<'_> {
                 old_body: previous.from,
                 new_body: body,
                 author: actor(user),
+                editor: actor(payload.sender),
             }),
             _ => Ok(ignored(IgnoreReason::CommentBodyUnchanged)),
         }
     }
 
-    /// Comments by the App itself or by any bot are not operator input.
-    fn foreign_author(&self, comment: &Comment) -> Option<IgnoreReason> {
+    /// The App itself (by its bot login or by acting through the App) and
+    /// any bot account never give commands.
+    fn non_human(&self, account: &Account, via_app: Option<&str>) -> Option<IgnoreReason> {
         let slug = self.context.app_slug;
-        let by_app_login = !slug.is_empty()
-            && comment
-                .user
-                .login
-                .eq_ignore_ascii_case(&format!("{slug}[bot]"));
-        let via_app = comment
-            .performed_via_github_app
-            .as_ref()
-            .and_then(|app| app.slug.as_deref())
-            .is_some_and(|via| !slug.is_empty() && via.eq_ignore_ascii_case(slug));
-        if by_app_login || via_app {
+        let is_us = |name: &str| !slug.is_empty() && name.eq_ignore_ascii_case(slug);
+        let by_app_login = account
+            .login
+            .strip_suffix("[bot]")
+            .is_some_and(&is_us);
+        if by_app_login || via_app.is_some_and(is_us) {
             return Some(IgnoreReason::CommentByTheApp);
         }
-        let author = &comment.user;
-        if author.kind == "Bot" || author.login.to_ascii_lowercase().ends_with("[bot]") {
+        if account.kind == "Bot" || account.login.to_ascii_lowercase().ends_with("[bot]") {
             return Some(IgnoreReason::CommentByBot {
-                login: author.login.clone(),
+                login: account.login.clone(),
             });
         }
         None

@@ -42,7 +42,9 @@ pub enum Observation {
         body: String,
         author: Actor,
     },
-    /// An edited comment; only commands that `new_body` adds count.
+    /// An edited comment; only commands that `new_body` adds count, and
+    /// they are the `editor`'s commands: people with write access can edit
+    /// other people's comments, so the author did not necessarily type them.
     CommentEdited {
         issue: IssueRef,
         on_pull_request: bool,
@@ -50,6 +52,7 @@ pub enum Observation {
         old_body: String,
         new_body: String,
         author: Actor,
+        editor: Actor,
     },
     PrSynchronize {
         pr: IssueRef,
@@ -103,9 +106,9 @@ pub enum IgnoreReason {
     OtherLabel,
     /// Labels and comments on pull requests do not start runs.
     LabelOnPullRequest,
-    /// Comments by bots never carry commands.
+    /// Comments written or edited by bots never carry commands.
     CommentByBot { login: String },
-    /// Our own comments (status, replies, reviews) are not input.
+    /// Our own comments (status, replies, reviews) and our own edits are not input.
     CommentByTheApp,
     /// An edit that did not touch the comment body.
     CommentBodyUnchanged,

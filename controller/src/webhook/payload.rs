@@ -77,6 +77,9 @@ pub(super) struct IssueCommentEvent {
     pub comment: Comment,
     pub changes: Option<CommentChanges>,
     pub repository: Repository,
+    /// Who performed the action; for an edit, the editor (who may not be
+    /// the comment's author).
+    pub sender: Account,
 }
 
 #[derive(Debug, Deserialize)]

@@ -13,13 +13,14 @@ use super::backoff::RetryPolicy;
 use super::error::{GitHubError, describe_octocrab_error};
 use super::etag::EtagCache;
 use super::ratelimit::{Admission, RateGates, RateLimitState, RateScope, RequestKind};
-use http::header::{ETAG, HeaderMap, HeaderName, HeaderValue, IF_NONE_MATCH};
+use http::header::{ETAG, HeaderMap, HeaderName, HeaderValue, IF_NONE_MATCH, LINK};
 use http::{Method, StatusCode, Uri};
 use octocrab::Octocrab;
 use octocrab::models::{AppId, InstallationId};
 use octocrab::service::middleware::retry::RetryConfig;
 use secrecy::{ExposeSecret, SecretString};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// The REST API version every request pins.
@@ -68,12 +69,16 @@ struct Shared {
     gates: RateGates,
     etags: EtagCache,
     options: ClientOptions,
+    /// One octocrab per installation, shared by every handle: a cloned
+    /// `Octocrab` copies its token cache, so sharing it is what makes an
+    /// installation token minted once serve every later request.
+    installations: Mutex<HashMap<u64, Arc<Octocrab>>>,
 }
 
 /// Entry point: one per process, cheap to clone.
 #[derive(Clone)]
 pub struct GitHubClient {
-    root: Octocrab,
+    root: Arc<Octocrab>,
     is_app: bool,
     shared: Arc<Shared>,
 }
@@ -140,13 +145,14 @@ impl GitHubClient {
             .build()
             .map_err(|e| GitHubError::Setup(describe_octocrab_error(&e)))?;
         Ok(GitHubClient {
-            root,
+            root: Arc::new(root),
             is_app,
             shared: Arc::new(Shared {
                 api_base,
                 gates: RateGates::default(),
                 etags: EtagCache::new(options.etag_capacity),
                 options,
+                installations: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -155,12 +161,26 @@ impl GitHubClient {
     /// acts for every repository it can see.
     pub fn installation(&self, id: u64) -> Result<GitHubApi, GitHubError> {
         if !self.is_app {
-            return Ok(self.handle(self.root.clone(), RateScope::Token));
+            return Ok(self.handle(Arc::clone(&self.root), RateScope::Token));
         }
-        let crab = self
-            .root
-            .installation(InstallationId(id))
-            .map_err(|e| GitHubError::Setup(describe_octocrab_error(&e)))?;
+        let mut installations = self
+            .shared
+            .installations
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let crab = match installations.get(&id) {
+            Some(crab) => Arc::clone(crab),
+            None => {
+                let crab = Arc::new(
+                    self.root
+                        .installation(InstallationId(id))
+                        .map_err(|e| GitHubError::Setup(describe_octocrab_error(&e)))?,
+                );
+                installations.insert(id, Arc::clone(&crab));
+                crab
+            }
+        };
+        drop(installations);
         Ok(self.handle(crab, RateScope::Installation(id)))
     }
 
@@ -171,7 +191,7 @@ impl GitHubClient {
                 "this endpoint needs GitHub App credentials, not a token".into(),
             ));
         }
-        Ok(self.handle(self.root.clone(), RateScope::App))
+        Ok(self.handle(Arc::clone(&self.root), RateScope::App))
     }
 
     /// Last known budget per scope, for the `/metrics` gauges.
@@ -179,7 +199,7 @@ impl GitHubClient {
         self.shared.gates.snapshot()
     }
 
-    fn handle(&self, crab: Octocrab, scope: RateScope) -> GitHubApi {
+    fn handle(&self, crab: Arc<Octocrab>, scope: RateScope) -> GitHubApi {
         GitHubApi {
             crab,
             scope,
@@ -221,7 +241,7 @@ impl<T> Conditional<T> {
 /// in `writes.rs`; both go through the request loop here.
 #[derive(Clone)]
 pub struct GitHubApi {
-    crab: Octocrab,
+    crab: Arc<Octocrab>,
     scope: RateScope,
     shared: Arc<Shared>,
 }
@@ -384,6 +404,21 @@ impl GitHubApi {
         &self,
         path: &str,
     ) -> Result<Conditional<T>, GitHubError> {
+        let (response, modified) = self.read_conditional(path).await?;
+        let value = decode(path, &response.body)?;
+        Ok(if modified {
+            Conditional::Modified(value)
+        } else {
+            Conditional::NotModified(value)
+        })
+    }
+
+    /// A conditional GET whose `304` is replaced by the cached body and
+    /// `Link` header; the flag says whether GitHub sent something new.
+    pub(super) async fn read_conditional(
+        &self,
+        path: &str,
+    ) -> Result<(RawResponse, bool), GitHubError> {
         let etags = &self.shared.etags;
         let mut headers = HeaderMap::new();
         if let Some(value) = etags
@@ -392,21 +427,25 @@ impl GitHubApi {
         {
             headers.insert(IF_NONE_MATCH, value);
         }
-        let response = self.read(path, &headers).await?;
+        let mut response = self.read(path, &headers).await?;
         if response.status == StatusCode::NOT_MODIFIED {
-            if let Some(body) = etags.body(self.scope, path) {
-                let text = String::from_utf8_lossy(&body);
-                return decode(path, &text).map(Conditional::NotModified);
+            let Some(cached) = etags.answer(self.scope, path) else {
+                // A 304 without a cached body: ask again without the condition.
+                etags.forget(self.scope, path);
+                return Ok((self.read(path, &HeaderMap::new()).await?, true));
+            };
+            response.status = StatusCode::OK;
+            response.body = String::from_utf8_lossy(&cached.body).into_owned();
+            if let Some(link) = cached.link.and_then(|l| HeaderValue::from_str(&l).ok()) {
+                response.headers.insert(LINK, link);
             }
-            // A 304 without a cached body: ask again without the condition.
-            etags.forget(self.scope, path);
-            let fresh = self.read(path, &HeaderMap::new()).await?;
-            return decode(path, &fresh.body).map(Conditional::Modified);
+            return Ok((response, false));
         }
         if let Some(etag) = response.headers.get(ETAG).and_then(|v| v.to_str().ok()) {
-            etags.store(self.scope, path, etag, response.body.as_bytes());
+            let link = response.headers.get(LINK).and_then(|v| v.to_str().ok());
+            etags.store(self.scope, path, etag, link, response.body.as_bytes());
         }
-        decode(path, &response.body).map(Conditional::Modified)
+        Ok((response, true))
     }
 
     /// Sends a write exactly once. Any non-success answer is an error; a

@@ -16,8 +16,16 @@ pub const MAX_CACHED_BODY_BYTES: usize = 1024 * 1024;
 #[derive(Debug, Clone)]
 struct Entry {
     etag: String,
-    body: Arc<[u8]>,
+    answer: CachedAnswer,
     last_used: u64,
+}
+
+/// What a `304` stands for: the body and `Link` header of the last `200`
+/// (GitHub's 304 carries neither, and pagination needs the link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedAnswer {
+    pub body: Arc<[u8]>,
+    pub link: Option<String>,
 }
 
 /// Cache of the last `200` body and ETag per (scope, request path).
@@ -51,16 +59,16 @@ impl EtagCache {
         Some(entry.etag.clone())
     }
 
-    /// The body stored with the ETag, for a `304` answer.
-    pub fn body(&self, scope: RateScope, path: &str) -> Option<Arc<[u8]>> {
+    /// The answer stored with the ETag, for a `304`.
+    pub fn answer(&self, scope: RateScope, path: &str) -> Option<CachedAnswer> {
         self.lock()
             .entries
             .get(&(scope, path.to_owned()))
-            .map(|entry| Arc::clone(&entry.body))
+            .map(|entry| entry.answer.clone())
     }
 
     /// Stores a `200` answer; the least recently used entry makes room.
-    pub fn store(&self, scope: RateScope, path: &str, etag: &str, body: &[u8]) {
+    pub fn store(&self, scope: RateScope, path: &str, etag: &str, link: Option<&str>, body: &[u8]) {
         if self.capacity == 0 || body.len() > MAX_CACHED_BODY_BYTES {
             return;
         }
@@ -82,7 +90,10 @@ impl EtagCache {
             key,
             Entry {
                 etag: etag.to_owned(),
-                body: Arc::from(body),
+                answer: CachedAnswer {
+                    body: Arc::from(body),
+                    link: link.map(str::to_owned),
+                },
                 last_used,
             },
         );
@@ -116,28 +127,30 @@ mod tests {
     const SCOPE: RateScope = RateScope::Installation(7);
 
     #[test]
-    fn stored_answer_yields_its_etag_and_body() {
+    fn stored_answer_yields_its_etag_body_and_link() {
         let cache = EtagCache::new(4);
         assert_eq!(cache.etag(SCOPE, "/a"), None);
-        cache.store(SCOPE, "/a", "\"abc\"", b"[1]");
+        cache.store(SCOPE, "/a", "\"abc\"", Some("<x>; rel=\"next\""), b"[1]");
         assert_eq!(cache.etag(SCOPE, "/a").as_deref(), Some("\"abc\""));
-        assert_eq!(cache.body(SCOPE, "/a").as_deref(), Some(&b"[1]"[..]));
+        let answer = cache.answer(SCOPE, "/a").expect("stored");
+        assert_eq!(&answer.body[..], b"[1]");
+        assert_eq!(answer.link.as_deref(), Some("<x>; rel=\"next\""));
     }
 
     #[test]
     fn scopes_do_not_share_entries() {
         let cache = EtagCache::new(4);
-        cache.store(SCOPE, "/a", "\"abc\"", b"[1]");
+        cache.store(SCOPE, "/a", "\"abc\"", None, b"[1]");
         assert_eq!(cache.etag(RateScope::Installation(8), "/a"), None);
     }
 
     #[test]
     fn least_recently_used_entry_is_evicted_at_capacity() {
         let cache = EtagCache::new(2);
-        cache.store(SCOPE, "/a", "1", b"a");
-        cache.store(SCOPE, "/b", "2", b"b");
+        cache.store(SCOPE, "/a", "1", None, b"a");
+        cache.store(SCOPE, "/b", "2", None, b"b");
         assert!(cache.etag(SCOPE, "/a").is_some()); // touch /a so /b is older
-        cache.store(SCOPE, "/c", "3", b"c");
+        cache.store(SCOPE, "/c", "3", None, b"c");
         assert_eq!(cache.len(), 2);
         assert!(cache.etag(SCOPE, "/b").is_none());
         assert!(cache.etag(SCOPE, "/a").is_some());
@@ -147,9 +160,9 @@ mod tests {
     #[test]
     fn replacing_an_entry_does_not_evict_another() {
         let cache = EtagCache::new(2);
-        cache.store(SCOPE, "/a", "1", b"a");
-        cache.store(SCOPE, "/b", "2", b"b");
-        cache.store(SCOPE, "/a", "3", b"a2");
+        cache.store(SCOPE, "/a", "1", None, b"a");
+        cache.store(SCOPE, "/b", "2", None, b"b");
+        cache.store(SCOPE, "/a", "3", None, b"a2");
         assert_eq!(cache.len(), 2);
         assert_eq!(cache.etag(SCOPE, "/a").as_deref(), Some("3"));
     }
@@ -157,17 +170,23 @@ mod tests {
     #[test]
     fn oversized_bodies_and_zero_capacity_are_not_cached() {
         let cache = EtagCache::new(2);
-        cache.store(SCOPE, "/big", "1", &vec![0; MAX_CACHED_BODY_BYTES + 1]);
+        cache.store(
+            SCOPE,
+            "/big",
+            "1",
+            None,
+            &vec![0; MAX_CACHED_BODY_BYTES + 1],
+        );
         assert!(cache.is_empty());
         let disabled = EtagCache::new(0);
-        disabled.store(SCOPE, "/a", "1", b"a");
+        disabled.store(SCOPE, "/a", "1", None, b"a");
         assert!(disabled.is_empty());
     }
 
     #[test]
     fn forgotten_path_is_unconditional_again() {
         let cache = EtagCache::new(2);
-        cache.store(SCOPE, "/a", "1", b"a");
+        cache.store(SCOPE, "/a", "1", None, b"a");
         cache.forget(SCOPE, "/a");
         assert_eq!(cache.etag(SCOPE, "/a"), None);
     }

@@ -376,6 +376,76 @@ async fn conditional_read_reports_not_modified_from_the_cache() {
     assert_eq!(hits.count(), 2);
 }
 
+/// Two pages with ETags `"p1-<version>"` / `"p2-<version>"`; the version of
+/// page 2 is bumped through the shared counter to simulate a change there.
+#[tokio::test]
+async fn conditional_listing_is_unchanged_only_when_every_page_is() {
+    let version = Hits::default();
+    let sent_304 = Hits::default();
+    let app = Router::new()
+        .route(
+            "/repos/o/r/issues",
+            get(
+                |State((version, sent_304)): State<(Hits, Hits)>,
+                 axum::extract::RawQuery(query): axum::extract::RawQuery,
+                 headers: HeaderMap| async move {
+                    let page2 = query.unwrap_or_default().contains("page=2");
+                    let etag = if page2 {
+                        format!("\"p2-{}\"", version.count())
+                    } else {
+                        "\"p1\"".to_owned()
+                    };
+                    if headers.get("if-none-match").and_then(|v| v.to_str().ok())
+                        == Some(etag.as_str())
+                    {
+                        sent_304.bump();
+                        return StatusCode::NOT_MODIFIED.into_response();
+                    }
+                    let mut out = HeaderMap::new();
+                    out.insert("etag", etag.parse().unwrap());
+                    let body = if page2 {
+                        json!([issue_json(20 + version.count() as u64)])
+                    } else {
+                        out.insert(
+                            "link",
+                            "</repos/o/r/issues?state=open&per_page=100&page=2>; rel=\"next\""
+                                .parse()
+                                .unwrap(),
+                        );
+                        json!([issue_json(10)])
+                    };
+                    (out, axum::Json(body)).into_response()
+                },
+            ),
+        )
+        .with_state((version.clone(), sent_304.clone()));
+    let api = token_client(&serve(app).await, fast_options());
+    let numbers = |issues: &[Issue]| issues.iter().map(|i| i.number).collect::<Vec<_>>();
+
+    let first = api
+        .get_all_if_changed::<Issue>("/repos/o/r/issues?state=open")
+        .await
+        .unwrap();
+    assert!(first.is_modified());
+    assert_eq!(numbers(&first.into_inner()), vec![10, 20]);
+
+    let unchanged = api
+        .get_all_if_changed::<Issue>("/repos/o/r/issues?state=open")
+        .await
+        .unwrap();
+    assert!(!unchanged.is_modified());
+    assert_eq!(numbers(&unchanged.into_inner()), vec![10, 20]);
+    assert_eq!(sent_304.count(), 2);
+
+    version.bump();
+    let changed = api
+        .get_all_if_changed::<Issue>("/repos/o/r/issues?state=open")
+        .await
+        .unwrap();
+    assert!(changed.is_modified(), "a change on page 2 must be seen");
+    assert_eq!(numbers(&changed.into_inner()), vec![10, 21]);
+}
+
 #[tokio::test]
 async fn absent_parent_and_file_are_none_and_unknown_user_has_no_permission() {
     let app = Router::new()
@@ -512,7 +582,9 @@ async fn app_auth_mints_an_installation_token_and_sends_it_on_relative_paths() {
     let api = client.installation(42).unwrap();
     assert_eq!(api.scope(), RateScope::Installation(42));
     assert_eq!(api.issue(&repo(), 1).await.unwrap().number, 1);
-    assert_eq!(api.issue(&repo(), 1).await.unwrap().number, 1);
+    // A second handle for the same installation reuses the cached token.
+    let again = client.installation(42).unwrap();
+    assert_eq!(again.issue(&repo(), 1).await.unwrap().number, 1);
     assert_eq!(mints.count(), 1, "the installation token is cached");
 }
 

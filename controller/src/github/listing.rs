@@ -5,7 +5,7 @@
 //! the whole listing ([`GitHubError::IncompleteListing`]); nothing partial
 //! is ever returned.
 
-use super::client::{GitHubApi, RawResponse, decode};
+use super::client::{Conditional, GitHubApi, RawResponse, decode};
 use super::error::GitHubError;
 use super::pagination::{MAX_PAGES, next_link, relative_next_path};
 use http::HeaderMap;
@@ -25,12 +25,33 @@ impl GitHubApi {
     /// Every item of a listing whose pages are JSON arrays.
     pub async fn get_all<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, GitHubError> {
         let mut items = Vec::new();
-        self.walk(path, |page_path, response| {
+        self.walk(path, false, |page_path, response| {
             items.extend(decode::<Vec<T>>(page_path, &response.body)?);
             Ok(())
         })
         .await?;
         Ok(items)
+    }
+
+    /// Like [`Self::get_all`], but every page is requested conditionally.
+    /// `NotModified` only when every page answered `304` (which costs no
+    /// rate limit): an unchanged first page proves nothing about the rest.
+    pub async fn get_all_if_changed<T: DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<Conditional<Vec<T>>, GitHubError> {
+        let mut items = Vec::new();
+        let modified = self
+            .walk(path, true, |page_path, response| {
+                items.extend(decode::<Vec<T>>(page_path, &response.body)?);
+                Ok(())
+            })
+            .await?;
+        Ok(if modified {
+            Conditional::Modified(items)
+        } else {
+            Conditional::NotModified(items)
+        })
     }
 
     /// Every item of a listing whose pages are objects holding the items in
@@ -44,7 +65,7 @@ impl GitHubApi {
     ) -> Result<Vec<T>, GitHubError> {
         let mut items = Vec::new();
         let mut total_count = None;
-        self.walk(path, |page_path, response| {
+        self.walk(path, false, |page_path, response| {
             let mut page: serde_json::Map<String, serde_json::Value> =
                 decode(page_path, &response.body)?;
             total_count = page.get("total_count").and_then(serde_json::Value::as_u64);
@@ -69,13 +90,17 @@ impl GitHubApi {
         Ok(items)
     }
 
+    /// Reads every page, handing each to `on_page`; returns whether any
+    /// page was new (always true unless `conditional`).
     async fn walk(
         &self,
         path: &str,
+        conditional: bool,
         mut on_page: impl FnMut(&str, &RawResponse) -> Result<(), GitHubError>,
-    ) -> Result<(), GitHubError> {
+    ) -> Result<bool, GitHubError> {
         let mut next = Some(with_page_size(path));
         let mut pages_read = 0;
+        let mut any_modified = !conditional;
         while let Some(page_path) = next.take() {
             if pages_read == MAX_PAGES {
                 return Err(GitHubError::TooManyPages {
@@ -89,10 +114,18 @@ impl GitHubApi {
                 pages_read: read_so_far,
                 source: Box::new(source),
             };
-            let response = self
-                .read(&page_path, &HeaderMap::new())
-                .await
-                .map_err(incomplete)?;
+            let response = if conditional {
+                let (response, modified) = self
+                    .read_conditional(&page_path)
+                    .await
+                    .map_err(incomplete)?;
+                any_modified |= modified;
+                response
+            } else {
+                self.read(&page_path, &HeaderMap::new())
+                    .await
+                    .map_err(incomplete)?
+            };
             on_page(&page_path, &response).map_err(incomplete)?;
             pages_read += 1;
             let link = response
@@ -109,7 +142,7 @@ impl GitHubApi {
                 );
             }
         }
-        Ok(())
+        Ok(any_modified)
     }
 }
 

@@ -20,7 +20,7 @@ mod http_tests;
 pub use backoff::RetryPolicy;
 pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};
 pub use error::GitHubError;
-pub use etag::EtagCache;
+pub use etag::{CachedAnswer, EtagCache};
 pub use models::{
     Account, AppRef, BranchTip, CheckRun, CollaboratorPermission, CombinedStatus, CommitRef,
     CommitStatus, Comparison, FileContent, HookDelivery, Installation, Issue, IssueComment,

@@ -29,17 +29,29 @@ impl GitHubApi {
             .await
     }
 
-    /// Open issues carrying `label`, for the poller (conditional).
+    /// Open issues (and PRs, which the issues API includes) carrying
+    /// `label`, for the poller: conditional, so an unchanged set is free.
     pub async fn open_issues_with_label(
         &self,
         repo: &RepoName,
         label: &str,
-    ) -> Result<Vec<Issue>, GitHubError> {
+    ) -> Result<Conditional<Vec<Issue>>, GitHubError> {
         let path = repo.api_path(&format!(
             "/issues?state=open&labels={}",
             encode_component(label)
         ));
-        self.get_all(&path).await
+        self.get_all_if_changed(&path).await
+    }
+
+    /// Every comment of an issue or PR conversation, conditionally: the
+    /// poller's cheap "anything new?" question.
+    pub async fn issue_comments_if_changed(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Conditional<Vec<IssueComment>>, GitHubError> {
+        self.get_all_if_changed(&repo.api_path(&format!("/issues/{number}/comments")))
+            .await
     }
 
     /// Every comment of an issue or PR conversation, oldest first.

@@ -491,6 +491,55 @@ async fn absent_parent_and_file_are_none_and_unknown_user_has_no_permission() {
 }
 
 #[tokio::test]
+async fn operator_decision_asks_github_only_for_humans_not_allow_listed() {
+    use crate::commands::{Actor, ActorKind, OperatorPolicy};
+    let asked = Hits::default();
+    let app = Router::new()
+        .route(
+            "/repos/o/r/collaborators/{login}/permission",
+            get(
+                |State(asked): State<Hits>,
+                 axum::extract::Path(login): axum::extract::Path<String>| async move {
+                    asked.bump();
+                    let role = if login == "writer" { "write" } else { "triage" };
+                    axum::Json(json!({"permission": "read", "role_name": role, "user": null}))
+                },
+            ),
+        )
+        .with_state(asked.clone());
+    let api = token_client(&serve(app).await, fast_options());
+    let policy = OperatorPolicy {
+        allow: vec!["friend".to_owned()],
+        ..OperatorPolicy::default()
+    };
+    let person = |login: &str, kind| Actor {
+        login: login.to_owned(),
+        kind,
+    };
+    let decide = |actor: Actor| {
+        let api = api.clone();
+        let policy = policy.clone();
+        async move {
+            api.operator_decision(&repo(), &actor, &policy, "autoforge")
+                .await
+                .unwrap()
+                .is_allowed()
+        }
+    };
+    assert!(!decide(person("ci", ActorKind::Bot)).await);
+    assert!(!decide(person("autoforge[bot]", ActorKind::Bot)).await);
+    assert!(decide(person("friend", ActorKind::User)).await);
+    assert_eq!(
+        asked.count(),
+        0,
+        "no request for bots or allow-listed logins"
+    );
+    assert!(decide(person("writer", ActorKind::User)).await);
+    assert!(!decide(person("triager", ActorKind::User)).await);
+    assert_eq!(asked.count(), 2);
+}
+
+#[tokio::test]
 async fn file_contents_are_decoded_from_base64() {
     let app = Router::new().route(
         "/repos/o/r/contents/dir/a.toml",

@@ -8,6 +8,7 @@ mod error;
 mod etag;
 mod listing;
 mod models;
+mod operators;
 mod pagination;
 mod paths;
 mod ratelimit;

@@ -296,10 +296,19 @@ impl GitHubApi {
                 method: method_name,
                 path: path.to_owned(),
             })?
-            .map_err(|e| GitHubError::Transport {
-                method: method_name,
-                path: path.to_owned(),
-                message: describe_octocrab_error(&e),
+            .map_err(|e| match e {
+                // `execute` does not turn statuses into errors, so a GitHub
+                // error here comes from minting the installation token: the
+                // request itself was never sent.
+                octocrab::Error::GitHub { ref source, .. } => GitHubError::Credentials {
+                    status: source.status_code.as_u16(),
+                    message: source.message.clone(),
+                },
+                other => GitHubError::Transport {
+                    method: method_name,
+                    path: path.to_owned(),
+                    message: describe_octocrab_error(&other),
+                },
             })?;
         self.shared.gates.observe(
             self.scope,

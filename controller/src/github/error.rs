@@ -30,6 +30,10 @@ pub enum GitHubError {
         path: String,
         message: String,
     },
+    /// No installation token could be obtained (App key, App not installed,
+    /// GitHub down); the request itself was not sent.
+    #[error("could not obtain GitHub credentials (GitHub answered {status}): {message}")]
+    Credentials { status: u16, message: String },
     /// A success body that does not have the shape we read.
     #[error("GitHub's answer to {path} does not have the expected shape: {source}")]
     Decode {
@@ -85,7 +89,10 @@ impl GitHubError {
 
     /// True for failures worth retrying a read for.
     pub(super) fn is_transient(&self) -> bool {
-        self.is_outcome_unknown()
+        match self {
+            GitHubError::Credentials { status, .. } => *status >= 500,
+            other => other.is_outcome_unknown(),
+        }
     }
 }
 

@@ -675,6 +675,41 @@ async fn a_revoked_installation_token_is_reminted_after_a_401() {
     assert_eq!(mints.count(), 2);
 }
 
+#[tokio::test]
+async fn an_installation_that_refuses_tokens_is_a_credentials_error_sent_once() {
+    let mints = Hits::default();
+    let app = Router::new()
+        .route(
+            "/app/installations/42/access_tokens",
+            post(|State(mints): State<Hits>| async move {
+                mints.bump();
+                (
+                    StatusCode::NOT_FOUND,
+                    axum::Json(json!({"message": "Not Found"})),
+                )
+            }),
+        )
+        .with_state(mints.clone());
+    let base = serve(app).await;
+    let auth = GitHubAuth::App {
+        app_id: 1,
+        private_key_pem: SecretString::from(generate_rsa_pem()),
+    };
+    let client = GitHubClient::with_options(&base, auth, fast_options()).unwrap();
+    let api = client.installation(42).unwrap();
+    let error = writes::create_comment(&api, &repo(), 1, "x")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, GitHubError::Credentials { status: 404, .. }),
+        "{error}"
+    );
+    assert!(!error.is_outcome_unknown(), "the comment was never sent");
+    let read_error = api.issue(&repo(), 1).await.unwrap_err();
+    assert!(matches!(read_error, GitHubError::Credentials { .. }));
+    assert_eq!(mints.count(), 2, "a definite refusal is not retried");
+}
+
 #[test]
 fn creating_a_client_outside_a_runtime_is_an_error_not_a_panic() {
     let token = GitHubAuth::Token(SecretString::from("t".to_owned()));

@@ -179,10 +179,7 @@ impl Classifier<'_> {
     fn non_human(&self, account: &Account, via_app: Option<&str>) -> Option<IgnoreReason> {
         let slug = self.context.app_slug;
         let is_us = |name: &str| !slug.is_empty() && name.eq_ignore_ascii_case(slug);
-        let by_app_login = account
-            .login
-            .strip_suffix("[bot]")
-            .is_some_and(&is_us);
+        let by_app_login = account.login.strip_suffix("[bot]").is_some_and(&is_us);
         if by_app_login || via_app.is_some_and(is_us) {
             return Some(IgnoreReason::CommentByTheApp);
         }

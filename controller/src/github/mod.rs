@@ -18,6 +18,9 @@ pub mod writes;
 #[cfg(test)]
 mod http_tests;
 
+#[cfg(test)]
+mod conformance_tests;
+
 pub use backoff::RetryPolicy;
 pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};
 pub use error::GitHubError;

@@ -41,7 +41,8 @@ pub struct Issue {
     /// `open` or `closed`.
     pub state: String,
     pub labels: Vec<Label>,
-    pub user: Account,
+    /// `null` when GitHub no longer knows the author.
+    pub user: Option<Account>,
     pub html_url: String,
     /// Present exactly when the issue is a pull request.
     #[serde(default)]
@@ -72,8 +73,11 @@ pub struct AppRef {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct IssueComment {
     pub id: u64,
+    /// Required on purpose: GitHub omits it only for non-JSON media types,
+    /// and reading "no body" as empty would hide our markers.
     pub body: String,
-    pub user: Account,
+    /// `null` when GitHub no longer knows the author.
+    pub user: Option<Account>,
     pub html_url: String,
     pub created_at: String,
     pub updated_at: String,

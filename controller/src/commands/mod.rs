@@ -1,1 +1,15 @@
-//! Operator commands: Markdown-aware parsing of `/autoforge` lines and permission checks.
+//! Operator commands: Markdown-aware parsing of `/autoforge` lines and the
+//! pure decision of who counts as an operator. Nothing here does IO: the
+//! caller reads the collaborator permission from GitHub and passes it in.
+
+mod authorize;
+mod parse;
+
+pub use authorize::{
+    Actor, ActorKind, AllowedBy, OperatorDecision, OperatorPolicy, Permission, RefusalReason,
+    UnknownPermission, decide_operator,
+};
+pub use parse::{
+    COMMAND_PREFIX, Command, CommandParseError, MAX_UNBLOCK_REASON_CHARS, VERBS,
+    commands_added_by_edit, parse_commands,
+};

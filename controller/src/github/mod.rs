@@ -1,1 +1,36 @@
-//! The GitHub client: App and token auth, typed reads with retries, rate limits and conditional requests.
+//! The GitHub client: App and token auth, typed reads with retries, rate
+//! limits and conditional requests, and the thin write calls that only the
+//! effect executor may use.
+
+mod backoff;
+mod client;
+mod error;
+mod etag;
+mod listing;
+mod models;
+mod operators;
+mod pagination;
+mod paths;
+mod ratelimit;
+mod reads;
+pub mod writes;
+
+#[cfg(test)]
+mod http_tests;
+
+#[cfg(test)]
+mod conformance_tests;
+
+pub use backoff::RetryPolicy;
+pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};
+pub use error::GitHubError;
+pub use etag::{CachedAnswer, EtagCache};
+pub use models::{
+    Account, AppRef, BranchTip, CheckRun, CollaboratorPermission, CombinedStatus, CommitRef,
+    CommitStatus, Comparison, FileContent, HookDelivery, Installation, Issue, IssueComment,
+    IssueEvent, Label, MergeResult, PullRequest, PullRequestFile, Reaction, RepoRef, Repository,
+};
+pub use pagination::{LinkError, MAX_PAGES, next_link, relative_next_path};
+pub use paths::{InvalidRepoName, RepoName, encode_component, encode_path};
+pub use ratelimit::{Admission, RateGates, RateLimitState, RateScope, RequestKind};
+pub use reads::latest_labeler;

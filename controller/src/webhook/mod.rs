@@ -1,1 +1,22 @@
-//! Webhook deliveries: signature verification and translation of payloads into run events.
+//! Webhook deliveries: signature verification, the header and payload fields
+//! the inbox stores, the `/webhook` route over an inbox trait, and the
+//! translation of a stored delivery into a run event. Apart from the route,
+//! everything here is IO-free.
+
+mod classify;
+mod headers;
+mod ingress;
+mod observation;
+mod payload;
+mod signature;
+
+pub use classify::{ClassifyContext, ClassifyError, classify};
+pub use headers::{
+    DELIVERY_HEADER, DeliveryHeaders, DeliveryMeta, EVENT_HEADER, HeaderError,
+    LEGACY_SIGNATURE_HEADER, MetaError, SIGNATURE_256_HEADER,
+};
+pub use ingress::{
+    DeliveryInbox, MAX_WEBHOOK_BODY_BYTES, ReceivedDelivery, StoreOutcome, webhook_router,
+};
+pub use observation::{IgnoreReason, IssueRef, Observation};
+pub use signature::{SignatureError, sign_body, verify_signature};

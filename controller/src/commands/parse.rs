@@ -1,0 +1,270 @@
+//! Markdown-aware extraction of `/autoforge` command lines from a comment body.
+//!
+//! Rules (decided here, documented for operators in the status comment help):
+//! - A command is a line of a *top-level paragraph* whose first non-blank
+//!   characters are exactly `/autoforge` followed by a space, a tab or the end
+//!   of the line. The prefix is case-sensitive: `/AutoForge` is plain text.
+//! - Lines inside fenced (backtick or tilde) or indented code, inline code,
+//!   block quotes (at any nesting), list items, headings, HTML blocks and HTML
+//!   comments are never commands: text that is quoted, shown or hidden was not
+//!   typed as an instruction.
+//! - Several commands may share one paragraph, one per line (soft breaks).
+//! - Verbs are lowercase and case-sensitive; a near miss (including a case
+//!   difference) is an error that suggests the intended verb, so a typo is
+//!   answered instead of silently ignored or loosely obeyed.
+//! - `unblock` needs a reason of at most [`MAX_UNBLOCK_REASON_CHARS`]
+//!   characters; longer reasons are refused, never clipped. The other verbs
+//!   take no arguments.
+
+use pulldown_cmark::{Event, Options, Parser, Tag};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// The literal that opens every command line.
+pub const COMMAND_PREFIX: &str = "/autoforge";
+
+/// Upper bound on an unblock reason, in Unicode scalar values.
+pub const MAX_UNBLOCK_REASON_CHARS: usize = 500;
+
+/// The verbs an operator can use, in the order the help text lists them.
+pub const VERBS: [&str; 5] = ["unblock", "retry", "stop", "merge", "status"];
+
+/// One well-formed operator command.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// Leave `BLOCKED`; the controller picks the phase from live GitHub.
+    Unblock { reason: String },
+    /// Re-enter the current phase after a transient failure.
+    Retry,
+    /// Stop the run.
+    Stop,
+    /// Operator approval to merge (`merge.mode = "on-command"`).
+    Merge,
+    /// Reply with the run's status.
+    Status,
+}
+
+impl Command {
+    /// The verb as typed in a comment.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Command::Unblock { .. } => "unblock",
+            Command::Retry => "retry",
+            Command::Stop => "stop",
+            Command::Merge => "merge",
+            Command::Status => "status",
+        }
+    }
+}
+
+/// Why a `/autoforge` line is not a valid command. The text is meant for the
+/// reply comment, so it never echoes the offending reason text back.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum CommandParseError {
+    #[error("`/autoforge` needs a command; {}", usage())]
+    MissingVerb,
+    #[error("unknown command `{verb}`{}; {}", suggestion_text(.suggestion.as_deref()), usage())]
+    UnknownVerb {
+        verb: String,
+        suggestion: Option<&'static str>,
+    },
+    #[error("{}", usage())]
+    HelpRequested,
+    #[error(
+        "`/autoforge unblock` needs a reason, e.g. `/autoforge unblock closed the duplicate PR`"
+    )]
+    MissingUnblockReason,
+    #[error(
+        "the unblock reason has {chars} characters; at most {MAX_UNBLOCK_REASON_CHARS} are allowed"
+    )]
+    UnblockReasonTooLong { chars: usize },
+    #[error("`/autoforge {verb}` takes no arguments")]
+    UnexpectedArguments { verb: &'static str },
+}
+
+fn suggestion_text(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|verb| format!(" (did you mean `{verb}`?)"))
+        .unwrap_or_default()
+}
+
+fn usage() -> String {
+    "commands: `/autoforge unblock <reason>`, `/autoforge retry`, `/autoforge stop`, \
+     `/autoforge merge`, `/autoforge status`"
+        .to_owned()
+}
+
+/// Every command line of `body`, in order of appearance, each parsed or
+/// refused. Text that is not a command line is not represented at all.
+pub fn parse_commands(body: &str) -> Vec<Result<Command, CommandParseError>> {
+    command_lines(body).into_iter().map(parse_line).collect()
+}
+
+/// Finds the raw text of every command line. pulldown-cmark tells us which
+/// text belongs to a top-level paragraph; the raw source line tells us whether
+/// that text is the first thing on its line (so list markers, quote markers,
+/// escapes and emphasis in front of the prefix disqualify it).
+fn command_lines(body: &str) -> Vec<&str> {
+    let mut open_blocks: Vec<bool> = Vec::new();
+    let mut seen_line_starts = BTreeSet::new();
+    let mut lines = Vec::new();
+    for (event, range) in Parser::new_ext(body, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(tag) => open_blocks.push(matches!(tag, Tag::Paragraph)),
+            Event::End(_) => {
+                open_blocks.pop();
+            }
+            Event::Text(text) if open_blocks.first() == Some(&true) => {
+                if !text.starts_with(COMMAND_PREFIX) {
+                    continue;
+                }
+                let line_start = body[..range.start].rfind('\n').map_or(0, |i| i + 1);
+                if !body[line_start..range.start].trim().is_empty()
+                    || !seen_line_starts.insert(line_start)
+                {
+                    continue;
+                }
+                let line_end = body[line_start..]
+                    .find('\n')
+                    .map_or(body.len(), |i| line_start + i);
+                let line = body[line_start..line_end].trim();
+                // A trailing backslash is a Markdown hard break, not part of the text.
+                let line = line.strip_suffix('\\').unwrap_or(line).trim_end();
+                if is_prefix_word(line) {
+                    lines.push(line);
+                }
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// `/autoforge` must stand alone: `/autoforgery` is ordinary text.
+fn is_prefix_word(line: &str) -> bool {
+    line.strip_prefix(COMMAND_PREFIX)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+}
+
+fn parse_line(line: &str) -> Result<Command, CommandParseError> {
+    let rest = line
+        .strip_prefix(COMMAND_PREFIX)
+        .unwrap_or_default()
+        .trim_start();
+    let (verb, args) = match rest.split_once([' ', '\t']) {
+        Some((verb, args)) => (verb, args.trim()),
+        None => (rest, ""),
+    };
+    let no_args = |command: Command| {
+        if args.is_empty() {
+            Ok(command)
+        } else {
+            Err(CommandParseError::UnexpectedArguments {
+                verb: command.verb(),
+            })
+        }
+    };
+    match verb {
+        "" => Err(CommandParseError::MissingVerb),
+        "help" => Err(CommandParseError::HelpRequested),
+        "unblock" => parse_unblock_reason(args),
+        "retry" => no_args(Command::Retry),
+        "stop" => no_args(Command::Stop),
+        "merge" => no_args(Command::Merge),
+        "status" => no_args(Command::Status),
+        other => Err(CommandParseError::UnknownVerb {
+            verb: bounded_verb(other),
+            suggestion: nearest_verb(other),
+        }),
+    }
+}
+
+fn parse_unblock_reason(reason: &str) -> Result<Command, CommandParseError> {
+    let chars = reason.chars().count();
+    if chars == 0 {
+        return Err(CommandParseError::MissingUnblockReason);
+    }
+    if chars > MAX_UNBLOCK_REASON_CHARS {
+        return Err(CommandParseError::UnblockReasonTooLong { chars });
+    }
+    Ok(Command::Unblock {
+        reason: reason.to_owned(),
+    })
+}
+
+/// The unknown verb is echoed in the reply, so keep it short and printable.
+fn bounded_verb(verb: &str) -> String {
+    const MAX_ECHOED_VERB_CHARS: usize = 32;
+    let mut shown: String = verb
+        .chars()
+        .filter(|c| !c.is_control() && *c != '`')
+        .take(MAX_ECHOED_VERB_CHARS)
+        .collect();
+    if verb.chars().count() > MAX_ECHOED_VERB_CHARS {
+        shown.push('…');
+    }
+    shown
+}
+
+/// The closest verb by edit distance (case-insensitive), if it is close
+/// enough to be a plausible typo.
+fn nearest_verb(typed: &str) -> Option<&'static str> {
+    let typed = typed.to_lowercase();
+    VERBS
+        .iter()
+        .map(|verb| (edit_distance(&typed, verb), *verb))
+        .filter(|(distance, verb)| *distance <= verb.len().div_ceil(3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, verb)| verb)
+}
+
+/// Levenshtein distance over Unicode scalar values.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// The commands `new_body` has that `old_body` did not, with multiset
+/// semantics: a command present once before and twice now yields it once.
+/// Errors count too, so a typo that was already answered is not re-answered.
+pub fn commands_added_by_edit(
+    old_body: &str,
+    new_body: &str,
+) -> Vec<Result<Command, CommandParseError>> {
+    let mut previous = parse_commands(old_body);
+    parse_commands(new_body)
+        .into_iter()
+        .filter(
+            |parsed| match previous.iter().position(|old| old == parsed) {
+                Some(index) => {
+                    // The matched old entry is consumed so each counts once.
+                    let _consumed = previous.swap_remove(index);
+                    false
+                }
+                None => true,
+            },
+        )
+        .collect()
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Unblock { .. } => write!(f, "{COMMAND_PREFIX} unblock <reason>"),
+            other => write!(f, "{COMMAND_PREFIX} {}", other.verb()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "parse_tests.rs"]
+mod tests;

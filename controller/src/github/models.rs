@@ -1,0 +1,282 @@
+//! What we read from GitHub's REST answers: only the fields the controller
+//! uses. Required fields are required here too, so a shape change is a
+//! decode error naming the field, not a silently missing value.
+
+use crate::commands::{Actor, ActorKind, Permission};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Account {
+    pub login: String,
+    pub id: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+impl Account {
+    /// The account as an actor for the operator decision.
+    pub fn actor(&self) -> Actor {
+        Actor {
+            login: self.login.clone(),
+            kind: if self.kind == "Bot" {
+                ActorKind::Bot
+            } else {
+                ActorKind::User
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Label {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Issue {
+    pub id: u64,
+    pub number: u64,
+    pub title: String,
+    pub body: Option<String>,
+    /// `open` or `closed`.
+    pub state: String,
+    pub labels: Vec<Label>,
+    /// `null` when GitHub no longer knows the author.
+    pub user: Option<Account>,
+    pub html_url: String,
+    /// Present exactly when the issue is a pull request.
+    #[serde(default)]
+    pub pull_request: Option<serde_json::Value>,
+}
+
+impl Issue {
+    pub fn is_open(&self) -> bool {
+        self.state == "open"
+    }
+
+    pub fn is_pull_request(&self) -> bool {
+        self.pull_request.is_some()
+    }
+
+    pub fn has_label(&self, name: &str) -> bool {
+        self.labels
+            .iter()
+            .any(|label| label.name.eq_ignore_ascii_case(name))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AppRef {
+    pub slug: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssueComment {
+    pub id: u64,
+    /// Required on purpose: GitHub omits it only for non-JSON media types,
+    /// and reading "no body" as empty would hide our markers.
+    pub body: String,
+    /// `null` when GitHub no longer knows the author.
+    pub user: Option<Account>,
+    pub html_url: String,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(default)]
+    pub performed_via_github_app: Option<AppRef>,
+}
+
+/// One entry of `/issues/{n}/events` (labeled, unlabeled, closed, …).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IssueEvent {
+    pub id: u64,
+    pub event: String,
+    pub actor: Option<Account>,
+    #[serde(default)]
+    pub label: Option<Label>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RepoRef {
+    pub full_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct BranchTip {
+    #[serde(rename = "ref")]
+    pub ref_name: String,
+    pub sha: String,
+    /// `null` when the head repository was deleted.
+    pub repo: Option<RepoRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub state: String,
+    pub title: String,
+    pub body: Option<String>,
+    pub html_url: String,
+    pub user: Account,
+    pub head: BranchTip,
+    pub base: BranchTip,
+    #[serde(default)]
+    pub draft: Option<bool>,
+    #[serde(default)]
+    pub merged: Option<bool>,
+    pub merged_at: Option<String>,
+    pub merge_commit_sha: Option<String>,
+    /// Only on single-PR reads; `null` while GitHub computes it.
+    #[serde(default)]
+    pub mergeable: Option<bool>,
+    #[serde(default)]
+    pub mergeable_state: Option<String>,
+}
+
+/// Result of `compare/{base}...{head}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Comparison {
+    /// `ahead`, `behind`, `diverged` or `identical`.
+    pub status: String,
+    pub ahead_by: u64,
+    pub behind_by: u64,
+    pub total_commits: u64,
+    pub merge_base_commit: CommitRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CommitRef {
+    pub sha: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestFile {
+    pub filename: String,
+    /// `added`, `removed`, `modified`, `renamed`, …
+    pub status: String,
+    #[serde(default)]
+    pub previous_filename: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckRun {
+    pub id: u64,
+    pub name: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub head_sha: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CommitStatus {
+    pub context: String,
+    pub state: String,
+}
+
+/// `commits/{ref}/status`: the combined legacy status.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CombinedStatus {
+    /// `success`, `pending` or `failure`.
+    pub state: String,
+    pub sha: String,
+    pub total_count: u64,
+    pub statuses: Vec<CommitStatus>,
+}
+
+/// `collaborators/{user}/permission`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CollaboratorPermission {
+    pub permission: String,
+    pub role_name: String,
+}
+
+impl CollaboratorPermission {
+    /// The finer `role_name` (it knows triage and maintain) when GitHub
+    /// uses a name we know, else the coarse `permission`. A custom role
+    /// falls back to its base permission.
+    pub fn level(&self) -> Result<Permission, crate::commands::UnknownPermission> {
+        self.role_name.parse().or_else(|_| self.permission.parse())
+    }
+}
+
+/// A file read through the contents API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileContent {
+    pub sha: String,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Installation {
+    pub id: u64,
+    pub app_slug: String,
+    pub account: Option<Account>,
+    pub suspended_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Repository {
+    pub id: u64,
+    pub full_name: String,
+    pub default_branch: String,
+    pub archived: bool,
+}
+
+/// One entry of `/app/hook/deliveries`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct HookDelivery {
+    pub id: u64,
+    pub guid: String,
+    pub delivered_at: String,
+    pub redelivery: bool,
+    pub status: String,
+    pub status_code: u16,
+    pub event: String,
+    pub action: Option<String>,
+    pub installation_id: Option<u64>,
+    pub repository_id: Option<u64>,
+}
+
+/// `PUT pulls/{n}/merge` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct MergeResult {
+    pub merged: bool,
+    pub sha: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Reaction {
+    pub id: u64,
+    pub content: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_name_wins_over_coarse_permission() {
+        let maintain = CollaboratorPermission {
+            permission: "write".into(),
+            role_name: "maintain".into(),
+        };
+        assert_eq!(maintain.level(), Ok(Permission::Maintain));
+        let custom = CollaboratorPermission {
+            permission: "read".into(),
+            role_name: "security-reviewer".into(),
+        };
+        assert_eq!(custom.level(), Ok(Permission::Read));
+    }
+
+    #[test]
+    fn bot_accounts_become_bot_actors() {
+        let account = Account {
+            login: "ci[bot]".into(),
+            id: 1,
+            kind: "Bot".into(),
+        };
+        assert_eq!(account.actor().kind, ActorKind::Bot);
+    }
+}

@@ -1,0 +1,345 @@
+//! Typed reads the SPEC needs. Listings are complete (see `listing.rs`);
+//! single reads retry transient failures; a 404 is turned into `None` only
+//! where "absent" is a legitimate answer (parent issue, file, permission).
+
+use super::client::{Conditional, GitHubApi};
+use super::error::GitHubError;
+use super::models::{
+    Account, CheckRun, CollaboratorPermission, CombinedStatus, Comparison, FileContent,
+    HookDelivery, Installation, Issue, IssueComment, IssueEvent, PullRequest, PullRequestFile,
+    Repository,
+};
+use super::paths::{RepoName, encode_component, encode_path};
+use crate::commands::Permission;
+use base64::Engine;
+
+impl GitHubApi {
+    pub async fn issue(&self, repo: &RepoName, number: u64) -> Result<Issue, GitHubError> {
+        self.get_json(&repo.api_path(&format!("/issues/{number}")))
+            .await
+    }
+
+    /// The issue, answered from the ETag cache when unchanged (no rate cost).
+    pub async fn issue_if_changed(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Conditional<Issue>, GitHubError> {
+        self.get_conditional(&repo.api_path(&format!("/issues/{number}")))
+            .await
+    }
+
+    /// Open issues (and PRs, which the issues API includes) carrying
+    /// `label`, for the poller: conditional, so an unchanged set is free.
+    pub async fn open_issues_with_label(
+        &self,
+        repo: &RepoName,
+        label: &str,
+    ) -> Result<Conditional<Vec<Issue>>, GitHubError> {
+        let path = repo.api_path(&format!(
+            "/issues?state=open&labels={}",
+            encode_component(label)
+        ));
+        self.get_all_if_changed(&path).await
+    }
+
+    /// Every comment of an issue or PR conversation, conditionally: the
+    /// poller's cheap "anything new?" question.
+    pub async fn issue_comments_if_changed(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Conditional<Vec<IssueComment>>, GitHubError> {
+        self.get_all_if_changed(&repo.api_path(&format!("/issues/{number}/comments")))
+            .await
+    }
+
+    /// Every comment of an issue or PR conversation, oldest first.
+    pub async fn issue_comments(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Vec<IssueComment>, GitHubError> {
+        self.get_all(&repo.api_path(&format!("/issues/{number}/comments")))
+            .await
+    }
+
+    pub async fn issue_comment(
+        &self,
+        repo: &RepoName,
+        comment_id: u64,
+    ) -> Result<IssueComment, GitHubError> {
+        self.get_json(&repo.api_path(&format!("/issues/comments/{comment_id}")))
+            .await
+    }
+
+    pub async fn issue_events(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Vec<IssueEvent>, GitHubError> {
+        self.get_all(&repo.api_path(&format!("/issues/{number}/events")))
+            .await
+    }
+
+    /// Who added `label` most recently, from the issue's complete event list.
+    pub async fn latest_labeler(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        label: &str,
+    ) -> Result<Option<Account>, GitHubError> {
+        let events = self.issue_events(repo, number).await?;
+        Ok(latest_labeler(&events, label))
+    }
+
+    pub async fn sub_issues(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Vec<Issue>, GitHubError> {
+        self.get_all(&repo.api_path(&format!("/issues/{number}/sub_issues")))
+            .await
+    }
+
+    /// The parent issue (EPIC) of a sub-issue, if it has one.
+    pub async fn parent_issue(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Option<Issue>, GitHubError> {
+        absent_on_404(
+            self.get_json(&repo.api_path(&format!("/issues/{number}/parent")))
+                .await,
+        )
+    }
+
+    pub async fn pull_request(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<PullRequest, GitHubError> {
+        self.get_json(&repo.api_path(&format!("/pulls/{number}")))
+            .await
+    }
+
+    /// Every PR (any state) whose head is `head_owner:branch`.
+    pub async fn pull_requests_by_head(
+        &self,
+        repo: &RepoName,
+        head_owner: &str,
+        branch: &str,
+    ) -> Result<Vec<PullRequest>, GitHubError> {
+        let head = encode_component(&format!("{head_owner}:{branch}"));
+        self.get_all(&repo.api_path(&format!("/pulls?state=all&head={head}")))
+            .await
+    }
+
+    /// Status and merge base of `head` relative to `base` (refs or SHAs).
+    pub async fn compare(
+        &self,
+        repo: &RepoName,
+        base: &str,
+        head: &str,
+    ) -> Result<Comparison, GitHubError> {
+        // One commit per page: we read the summary, not the commit list.
+        let path = repo.api_path(&format!(
+            "/compare/{}...{}?per_page=1",
+            encode_component(base),
+            encode_component(head)
+        ));
+        self.get_json(&path).await
+    }
+
+    pub async fn pull_request_files(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Vec<PullRequestFile>, GitHubError> {
+        self.get_all(&repo.api_path(&format!("/pulls/{number}/files")))
+            .await
+    }
+
+    pub async fn check_runs(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> Result<Vec<CheckRun>, GitHubError> {
+        let path = repo.api_path(&format!("/commits/{}/check-runs", encode_component(sha)));
+        self.get_all_in(&path, "check_runs").await
+    }
+
+    pub async fn combined_status(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> Result<CombinedStatus, GitHubError> {
+        let path = repo.api_path(&format!(
+            "/commits/{}/status?per_page=100",
+            encode_component(sha)
+        ));
+        let status: CombinedStatus = self.get_json(&path).await?;
+        if status.total_count > status.statuses.len() as u64 {
+            return Err(GitHubError::InconsistentListing {
+                path,
+                detail: format!(
+                    "{} statuses exist, one page holds {}",
+                    status.total_count,
+                    status.statuses.len()
+                ),
+            });
+        }
+        Ok(status)
+    }
+
+    /// The login's permission on the repository, asked at decision time.
+    /// An unknown user (404) has none.
+    pub async fn collaborator_permission(
+        &self,
+        repo: &RepoName,
+        login: &str,
+    ) -> Result<Permission, GitHubError> {
+        let path = repo.api_path(&format!(
+            "/collaborators/{}/permission",
+            encode_component(login)
+        ));
+        let Some(answer) = absent_on_404(self.get_json::<CollaboratorPermission>(&path).await)?
+        else {
+            return Ok(Permission::None);
+        };
+        answer
+            .level()
+            .map_err(|unknown| GitHubError::UnexpectedAnswer {
+                path,
+                detail: unknown.to_string(),
+            })
+    }
+
+    /// A file's bytes at `git_ref`; `None` if it does not exist there.
+    pub async fn file_contents(
+        &self,
+        repo: &RepoName,
+        file_path: &str,
+        git_ref: &str,
+    ) -> Result<Option<FileContent>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Contents {
+            #[serde(rename = "type")]
+            kind: String,
+            sha: String,
+            encoding: Option<String>,
+            content: Option<String>,
+        }
+        let path = repo.api_path(&format!(
+            "/contents/{}?ref={}",
+            encode_path(file_path.trim_start_matches('/')),
+            encode_component(git_ref)
+        ));
+        let Some(contents) = absent_on_404(self.get_json::<Contents>(&path).await)? else {
+            return Ok(None);
+        };
+        let not_a_file = |detail: String| GitHubError::UnexpectedAnswer {
+            path: path.clone(),
+            detail,
+        };
+        if contents.kind != "file" || contents.encoding.as_deref() != Some("base64") {
+            return Err(not_a_file(format!(
+                "expected a base64 file, got type `{}`",
+                contents.kind
+            )));
+        }
+        let encoded: String = contents
+            .content
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| not_a_file(format!("content is not base64: {e}")))?;
+        Ok(Some(FileContent {
+            sha: contents.sha,
+            bytes,
+        }))
+    }
+
+    /// Installations of the App (needs the App handle).
+    pub async fn installations(&self) -> Result<Vec<Installation>, GitHubError> {
+        self.get_all("/app/installations").await
+    }
+
+    /// Repositories this installation can access (needs an installation handle).
+    pub async fn installation_repositories(&self) -> Result<Vec<Repository>, GitHubError> {
+        self.get_all_in("/installation/repositories", "repositories")
+            .await
+    }
+
+    /// Recent deliveries of the App's webhook, newest first (App handle).
+    pub async fn hook_deliveries(&self) -> Result<Vec<HookDelivery>, GitHubError> {
+        self.get_all("/app/hook/deliveries").await
+    }
+}
+
+/// The actor of the newest `labeled` event for `label` (names compare
+/// case-insensitively, as GitHub's do). Events come oldest first.
+pub fn latest_labeler(events: &[IssueEvent], label: &str) -> Option<Account> {
+    events
+        .iter()
+        .rev()
+        .find(|event| {
+            event.event == "labeled"
+                && event
+                    .label
+                    .as_ref()
+                    .is_some_and(|l| l.name.eq_ignore_ascii_case(label))
+        })
+        .and_then(|event| event.actor.clone())
+}
+
+fn absent_on_404<T>(result: Result<T, GitHubError>) -> Result<Option<T>, GitHubError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(error) if error.is_not_found() => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::models::Label;
+
+    fn event(id: u64, kind: &str, label: &str, login: &str) -> IssueEvent {
+        IssueEvent {
+            id,
+            event: kind.to_owned(),
+            actor: Some(Account {
+                login: login.to_owned(),
+                id,
+                kind: "User".to_owned(),
+            }),
+            label: Some(Label {
+                name: label.to_owned(),
+            }),
+            created_at: "2026-01-01T00:00:00Z".to_owned(),
+        }
+    }
+
+    #[test]
+    fn newest_labeled_event_for_the_label_names_the_actor() {
+        let events = vec![
+            event(1, "labeled", "autoforge", "alice"),
+            event(2, "unlabeled", "autoforge", "bob"),
+            event(3, "labeled", "Autoforge", "carol"),
+            event(4, "labeled", "bug", "dave"),
+        ];
+        let actor = latest_labeler(&events, "autoforge").expect("labeled");
+        assert_eq!(actor.login, "carol");
+    }
+
+    #[test]
+    fn no_labeled_event_means_no_actor() {
+        let events = vec![event(1, "unlabeled", "autoforge", "bob")];
+        assert_eq!(latest_labeler(&events, "autoforge"), None);
+    }
+}

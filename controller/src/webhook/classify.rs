@@ -1,0 +1,303 @@
+//! Translation of one stored delivery into an [`Observation`].
+//!
+//! Pure: the dispatcher passes the event name and raw body from the inbox
+//! plus the configured trigger label and the App's slug. Unhandled events
+//! and actions are cleanly [`Observation::Ignored`]; a handled action whose
+//! payload lacks a field we read is a [`ClassifyError`], because guessing
+//! would silently drop a label or a command.
+
+use super::observation::{IgnoreReason, IssueRef, Observation};
+use super::payload::{
+    Account, ActionOnly, CheckRunEvent, CheckSuiteEvent, Comment, InstallationEvent,
+    IssueCommentEvent, IssuesEvent, PullRequestEvent,
+};
+use crate::commands::{Actor, ActorKind};
+use serde::de::DeserializeOwned;
+
+/// What classification needs from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassifyContext<'a> {
+    /// `labels.trigger` (default `autoforge`); compared case-insensitively,
+    /// as GitHub treats label names.
+    pub trigger_label: &'a str,
+    /// The App's slug; its comments (`<slug>[bot]`) are never input.
+    pub app_slug: &'a str,
+}
+
+/// A handled delivery whose payload does not have the shape we read.
+#[derive(Debug, thiserror::Error)]
+#[error("the `{event}.{action}` payload does not have the expected shape: {source}")]
+pub struct ClassifyError {
+    pub event: String,
+    pub action: String,
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// Classifies the delivery `event` (the `X-GitHub-Event` value) with raw `body`.
+pub fn classify(
+    event: &str,
+    body: &[u8],
+    context: &ClassifyContext<'_>,
+) -> Result<Observation, ClassifyError> {
+    let action = parse::<ActionOnly>(event, "?", body)?
+        .action
+        .unwrap_or_default();
+    let classifier = Classifier {
+        event,
+        action: &action,
+        body,
+        context,
+    };
+    match event {
+        "issues" => classifier.issues(),
+        "issue_comment" => classifier.issue_comment(),
+        "pull_request" => classifier.pull_request(),
+        "check_run" | "check_suite" => classifier.check(),
+        "installation" | "installation_repositories" => classifier.installation(),
+        "ping" => Ok(ignored(IgnoreReason::Ping)),
+        "pull_request_review" => Ok(ignored(IgnoreReason::PullRequestReview)),
+        other => Ok(ignored(IgnoreReason::UnhandledEvent {
+            event: other.to_owned(),
+        })),
+    }
+}
+
+struct Classifier<'a> {
+    event: &'a str,
+    action: &'a str,
+    body: &'a [u8],
+    context: &'a ClassifyContext<'a>,
+}
+
+impl Classifier<'_> {
+    fn parse<T: DeserializeOwned>(&self) -> Result<T, ClassifyError> {
+        parse(self.event, self.action, self.body)
+    }
+
+    fn unhandled(&self) -> Result<Observation, ClassifyError> {
+        Ok(ignored(IgnoreReason::UnhandledAction {
+            event: self.event.to_owned(),
+            action: self.action.to_owned(),
+        }))
+    }
+
+    fn issues(&self) -> Result<Observation, ClassifyError> {
+        if !matches!(
+            self.action,
+            "labeled" | "unlabeled" | "closed" | "reopened" | "edited"
+        ) {
+            return self.unhandled();
+        }
+        let payload: IssuesEvent = self.parse()?;
+        let issue = IssueRef {
+            repository: payload.repository.full_name,
+            number: payload.issue.number,
+        };
+        match self.action {
+            "labeled" | "unlabeled" => {
+                let is_trigger = payload.label.as_ref().is_some_and(|label| {
+                    label.name.eq_ignore_ascii_case(self.context.trigger_label)
+                });
+                if !is_trigger {
+                    return Ok(ignored(IgnoreReason::OtherLabel));
+                }
+                if payload.issue.pull_request.is_some() {
+                    return Ok(ignored(IgnoreReason::LabelOnPullRequest));
+                }
+                let sender = actor(payload.sender);
+                Ok(if self.action == "labeled" {
+                    Observation::TriggerLabelAdded {
+                        issue,
+                        issue_open: payload.issue.state == "open",
+                        sender,
+                    }
+                } else {
+                    Observation::TriggerLabelRemoved { issue, sender }
+                })
+            }
+            "closed" => Ok(Observation::IssueClosed { issue }),
+            "reopened" => Ok(Observation::IssueReopened { issue }),
+            _ => {
+                let changes = payload.changes.as_ref();
+                Ok(Observation::IssueEdited {
+                    issue,
+                    title_changed: changes.is_some_and(|c| c.title.is_some()),
+                    body_changed: changes.is_some_and(|c| c.body.is_some()),
+                })
+            }
+        }
+    }
+
+    fn issue_comment(&self) -> Result<Observation, ClassifyError> {
+        if !matches!(self.action, "created" | "edited") {
+            return self.unhandled();
+        }
+        let payload: IssueCommentEvent = self.parse()?;
+        let via_app = payload
+            .comment
+            .performed_via_github_app
+            .as_ref()
+            .and_then(|app| app.slug.as_deref());
+        if let Some(reason) = self.non_human(&payload.comment.user, via_app) {
+            return Ok(ignored(reason));
+        }
+        let issue = IssueRef {
+            repository: payload.repository.full_name,
+            number: payload.issue.number,
+        };
+        let on_pull_request = payload.issue.pull_request.is_some();
+        let Comment { id, body, user, .. } = payload.comment;
+        if self.action == "created" {
+            return Ok(Observation::CommentCreated {
+                issue,
+                on_pull_request,
+                comment_id: id,
+                body,
+                author: actor(user),
+            });
+        }
+        if let Some(reason) = self.non_human(&payload.sender, None) {
+            return Ok(ignored(reason));
+        }
+        match payload.changes.and_then(|changes| changes.body) {
+            Some(previous) if previous.from != body => Ok(Observation::CommentEdited {
+                issue,
+                on_pull_request,
+                comment_id: id,
+                old_body: previous.from,
+                new_body: body,
+                author: actor(user),
+                editor: actor(payload.sender),
+            }),
+            _ => Ok(ignored(IgnoreReason::CommentBodyUnchanged)),
+        }
+    }
+
+    /// The App itself (by its bot login or by acting through the App) and
+    /// any bot account never give commands.
+    fn non_human(&self, account: &Account, via_app: Option<&str>) -> Option<IgnoreReason> {
+        let slug = self.context.app_slug;
+        let is_us = |name: &str| !slug.is_empty() && name.eq_ignore_ascii_case(slug);
+        let by_app_login = account.login.strip_suffix("[bot]").is_some_and(&is_us);
+        if by_app_login || via_app.is_some_and(is_us) {
+            return Some(IgnoreReason::CommentByTheApp);
+        }
+        if account.kind == "Bot" || account.login.to_ascii_lowercase().ends_with("[bot]") {
+            return Some(IgnoreReason::CommentByBot {
+                login: account.login.clone(),
+            });
+        }
+        None
+    }
+
+    fn pull_request(&self) -> Result<Observation, ClassifyError> {
+        if !matches!(
+            self.action,
+            "synchronize" | "closed" | "reopened" | "edited"
+        ) {
+            return self.unhandled();
+        }
+        let payload: PullRequestEvent = self.parse()?;
+        let pull = payload.pull_request;
+        let pr = IssueRef {
+            repository: payload.repository.full_name,
+            number: pull.number,
+        };
+        match self.action {
+            "synchronize" => Ok(Observation::PrSynchronize {
+                pr,
+                head_sha: pull.head.sha,
+                head_ref: pull.head.ref_name,
+            }),
+            "closed" => {
+                let merged = pull.merged.unwrap_or(false);
+                Ok(Observation::PrClosed {
+                    pr,
+                    merged,
+                    // Before a merge GitHub fills this with a test-merge commit.
+                    merge_commit_sha: pull.merge_commit_sha.filter(|_| merged),
+                    head_ref: pull.head.ref_name,
+                })
+            }
+            "reopened" => Ok(Observation::PrReopened { pr }),
+            _ => match payload.changes.and_then(|changes| changes.base) {
+                Some(base) if base.ref_name.from != pull.base.ref_name => {
+                    Ok(Observation::PrBaseChanged {
+                        pr,
+                        old_base: base.ref_name.from,
+                        new_base: pull.base.ref_name,
+                    })
+                }
+                _ => Ok(ignored(IgnoreReason::PrEditWithoutBaseChange)),
+            },
+        }
+    }
+
+    fn check(&self) -> Result<Observation, ClassifyError> {
+        if self.action != "completed" {
+            return self.unhandled();
+        }
+        let (repository, target) = if self.event == "check_run" {
+            let payload: CheckRunEvent = self.parse()?;
+            (payload.repository, payload.check_run)
+        } else {
+            let payload: CheckSuiteEvent = self.parse()?;
+            (payload.repository, payload.check_suite)
+        };
+        Ok(Observation::CheckCompleted {
+            repository: repository.full_name,
+            head_sha: target.head_sha,
+            pull_requests: target.pull_requests.iter().map(|pr| pr.number).collect(),
+        })
+    }
+
+    fn installation(&self) -> Result<Observation, ClassifyError> {
+        let payload: InstallationEvent = self.parse()?;
+        let names = |repositories: Vec<super::payload::Repository>| {
+            repositories
+                .into_iter()
+                .map(|repository| repository.full_name)
+                .collect::<Vec<_>>()
+        };
+        let (mut added, mut removed) = (
+            names(payload.repositories_added),
+            names(payload.repositories_removed),
+        );
+        match (self.event, self.action) {
+            ("installation", "created") => added.extend(names(payload.repositories)),
+            ("installation", "deleted") => removed.extend(names(payload.repositories)),
+            _ => {}
+        }
+        Ok(Observation::InstallationChanged {
+            installation_id: payload.installation.id,
+            action: self.action.to_owned(),
+            repositories_added: added,
+            repositories_removed: removed,
+        })
+    }
+}
+
+fn parse<T: DeserializeOwned>(event: &str, action: &str, body: &[u8]) -> Result<T, ClassifyError> {
+    serde_json::from_slice(body).map_err(|source| ClassifyError {
+        event: event.to_owned(),
+        action: action.to_owned(),
+        source,
+    })
+}
+
+fn ignored(why: IgnoreReason) -> Observation {
+    Observation::Ignored { why }
+}
+
+fn actor(account: Account) -> Actor {
+    let kind = if account.kind == "Bot" {
+        ActorKind::Bot
+    } else {
+        ActorKind::User
+    };
+    Actor {
+        login: account.login,
+        kind,
+    }
+}

@@ -1,0 +1,115 @@
+//! `POST /webhook` (SPEC §14): check, store, answer. Nothing else.
+//!
+//! Order matters: the body size is bounded first, then the headers are
+//! checked (400), then the HMAC over the raw bytes (401) — before any
+//! parsing, so an unsigned request costs no JSON work and leaves no row.
+//! Only then are the inbox columns read and the delivery stored; the answer
+//! (202 new, 200 duplicate) is sent once the inbox says it is durable.
+//! The inbox is a trait so that the journal plugs in without this module
+//! knowing about Postgres.
+
+use super::headers::{DeliveryHeaders, DeliveryMeta};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use secrecy::SecretString;
+use std::future::Future;
+use std::sync::Arc;
+
+/// GitHub caps payloads at 25 MB; anything larger is not from GitHub.
+pub const MAX_WEBHOOK_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+/// A verified delivery, ready for the inbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedDelivery {
+    pub delivery_id: String,
+    pub event: String,
+    pub meta: DeliveryMeta,
+    /// The raw body, byte for byte as signed.
+    pub body: Vec<u8>,
+}
+
+/// What the inbox did with a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOutcome {
+    /// Stored and durable.
+    Stored,
+    /// This delivery id was stored before; nothing changed.
+    Duplicate,
+}
+
+/// Durable storage for deliveries, deduplicated on the delivery id (the
+/// journal's `insert_delivery`). `store` must return only once the row is
+/// committed, because the caller acknowledges GitHub right after.
+pub trait DeliveryInbox: Send + Sync + 'static {
+    fn store(
+        &self,
+        delivery: ReceivedDelivery,
+    ) -> impl Future<Output = anyhow::Result<StoreOutcome>> + Send;
+}
+
+struct IngressState<I> {
+    inbox: I,
+    secret: SecretString,
+}
+
+/// The `/webhook` route, ready to be merged into the server's router.
+pub fn webhook_router<I: DeliveryInbox>(inbox: I, secret: SecretString) -> Router {
+    Router::new()
+        .route("/webhook", post(receive::<I>))
+        .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY_BYTES))
+        .with_state(Arc::new(IngressState { inbox, secret }))
+}
+
+async fn receive<I: DeliveryInbox>(
+    State(state): State<Arc<IngressState<I>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let delivery_headers = match DeliveryHeaders::from_headers(&headers) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            tracing::warn!(%error, "webhook refused: bad headers");
+            return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
+        }
+    };
+    let span = tracing::info_span!(
+        "delivery",
+        delivery_id = %delivery_headers.delivery_id,
+        event = %delivery_headers.event
+    );
+    let _entered = span.enter();
+    if let Err(error) = delivery_headers.verify(&state.secret, &body) {
+        tracing::warn!(%error, "webhook refused: signature");
+        return (StatusCode::UNAUTHORIZED, error.to_string()).into_response();
+    }
+    let meta = match DeliveryMeta::from_body(&body) {
+        Ok(meta) => meta,
+        Err(error) => {
+            // Most likely the hook is configured for form encoding.
+            tracing::warn!(%error, "webhook refused: body is not JSON");
+            let message = format!("{error}; set the webhook content type to application/json");
+            return (StatusCode::BAD_REQUEST, message).into_response();
+        }
+    };
+    drop(_entered);
+    let delivery = ReceivedDelivery {
+        delivery_id: delivery_headers.delivery_id,
+        event: delivery_headers.event,
+        meta,
+        body: body.to_vec(),
+    };
+    match state.inbox.store(delivery).await {
+        Ok(StoreOutcome::Stored) => (StatusCode::ACCEPTED, "stored").into_response(),
+        Ok(StoreOutcome::Duplicate) => (StatusCode::OK, "duplicate").into_response(),
+        Err(error) => {
+            // Not acknowledged: GitHub marks the delivery failed and the
+            // poller redelivers it once the inbox is back.
+            tracing::error!(error = format!("{error:#}"), "webhook not stored");
+            (StatusCode::SERVICE_UNAVAILABLE, "inbox unavailable").into_response()
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! What a delivery means for runs: the vocabulary the dispatcher hands on.
+
+use crate::commands::Actor;
+use std::fmt;
+
+/// An issue or pull request in a repository (`owner/name`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IssueRef {
+    pub repository: String,
+    pub number: u64,
+}
+
+/// One delivery translated into a run event, or the reason it is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// The trigger label was added; `sender` must still pass the operator check.
+    TriggerLabelAdded {
+        issue: IssueRef,
+        issue_open: bool,
+        sender: Actor,
+    },
+    TriggerLabelRemoved {
+        issue: IssueRef,
+        sender: Actor,
+    },
+    IssueClosed {
+        issue: IssueRef,
+    },
+    IssueReopened {
+        issue: IssueRef,
+    },
+    IssueEdited {
+        issue: IssueRef,
+        title_changed: bool,
+        body_changed: bool,
+    },
+    /// A new comment on an issue or PR (the conversation tab).
+    CommentCreated {
+        issue: IssueRef,
+        on_pull_request: bool,
+        comment_id: u64,
+        body: String,
+        author: Actor,
+    },
+    /// An edited comment; only commands that `new_body` adds count, and
+    /// they are the `editor`'s commands: people with write access can edit
+    /// other people's comments, so the author did not necessarily type them.
+    CommentEdited {
+        issue: IssueRef,
+        on_pull_request: bool,
+        comment_id: u64,
+        old_body: String,
+        new_body: String,
+        author: Actor,
+        editor: Actor,
+    },
+    PrSynchronize {
+        pr: IssueRef,
+        head_sha: String,
+        head_ref: String,
+    },
+    PrClosed {
+        pr: IssueRef,
+        merged: bool,
+        merge_commit_sha: Option<String>,
+        head_ref: String,
+    },
+    PrReopened {
+        pr: IssueRef,
+    },
+    PrBaseChanged {
+        pr: IssueRef,
+        old_base: String,
+        new_base: String,
+    },
+    /// A check run or suite finished: merge readiness may have changed.
+    CheckCompleted {
+        repository: String,
+        head_sha: String,
+        pull_requests: Vec<u64>,
+    },
+    /// Installation created/deleted/suspended or its repository set changed.
+    InstallationChanged {
+        installation_id: u64,
+        action: String,
+        repositories_added: Vec<String>,
+        repositories_removed: Vec<String>,
+    },
+    Ignored {
+        why: IgnoreReason,
+    },
+}
+
+/// Why a delivery causes no run event. Kept for logs and the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IgnoreReason {
+    /// An event we do not subscribe to, stored for the record only.
+    UnhandledEvent { event: String },
+    /// A known event with an action that does not affect runs.
+    UnhandledAction { event: String, action: String },
+    /// `ping` on hook creation.
+    Ping,
+    /// Reviews are logged, not acted upon.
+    PullRequestReview,
+    /// A label other than the trigger label changed.
+    OtherLabel,
+    /// Labels and comments on pull requests do not start runs.
+    LabelOnPullRequest,
+    /// Comments written or edited by bots never carry commands.
+    CommentByBot { login: String },
+    /// Our own comments (status, replies, reviews) and our own edits are not input.
+    CommentByTheApp,
+    /// An edit that did not touch the comment body.
+    CommentBodyUnchanged,
+    /// A PR edit that did not change its base branch.
+    PrEditWithoutBaseChange,
+}
+
+impl fmt::Display for IgnoreReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IgnoreReason::UnhandledEvent { event } => write!(f, "event `{event}` is not used"),
+            IgnoreReason::UnhandledAction { event, action } => {
+                write!(f, "action `{event}.{action}` is not used")
+            }
+            IgnoreReason::Ping => f.write_str("ping"),
+            IgnoreReason::PullRequestReview => f.write_str("pull request reviews are only logged"),
+            IgnoreReason::OtherLabel => f.write_str("not the trigger label"),
+            IgnoreReason::LabelOnPullRequest => {
+                f.write_str("labels on pull requests start nothing")
+            }
+            IgnoreReason::CommentByBot { login } => write!(f, "comment by bot `{login}`"),
+            IgnoreReason::CommentByTheApp => f.write_str("comment written by autoforge itself"),
+            IgnoreReason::CommentBodyUnchanged => f.write_str("comment edit left the body as is"),
+            IgnoreReason::PrEditWithoutBaseChange => {
+                f.write_str("pull request edit left the base branch as is")
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Typed views of the webhook payloads we act on, holding only the fields we
+//! read. Every field is required unless GitHub documents it as optional, so
+//! a change in GitHub's payload shape fails loudly at deserialisation
+//! instead of being read as "absent".
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Account {
+    pub login: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Repository {
+    pub full_name: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Label {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Issue {
+    pub number: u64,
+    pub state: String,
+    /// Present (with links) exactly when the issue is a pull request.
+    #[serde(default)]
+    pub pull_request: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PreviousValue {
+    pub from: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct IssueChanges {
+    pub title: Option<PreviousValue>,
+    pub body: Option<PreviousValue>,
+}
+
+/// `issues` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct IssuesEvent {
+    pub issue: Issue,
+    pub label: Option<Label>,
+    pub changes: Option<IssueChanges>,
+    pub repository: Repository,
+    pub sender: Account,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct GitHubApp {
+    pub slug: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Comment {
+    pub id: u64,
+    pub body: String,
+    pub user: Account,
+    pub performed_via_github_app: Option<GitHubApp>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct CommentChanges {
+    pub body: Option<PreviousValue>,
+}
+
+/// `issue_comment` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct IssueCommentEvent {
+    pub issue: Issue,
+    pub comment: Comment,
+    pub changes: Option<CommentChanges>,
+    pub repository: Repository,
+    /// Who performed the action; for an edit, the editor (who may not be
+    /// the comment's author).
+    pub sender: Account,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct BranchTip {
+    #[serde(rename = "ref")]
+    pub ref_name: String,
+    pub sha: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PullRequest {
+    pub number: u64,
+    #[serde(default)]
+    pub merged: Option<bool>,
+    pub merge_commit_sha: Option<String>,
+    pub head: BranchTip,
+    pub base: BranchTip,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct BaseChange {
+    #[serde(rename = "ref")]
+    pub ref_name: PreviousValue,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PullRequestChanges {
+    pub base: Option<BaseChange>,
+}
+
+/// `pull_request` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct PullRequestEvent {
+    pub pull_request: PullRequest,
+    pub changes: Option<PullRequestChanges>,
+    pub repository: Repository,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct PullRequestNumber {
+    pub number: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct CheckTarget {
+    pub head_sha: String,
+    #[serde(default)]
+    pub pull_requests: Vec<PullRequestNumber>,
+}
+
+/// `check_run` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct CheckRunEvent {
+    pub check_run: CheckTarget,
+    pub repository: Repository,
+}
+
+/// `check_suite` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct CheckSuiteEvent {
+    pub check_suite: CheckTarget,
+    pub repository: Repository,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct Installation {
+    pub id: u64,
+}
+
+/// `installation` and `installation_repositories` events.
+#[derive(Debug, Deserialize)]
+pub(super) struct InstallationEvent {
+    pub installation: Installation,
+    #[serde(default)]
+    pub repositories: Vec<Repository>,
+    #[serde(default)]
+    pub repositories_added: Vec<Repository>,
+    #[serde(default)]
+    pub repositories_removed: Vec<Repository>,
+}
+
+/// Every payload starts with this; events without an action (ping) omit it.
+#[derive(Debug, Deserialize)]
+pub(super) struct ActionOnly {
+    pub action: Option<String>,
+}

@@ -138,6 +138,38 @@ async fn leftover_background_process_is_killed_after_a_clean_exit() {
 }
 
 #[tokio::test]
+async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(&["sh", "-c", "yes flooding-the-pipe"], 60, 1);
+    let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
+    let redactor = Redactor::new();
+    let mut request = LaunchRequest::new(
+        &p,
+        Role::Implement,
+        "",
+        dir.path(),
+        dir.path().join("log"),
+        &redactor,
+    );
+    request.kill_grace = Duration::from_millis(200);
+    request.heartbeat_every = Duration::from_millis(100);
+    request.heartbeat = Some(&hb_tx);
+    request.log_limit = 1024 * 1024;
+    let out = launch(request).await.unwrap();
+    assert_eq!(out.record.exit, LaunchExit::WallTimeout);
+    assert!(out.record.duration < Duration::from_secs(20));
+    assert!(out.stdout.is_truncated());
+    assert!(out.stdout.tail.ends_with("flooding-the-pipe\n"));
+    let heartbeat = *hb_rx.borrow();
+    assert_eq!(heartbeat.output_bytes, out.record.output_bytes);
+    assert!(heartbeat.elapsed >= Duration::from_secs(1));
+    let log_len = std::fs::metadata(dir.path().join("log/output.log"))
+        .unwrap()
+        .len();
+    assert!(log_len < 1024 * 1024 + 200, "log is {log_len} bytes");
+}
+
+#[tokio::test]
 async fn idle_timeout_fires_when_the_agent_goes_silent() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&[&agent("silent_idle.sh")], 1, 60);

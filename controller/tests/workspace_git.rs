@@ -370,3 +370,71 @@ async fn attributes_and_config_planted_through_a_worktree_do_not_affect_exports(
     assert!(!marker.exists(), "a planted filter ran");
     assert!(!std::fs::read_to_string(&config).unwrap().contains("evil"));
 }
+
+/// Every process's argv on this machine, as `ps` would show it.
+fn all_command_lines() -> Vec<Vec<u8>> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            entry.file_name().to_str()?.parse::<u32>().ok()?;
+            std::fs::read(entry.path().join("cmdline")).ok()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn over_http_the_token_arrives_as_a_header_and_is_in_no_argv() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let raw = "ghs_httpHeaderToken0123456789abcdefXYZ";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // A minimal server: record the first request while git is still
+    // connected, look at every process's argv, then refuse.
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !contains(&request, b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            request.extend_from_slice(&buf[..n]);
+        }
+        let argvs = all_command_lines();
+        socket
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        (String::from_utf8_lossy(&request).into_owned(), argvs)
+    });
+
+    let state = tempfile::tempdir().unwrap();
+    let ws = Workspaces::open(state.path()).unwrap();
+    let url = format!("http://127.0.0.1:{port}/octo/widgets.git");
+    let mirror = ws.mirror("octo", "widgets", &url).await.unwrap();
+    let sha = CommitSha::parse(&"3".repeat(40)).unwrap();
+    let token = SecretString::from(raw);
+    let error = mirror
+        .fetch_shas(std::slice::from_ref(&sha), Some(&token))
+        .await
+        .unwrap_err();
+    assert!(!error.to_string().contains(raw), "{error}");
+
+    let (request, argvs) = server.await.unwrap();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{raw}"));
+    assert!(
+        request.contains(&format!("Authorization: Basic {encoded}")),
+        "{request}"
+    );
+    assert!(
+        argvs.iter().any(|argv| contains(argv, b"fetch")),
+        "git was not running"
+    );
+    for argv in argvs {
+        assert!(!contains(&argv, raw.as_bytes()));
+        assert!(!contains(&argv, encoded.as_bytes()));
+    }
+}

@@ -232,8 +232,19 @@ pub async fn run_in_group(
 
     let ended = loop {
         let idle_deadline = limits.idle.map_or(far_future, |idle| last_output + idle);
+        // Output comes last: a child flooding its pipes keeps that branch
+        // always ready, and with `biased` it would otherwise starve the
+        // limits, the exit and the heartbeat.
         tokio::select! {
             biased;
+            () = &mut cancelled => break Err(LaunchExit::Cancelled),
+            () = sleep_until(wall_deadline) => break Err(LaunchExit::WallTimeout),
+            () = sleep_until(idle_deadline) => break Err(LaunchExit::IdleTimeout),
+            status = child.wait() => break Ok(status?),
+            _ = ticker.tick() => {
+                publish(sink, last_output);
+                sink.flush_log();
+            }
             chunk = rx.recv(), if pipes_open => match chunk {
                 Some((stream, bytes)) => {
                     sink.push(stream, &bytes);
@@ -241,14 +252,6 @@ pub async fn run_in_group(
                 }
                 None => pipes_open = false,
             },
-            status = child.wait() => break Ok(status?),
-            () = &mut cancelled => break Err(LaunchExit::Cancelled),
-            () = sleep_until(wall_deadline) => break Err(LaunchExit::WallTimeout),
-            () = sleep_until(idle_deadline) => break Err(LaunchExit::IdleTimeout),
-            _ = ticker.tick() => {
-                publish(sink, last_output);
-                sink.flush_log();
-            }
         }
     };
 

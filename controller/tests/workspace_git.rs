@@ -438,3 +438,35 @@ async fn over_http_the_token_arrives_as_a_header_and_is_in_no_argv() {
         assert!(!contains(&argv, encoded.as_bytes()));
     }
 }
+
+#[tokio::test]
+async fn a_worktree_relinked_to_another_repository_is_refused() {
+    let (upstream, state, _ws, mirror) = setup().await;
+    let sha = upstream.commit("a.txt", "one\n", "first");
+    mirror
+        .fetch_shas(std::slice::from_ref(&sha), None)
+        .await
+        .unwrap();
+    let wt = Worktree::ensure(&mirror, 8, &sha).await.unwrap();
+
+    let decoy = state.path().join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    git(&decoy, &["init", "-q"]);
+    std::fs::write(decoy.join("x"), "x").unwrap();
+    git(&decoy, &["add", "x"]);
+    git(&decoy, &["commit", "-q", "-m", "decoy"]);
+    std::fs::write(
+        wt.path().join(".git"),
+        format!("gitdir: {}\n", decoy.join(".git").display()),
+    )
+    .unwrap();
+
+    assert!(matches!(
+        wt.head().await,
+        Err(WorkspaceError::NotOurWorktree(_))
+    ));
+    assert!(wt.fingerprint().await.is_err());
+    // Ensuring it again replaces the hijacked directory with a real worktree.
+    let wt = Worktree::ensure(&mirror, 8, &sha).await.unwrap();
+    assert_eq!(wt.head().await.unwrap(), sha);
+}

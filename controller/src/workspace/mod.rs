@@ -44,6 +44,8 @@ pub enum WorkspaceError {
     Git(#[from] GitError),
     #[error("commit {0} is not in the mirror after fetching it")]
     MissingCommit(CommitSha),
+    #[error("{} is no longer a worktree of its mirror", .0.display())]
+    NotOurWorktree(PathBuf),
     #[error("export of {sha} failed: {reason}")]
     Export { sha: CommitSha, reason: String },
 }

@@ -132,8 +132,20 @@ impl Worktree {
         Ok(())
     }
 
+    /// Refuses to read a worktree whose `.git` link no longer leads to our
+    /// mirror: an agent could point it at a repository of its making and
+    /// have us report whatever HEAD it likes.
+    async fn ensure_linked(&self) -> Result<(), WorkspaceError> {
+        if self.is_registered().await? {
+            Ok(())
+        } else {
+            Err(WorkspaceError::NotOurWorktree(self.path.clone()))
+        }
+    }
+
     /// The commit HEAD points at.
     pub async fn head(&self) -> Result<CommitSha, WorkspaceError> {
+        self.ensure_linked().await?;
         let out = self
             .run(&[
                 OsStr::new("rev-parse"),
@@ -146,6 +158,7 @@ impl Worktree {
 
     /// The current fingerprint; compare two to detect changes.
     pub async fn fingerprint(&self) -> Result<WorktreeFingerprint, WorkspaceError> {
+        self.ensure_linked().await?;
         let head = self.head().await.ok();
         let index = self
             .run(&[

@@ -22,6 +22,13 @@ fn agent(script: &str) -> String {
     format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The agent's working directory, beside (not above) the launch logs.
+fn work(dir: &tempfile::TempDir) -> PathBuf {
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    work
+}
+
 fn profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
     AgentProfile::from_spec(
         "scripted",
@@ -77,7 +84,14 @@ async fn grandchild_ignoring_sigterm_is_dead_after_a_wall_timeout() {
         60,
         1,
     );
-    let out = run(&p, dir.path(), dir.path().join("log"), &Redactor::new(), "").await;
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
     assert_eq!(out.record.exit, LaunchExit::WallTimeout);
     assert!(!out.record.group_survived);
     assert!(out.record.duration >= Duration::from_secs(1));
@@ -108,11 +122,12 @@ async fn cancellation_kills_the_whole_group() {
         stopper.cancel();
     });
     let redactor = Redactor::new();
+    let workdir = work(&dir);
     let mut request = LaunchRequest::new(
         &p,
         Role::Fix,
         "",
-        dir.path(),
+        &workdir,
         dir.path().join("log"),
         &redactor,
     );
@@ -130,7 +145,14 @@ async fn leftover_background_process_is_killed_after_a_clean_exit() {
     let pidfile = dir.path().join("bg.pid");
     let script = format!("sleep 1000 & echo $! > {}; echo done", pidfile.display());
     let p = profile(&["sh", "-c", &script], 60, 60);
-    let out = run(&p, dir.path(), dir.path().join("log"), &Redactor::new(), "").await;
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
     assert_eq!(out.record.exit, LaunchExit::Exited(0));
     assert!(out.record.descendants_killed);
     assert_eq!(out.stdout.head, "done\n");
@@ -143,11 +165,12 @@ async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let p = profile(&["sh", "-c", "yes flooding-the-pipe"], 60, 1);
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
     let redactor = Redactor::new();
+    let workdir = work(&dir);
     let mut request = LaunchRequest::new(
         &p,
         Role::Implement,
         "",
-        dir.path(),
+        &workdir,
         dir.path().join("log"),
         &redactor,
     );
@@ -175,7 +198,7 @@ async fn idle_timeout_fires_when_the_agent_goes_silent() {
     let p = profile(&[&agent("silent_idle.sh")], 1, 60);
     let out = run(
         &p,
-        dir.path(),
+        &work(&dir),
         dir.path().join("log"),
         &Redactor::new(),
         "go",
@@ -193,11 +216,12 @@ async fn output_over_the_bound_keeps_head_and_tail_with_counts() {
     let p = profile(&[&agent("huge_output.sh"), &lines.to_string()], 60, 120);
     let redactor = Redactor::new();
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
+    let workdir = work(&dir);
     let mut request = LaunchRequest::new(
         &p,
         Role::Review,
         "",
-        dir.path(),
+        &workdir,
         dir.path().join("log"),
         &redactor,
     );
@@ -293,7 +317,7 @@ async fn secrets_never_reach_the_launch_logs_or_captures() {
     let prompt = format!("known {known}\ntoken {token}\nplain words\n");
     let p = profile(&[&agent("echo_prompt.sh")], 60, 60);
     let log_dir = dir.path().join("log");
-    let out = run(&p, dir.path(), log_dir.clone(), &redactor, &prompt).await;
+    let out = run(&p, &work(&dir), log_dir.clone(), &redactor, &prompt).await;
     assert_eq!(out.record.exit, LaunchExit::Exited(0));
     assert!(out.stdout.head.contains("plain words"));
     assert!(log_dir.join("output.log").exists());
@@ -318,7 +342,7 @@ async fn prompt_file_and_output_file_profiles_get_paths_in_the_log_dir() {
     let log_dir = dir.path().join("log");
     let out = run(
         &p,
-        dir.path(),
+        &work(&dir),
         log_dir.clone(),
         &Redactor::new(),
         "prompt via file\n",
@@ -336,15 +360,36 @@ async fn a_missing_program_is_a_launch_error_not_a_result() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&["/nonexistent/agent-binary"], 60, 60);
     let redactor = Redactor::new();
+    let workdir = work(&dir);
     let request = LaunchRequest::new(
         &p,
         Role::Implement,
         "",
-        dir.path(),
+        &workdir,
         dir.path().join("log"),
         &redactor,
     );
     assert!(launch(request).await.is_err());
+}
+
+#[tokio::test]
+async fn a_log_dir_inside_the_worktree_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(&[&agent("print_env.sh")], 60, 60);
+    let redactor = Redactor::new();
+    let workdir = work(&dir);
+    let request = LaunchRequest::new(
+        &p,
+        Role::Review,
+        "",
+        &workdir,
+        workdir.join(".autoforge/log"),
+        &redactor,
+    );
+    assert!(matches!(
+        launch(request).await,
+        Err(autoforge::agents::supervisor::LaunchError::LogDirInsideWorktree(_))
+    ));
 }
 
 /// The environment check runs in a child copy of this test binary, so the
@@ -405,7 +450,14 @@ async fn env_printer_child() {
         },
     )
     .unwrap();
-    let out = run(&p, dir.path(), dir.path().join("log"), &Redactor::new(), "").await;
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
     assert_eq!(out.record.exit, LaunchExit::Exited(0));
     let env = &out.stdout.head;
     for leaked in [

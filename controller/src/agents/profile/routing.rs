@@ -13,7 +13,10 @@ use std::str::FromStr;
 use super::AgentProfile;
 
 /// The agent phases a profile can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Role {
     Implement,
     Review,

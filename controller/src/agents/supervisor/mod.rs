@@ -136,6 +136,8 @@ pub enum LaunchError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("the launch log directory {} lies inside the agent's worktree", .0.display())]
+    LogDirInsideWorktree(PathBuf),
     #[error("cannot start agent profile `{profile}`: {source}")]
     Spawn {
         profile: String,
@@ -153,6 +155,15 @@ pub async fn launch(request: LaunchRequest<'_>) -> Result<LaunchOutcome, LaunchE
         source,
     };
     std::fs::create_dir_all(log_dir).map_err(dir_error)?;
+    // Inside the worktree the agent could read and rewrite its own log, and
+    // the files would show up as untracked changes in the fingerprint.
+    let inside = match (log_dir.canonicalize(), request.workdir.canonicalize()) {
+        (Ok(log), Ok(work)) => log.starts_with(work),
+        _ => log_dir.starts_with(request.workdir),
+    };
+    if inside {
+        return Err(LaunchError::LogDirInsideWorktree(log_dir.clone()));
+    }
 
     let prompt_file = profile
         .uses_prompt_file()

@@ -1,1 +1,241 @@
-//! Runs validation commands on a clean export of a candidate commit (SPEC §12).
+//! Runs validation commands on a clean export of a candidate commit
+//! (SPEC §12).
+//!
+//! Commands run in order in the export directory, each in its own process
+//! group with the same allow-listed, credential-free environment and the
+//! same group kill as agents (the supervisor's process pieces, not a second
+//! copy). Each yields a [`ValidationRecord`]; the first one that does not
+//! pass ends the run. Whether a failure is final for its SHA is for the
+//! caller to enforce by never asking again for the same commit.
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+use crate::agents::supervisor::capture::{CaptureLimits, OutputSink};
+use crate::agents::supervisor::environment::base_environment;
+use crate::agents::supervisor::process::{LaunchExit, RunLimits, run_in_group};
+use crate::redact::Redactor;
+
+/// One configured validation command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValidationCommand {
+    /// A program and its arguments, run without a shell.
+    Argv(Vec<String>),
+    /// A shell line, run as `sh -c <line>`.
+    Shell(String),
+}
+
+impl fmt::Display for ValidationCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Shell(line) => f.write_str(line),
+            Self::Argv(argv) => {
+                let shown: Vec<String> = argv
+                    .iter()
+                    .map(|arg| {
+                        let plain = !arg.is_empty()
+                            && arg
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+                        if plain {
+                            arg.clone()
+                        } else {
+                            format!("'{}'", arg.replace('\'', r"'\''"))
+                        }
+                    })
+                    .collect();
+                f.write_str(&shown.join(" "))
+            }
+        }
+    }
+}
+
+/// The verdict on one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ValidationOutcome {
+    Pass,
+    Fail,
+    Timeout,
+}
+
+impl ValidationOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "PASS",
+            Self::Fail => "FAIL",
+            Self::Timeout => "TIMEOUT",
+        }
+    }
+}
+
+/// What the driver journals for one command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationRecord {
+    /// Position in `validation.commands`, from 0.
+    pub index: usize,
+    /// The command as configured, for display.
+    pub command: String,
+    pub outcome: ValidationOutcome,
+    pub duration: Duration,
+    /// The redacted end of stdout and stderr together, in arrival order.
+    pub output_tail: String,
+    /// How the process ended; `None` when it could not be started.
+    pub exit: Option<LaunchExit>,
+}
+
+/// Bounds for a validation run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidationLimits {
+    /// Per-command wall-clock limit.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL on timeout.
+    pub kill_grace: Duration,
+    /// Bytes of output kept per command.
+    pub tail_bytes: usize,
+}
+
+impl ValidationLimits {
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            kill_grace: Duration::from_secs(5),
+            tail_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Runs `commands` in `export_dir` in order with a per-command `timeout`,
+/// stopping after the first one that does not pass.
+pub async fn run_validation(
+    commands: &[ValidationCommand],
+    export_dir: &Path,
+    timeout: Duration,
+    redactor: &Redactor,
+) -> Vec<ValidationRecord> {
+    run_validation_with(
+        commands,
+        export_dir,
+        ValidationLimits::new(timeout),
+        redactor,
+    )
+    .await
+}
+
+/// [`run_validation`] with explicit limits.
+pub async fn run_validation_with(
+    commands: &[ValidationCommand],
+    export_dir: &Path,
+    limits: ValidationLimits,
+    redactor: &Redactor,
+) -> Vec<ValidationRecord> {
+    let mut records = Vec::with_capacity(commands.len());
+    for (index, command) in commands.iter().enumerate() {
+        let record = run_one(index, command, export_dir, limits, redactor).await;
+        tracing::info!(
+            index,
+            outcome = record.outcome.as_str(),
+            duration_ms = record.duration.as_millis() as u64,
+            "validation command finished"
+        );
+        let passed = record.outcome == ValidationOutcome::Pass;
+        records.push(record);
+        if !passed {
+            break;
+        }
+    }
+    records
+}
+
+async fn run_one(
+    index: usize,
+    command: &ValidationCommand,
+    export_dir: &Path,
+    limits: ValidationLimits,
+    redactor: &Redactor,
+) -> ValidationRecord {
+    let shown = command.to_string();
+    let not_started = |reason: String| ValidationRecord {
+        index,
+        command: shown.clone(),
+        outcome: ValidationOutcome::Fail,
+        duration: Duration::ZERO,
+        output_tail: redactor.redact(&reason).into_owned(),
+        exit: None,
+    };
+    let mut process = match command {
+        ValidationCommand::Shell(line) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(line);
+            c
+        }
+        ValidationCommand::Argv(argv) => match argv.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args);
+                c
+            }
+            None => return not_started("empty validation command".into()),
+        },
+    };
+    process
+        .current_dir(export_dir)
+        .env_clear()
+        .envs(base_environment());
+    let mut sink = OutputSink::merged(
+        CaptureLimits {
+            head_bytes: 0,
+            tail_bytes: limits.tail_bytes,
+        },
+        redactor.clone(),
+    );
+    let run_limits = RunLimits {
+        idle: None,
+        wall: limits.timeout,
+        kill_grace: limits.kill_grace,
+        heartbeat_every: Duration::from_secs(60),
+    };
+    let report = match run_in_group(process, None, run_limits, &mut sink, None, None).await {
+        Ok(report) => report,
+        Err(e) => return not_started(format!("could not start `{shown}`: {e}")),
+    };
+    let (output, _, _) = sink.finish();
+    let outcome = match report.exit {
+        LaunchExit::Exited(0) => ValidationOutcome::Pass,
+        LaunchExit::WallTimeout | LaunchExit::IdleTimeout => ValidationOutcome::Timeout,
+        LaunchExit::Exited(_) | LaunchExit::Signalled(_) | LaunchExit::Cancelled => {
+            ValidationOutcome::Fail
+        }
+    };
+    let mut output_tail = output.tail_text().to_owned();
+    if output.is_truncated() {
+        output_tail.insert_str(
+            0,
+            &format!("[{} earlier bytes omitted]\n", output.omitted_bytes),
+        );
+    }
+    ValidationRecord {
+        index,
+        command: shown,
+        outcome,
+        duration: report.duration,
+        output_tail,
+        exit: Some(report.exit),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_commands_display_with_quoting_where_needed() {
+        let c = ValidationCommand::Argv(vec!["cargo".into(), "test".into(), "a b".into()]);
+        assert_eq!(c.to_string(), "cargo test 'a b'");
+        let s = ValidationCommand::Shell("make check && echo ok".into());
+        assert_eq!(s.to_string(), "make check && echo ok");
+    }
+}

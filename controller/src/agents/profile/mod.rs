@@ -1,0 +1,398 @@
+//! Runtime agent profiles (SPEC §13): the argv prefix of a coding-agent CLI,
+//! how it receives its prompt, its environment adjustments, its limits and
+//! how to read its token usage.
+//!
+//! The TOML shape lives in `config`; this module holds the checked runtime
+//! form. [`ProfileSpec`] is plain data so the config types convert into it
+//! field by field, and [`AgentProfile::from_spec`] does every check once, at
+//! load time, so a launch never discovers a broken profile.
+//!
+//! TOML has no `null`, so removing an inherited variable is spelled
+//! `env_remove = ["NAME"]` instead of `env = { NAME = null }`. Variables the
+//! profile needs from the controller's own environment (for example a vendor
+//! API key that must not sit in the config file) are listed in `env_inherit`.
+
+mod routing;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::time::Duration;
+
+use regex::Regex;
+
+use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_name};
+
+pub use routing::{AgentCatalog, ReviewRoutingSpec, Role, RoleRouting, RoundRange, RoutingError};
+
+/// The argument placeholder replaced by the path of the prompt file. When a
+/// profile's command contains it, the prompt is not written to stdin.
+pub const PROMPT_FILE_PLACEHOLDER: &str = "{prompt_file}";
+/// The argument placeholder replaced by the path where the agent writes its
+/// final message; the CONTROL_RESULT is then searched there, not in stdout.
+pub const OUTPUT_PLACEHOLDER: &str = "{output}";
+
+/// A profile as plain data, the shape the config file deserialises into.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProfileSpec {
+    pub command: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub env_remove: Vec<String>,
+    pub env_inherit: Vec<String>,
+    pub idle_timeout_seconds: u64,
+    pub max_runtime_seconds: u64,
+    pub usage_pattern: Option<String>,
+}
+
+/// Why a profile was refused at load time. Messages name the profile and the
+/// rule; they never echo an environment value.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProfileError {
+    #[error("agent profile `{profile}`: `command` must name a program")]
+    EmptyCommand { profile: String },
+    #[error("agent profile `{profile}`: `{field}` must be at least 1 second")]
+    ZeroTimeout {
+        profile: String,
+        field: &'static str,
+    },
+    #[error("agent profile `{profile}`: `usage_pattern` is not a valid regex: {reason}")]
+    BadUsagePattern { profile: String, reason: String },
+    #[error("agent profile `{profile}`: `{name}` is not a valid environment variable name")]
+    InvalidEnvName { profile: String, name: String },
+    #[error("agent profile `{profile}`: `{name}` is both set and removed")]
+    EnvSetAndRemoved { profile: String, name: String },
+    #[error(
+        "agent profile `{profile}`: `{name}` looks like a controller or GitHub credential and may not reach an agent"
+    )]
+    CredentialEnvName { profile: String, name: String },
+    #[error("agent profile `{profile}`: the command uses `{placeholder}` but no path was given")]
+    MissingPlaceholderPath {
+        profile: String,
+        placeholder: &'static str,
+    },
+}
+
+/// A checked, ready-to-launch agent profile.
+#[derive(Debug, Clone)]
+pub struct AgentProfile {
+    pub name: String,
+    pub command: Vec<String>,
+    /// Variables set for the agent (after the allow-list), by name.
+    pub env: BTreeMap<String, String>,
+    /// Variables removed after the allow-list and `env_inherit` are applied.
+    pub env_remove: Vec<String>,
+    /// Variables copied from the controller's environment when present.
+    pub env_inherit: Vec<String>,
+    pub idle_timeout: Duration,
+    pub max_runtime: Duration,
+    pub usage_pattern: Option<Regex>,
+}
+
+impl AgentProfile {
+    /// Checks `spec` and builds the runtime profile named `name`.
+    pub fn from_spec(name: &str, spec: ProfileSpec) -> Result<Self, ProfileError> {
+        let profile = name.to_owned();
+        if spec
+            .command
+            .first()
+            .is_none_or(|program| program.trim().is_empty())
+        {
+            return Err(ProfileError::EmptyCommand { profile });
+        }
+        for (field, value) in [
+            ("idle_timeout_seconds", spec.idle_timeout_seconds),
+            ("max_runtime_seconds", spec.max_runtime_seconds),
+        ] {
+            if value == 0 {
+                return Err(ProfileError::ZeroTimeout { profile, field });
+            }
+        }
+        let names = spec
+            .env
+            .keys()
+            .chain(&spec.env_remove)
+            .chain(&spec.env_inherit);
+        for env_name in names {
+            if !is_valid_env_name(env_name) {
+                return Err(ProfileError::InvalidEnvName {
+                    profile,
+                    name: env_name.clone(),
+                });
+            }
+            if is_credential_name(env_name) {
+                return Err(ProfileError::CredentialEnvName {
+                    profile,
+                    name: env_name.clone(),
+                });
+            }
+        }
+        if let Some(both) = spec
+            .env_remove
+            .iter()
+            .find(|n| spec.env.contains_key(n.as_str()) || spec.env_inherit.contains(n))
+        {
+            return Err(ProfileError::EnvSetAndRemoved {
+                profile,
+                name: both.clone(),
+            });
+        }
+        let usage_pattern = match spec.usage_pattern.as_deref() {
+            None | Some("") => None,
+            Some(pattern) => {
+                Some(
+                    Regex::new(pattern).map_err(|e| ProfileError::BadUsagePattern {
+                        profile: profile.clone(),
+                        reason: e.to_string(),
+                    })?,
+                )
+            }
+        };
+        Ok(Self {
+            name: profile,
+            command: spec.command,
+            env: spec.env,
+            env_remove: spec.env_remove,
+            env_inherit: spec.env_inherit,
+            idle_timeout: Duration::from_secs(spec.idle_timeout_seconds),
+            max_runtime: Duration::from_secs(spec.max_runtime_seconds),
+            usage_pattern,
+        })
+    }
+
+    /// Whether the prompt goes into a file named on the command line rather
+    /// than on stdin.
+    pub fn uses_prompt_file(&self) -> bool {
+        self.command
+            .iter()
+            .any(|a| a.contains(PROMPT_FILE_PLACEHOLDER))
+    }
+
+    /// Whether the agent writes its final message to a file we name.
+    pub fn uses_output_file(&self) -> bool {
+        self.command.iter().any(|a| a.contains(OUTPUT_PLACEHOLDER))
+    }
+
+    /// The full argv with `{prompt_file}` and `{output}` replaced, also
+    /// inside larger arguments such as `--out={output}`.
+    ///
+    /// Returns an error rather than launching with a literal placeholder when
+    /// the command uses one and the caller passed no path for it.
+    pub fn argv(
+        &self,
+        prompt_file: Option<&Path>,
+        output_file: Option<&Path>,
+    ) -> Result<Vec<OsString>, ProfileError> {
+        let missing = |placeholder| ProfileError::MissingPlaceholderPath {
+            profile: self.name.clone(),
+            placeholder,
+        };
+        if self.uses_prompt_file() && prompt_file.is_none() {
+            return Err(missing(PROMPT_FILE_PLACEHOLDER));
+        }
+        if self.uses_output_file() && output_file.is_none() {
+            return Err(missing(OUTPUT_PLACEHOLDER));
+        }
+        let substitutions = [
+            (PROMPT_FILE_PLACEHOLDER, prompt_file),
+            (OUTPUT_PLACEHOLDER, output_file),
+        ];
+        Ok(self
+            .command
+            .iter()
+            .map(|arg| substitute(arg, &substitutions))
+            .collect())
+    }
+
+    /// Token usage read from the agent's output: the last match of
+    /// `usage_pattern`, taking the named group `tokens`, else the first
+    /// capture group, else the whole match. Digits may be grouped by `,`,
+    /// `_`, `'`, `.` or spaces; anything else means "unknown".
+    pub fn parse_tokens(&self, output: &str) -> Option<u64> {
+        let pattern = self.usage_pattern.as_ref()?;
+        let caps = pattern.captures_iter(output).last()?;
+        let text = caps
+            .name("tokens")
+            .or_else(|| caps.get(1))
+            .or_else(|| caps.get(0))?
+            .as_str()
+            .trim();
+        if text.is_empty()
+            || !text
+                .chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, ',' | '_' | '\'' | '.' | ' '))
+        {
+            return None;
+        }
+        let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    }
+}
+
+/// Replaces each placeholder in `arg` by its path, building an `OsString` so
+/// non-UTF-8 paths survive intact.
+fn substitute(arg: &str, substitutions: &[(&str, Option<&Path>); 2]) -> OsString {
+    let mut out = OsString::new();
+    let mut rest = arg;
+    'scan: while !rest.is_empty() {
+        for (placeholder, path) in substitutions {
+            if let (Some(path), Some(stripped)) = (path, rest.strip_prefix(placeholder)) {
+                out.push(path.as_os_str());
+                rest = stripped;
+                continue 'scan;
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            let mut buf = [0u8; 4];
+            out.push(OsStr::new(c.encode_utf8(&mut buf)));
+        }
+        rest = chars.as_str();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn spec(command: &[&str]) -> ProfileSpec {
+        ProfileSpec {
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            idle_timeout_seconds: 600,
+            max_runtime_seconds: 3600,
+            ..ProfileSpec::default()
+        }
+    }
+
+    #[test]
+    fn placeholders_are_replaced_whole_and_inside_arguments() {
+        let p = AgentProfile::from_spec(
+            "codex",
+            spec(&[
+                "codex",
+                "exec",
+                "--prompt-file",
+                "{prompt_file}",
+                "--out={output}",
+            ]),
+        )
+        .unwrap();
+        assert!(p.uses_prompt_file() && p.uses_output_file());
+        let argv = p
+            .argv(
+                Some(Path::new("/l/prompt.md")),
+                Some(Path::new("/l/final.txt")),
+            )
+            .unwrap();
+        assert_eq!(
+            argv,
+            [
+                "codex",
+                "exec",
+                "--prompt-file",
+                "/l/prompt.md",
+                "--out=/l/final.txt"
+            ]
+            .map(OsString::from)
+        );
+    }
+
+    #[test]
+    fn a_command_without_placeholders_reads_the_prompt_on_stdin() {
+        let p = AgentProfile::from_spec("claude", spec(&["claude", "-p"])).unwrap();
+        assert!(!p.uses_prompt_file());
+        assert_eq!(
+            p.argv(None, None).unwrap(),
+            ["claude", "-p"].map(OsString::from)
+        );
+    }
+
+    #[test]
+    fn a_used_placeholder_without_a_path_is_an_error() {
+        let p = AgentProfile::from_spec("x", spec(&["x", "{output}"])).unwrap();
+        assert_eq!(
+            p.argv(None, None),
+            Err(ProfileError::MissingPlaceholderPath {
+                profile: "x".into(),
+                placeholder: OUTPUT_PLACEHOLDER
+            })
+        );
+    }
+
+    #[test]
+    fn empty_command_zero_timeouts_and_bad_regex_are_refused() {
+        assert!(matches!(
+            AgentProfile::from_spec("p", spec(&[])),
+            Err(ProfileError::EmptyCommand { .. })
+        ));
+        let mut s = spec(&["a"]);
+        s.idle_timeout_seconds = 0;
+        assert!(matches!(
+            AgentProfile::from_spec("p", s),
+            Err(ProfileError::ZeroTimeout {
+                field: "idle_timeout_seconds",
+                ..
+            })
+        ));
+        let mut s = spec(&["a"]);
+        s.usage_pattern = Some("(".into());
+        assert!(matches!(
+            AgentProfile::from_spec("p", s),
+            Err(ProfileError::BadUsagePattern { .. })
+        ));
+    }
+
+    #[test]
+    fn credential_variable_names_cannot_be_configured_but_vendor_keys_can() {
+        for name in [
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "AUTOFORGE_WEBHOOK_SECRET",
+            "DATABASE_URL",
+        ] {
+            let mut s = spec(&["a"]);
+            s.env.insert(name.into(), "v".into());
+            assert!(
+                matches!(
+                    AgentProfile::from_spec("p", s),
+                    Err(ProfileError::CredentialEnvName { .. })
+                ),
+                "{name}"
+            );
+        }
+        let mut s = spec(&["a"]);
+        s.env_inherit.push("ANTHROPIC_API_KEY".into());
+        s.env.insert("OPENAI_BASE_URL".into(), "http://x".into());
+        assert!(AgentProfile::from_spec("p", s).is_ok());
+    }
+
+    #[test]
+    fn a_name_both_set_and_removed_is_refused() {
+        let mut s = spec(&["a"]);
+        s.env.insert("FOO".into(), "1".into());
+        s.env_remove.push("FOO".into());
+        assert!(matches!(
+            AgentProfile::from_spec("p", s),
+            Err(ProfileError::EnvSetAndRemoved { .. })
+        ));
+    }
+
+    #[test]
+    fn tokens_come_from_the_last_match_with_separators() {
+        let mut s = spec(&["a"]);
+        s.usage_pattern = Some(r"tokens used:\s*([0-9][0-9,]*)".into());
+        let p = AgentProfile::from_spec("p", s).unwrap();
+        assert_eq!(
+            p.parse_tokens("tokens used: 12\n...\ntokens used: 1,234,567\n"),
+            Some(1_234_567)
+        );
+        assert_eq!(p.parse_tokens("no usage here"), None);
+
+        let mut s = spec(&["a"]);
+        s.usage_pattern = Some(r"total=(?<tokens>\S+)".into());
+        let p = AgentProfile::from_spec("p", s).unwrap();
+        assert_eq!(p.parse_tokens("total=9_001"), Some(9001));
+        assert_eq!(p.parse_tokens("total=lots"), None);
+    }
+}

@@ -1,0 +1,293 @@
+//! Supervision of one coding-agent launch (SPEC §13).
+//!
+//! [`launch`] starts the profile's command in the worktree with an
+//! allow-listed environment, gives it the prompt (stdin, or a file named on
+//! its command line), captures its output bounded and redacted into a
+//! per-launch log directory, enforces the idle and wall-clock limits,
+//! honours cancellation, kills whatever is left of its process group, and
+//! returns a [`LaunchRecord`] for the journal together with the captured
+//! text the CONTROL_RESULT parser reads.
+//!
+//! Files in the log directory: `prompt.md` (only for `{prompt_file}`
+//! profiles), `final-message.txt` (only for `{output}` profiles, written by
+//! the agent), `output.log` (both streams, redacted, bounded) and
+//! `tail.log` (the redacted stdout and stderr tails, for the dashboard).
+
+pub mod capture;
+pub mod environment;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+use tokio::sync::watch;
+use tracing::Instrument;
+
+use crate::agents::profile::{AgentProfile, ProfileError, Role};
+use crate::redact::Redactor;
+
+pub use capture::{CaptureLimits, CapturedOutput, LogFile};
+pub use environment::EnvError;
+pub use process::{CancelToken, Heartbeat, LaunchExit, RunLimits, RunReport};
+
+/// The largest final-message file we read; the CONTROL_RESULT block itself
+/// may be at most 1 MiB, so its tail end is what matters.
+const FINAL_MESSAGE_LIMIT: u64 = 2 * 1024 * 1024;
+
+/// Everything one launch needs.
+#[derive(Debug)]
+pub struct LaunchRequest<'a> {
+    pub profile: &'a AgentProfile,
+    pub role: Role,
+    /// The rendered prompt. Prompts never hold secrets (SPEC §17).
+    pub prompt: &'a str,
+    /// The worktree; the agent's working directory.
+    pub workdir: &'a Path,
+    /// A fresh directory for this launch's files, outside the worktree.
+    pub log_dir: PathBuf,
+    pub redactor: &'a Redactor,
+    pub capture: CaptureLimits,
+    pub log_limit: u64,
+    /// Time between SIGTERM and SIGKILL when the group is ended.
+    pub kill_grace: Duration,
+    pub heartbeat_every: Duration,
+    pub heartbeat: Option<&'a watch::Sender<Heartbeat>>,
+    pub cancel: Option<&'a CancelToken>,
+}
+
+impl<'a> LaunchRequest<'a> {
+    /// A request with the default bounds (agent capture limits, 8 MiB log,
+    /// 5 s kill grace, heartbeat every 5 s), no heartbeat channel and no
+    /// cancellation.
+    pub fn new(
+        profile: &'a AgentProfile,
+        role: Role,
+        prompt: &'a str,
+        workdir: &'a Path,
+        log_dir: PathBuf,
+        redactor: &'a Redactor,
+    ) -> Self {
+        Self {
+            profile,
+            role,
+            prompt,
+            workdir,
+            log_dir,
+            redactor,
+            capture: CaptureLimits::AGENT,
+            log_limit: LogFile::DEFAULT_LIMIT,
+            kill_grace: Duration::from_secs(5),
+            heartbeat_every: Duration::from_secs(5),
+            heartbeat: None,
+            cancel: None,
+        }
+    }
+}
+
+/// The launch row the driver persists (SPEC §15: profile, exit, duration,
+/// tokens, log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchRecord {
+    pub profile: String,
+    pub role: Role,
+    pub started_at: DateTime<Utc>,
+    pub duration: Duration,
+    pub exit: LaunchExit,
+    /// Bytes of output on stdout and stderr together, kept or not.
+    pub output_bytes: u64,
+    pub tokens: Option<u64>,
+    pub log_dir: PathBuf,
+    pub descendants_killed: bool,
+    pub group_survived: bool,
+}
+
+/// A finished launch: its record and the redacted text it produced.
+#[derive(Debug, Clone)]
+pub struct LaunchOutcome {
+    pub record: LaunchRecord,
+    pub stdout: CapturedOutput,
+    pub stderr: CapturedOutput,
+    /// The redacted `{output}` file, for profiles that declare one and
+    /// whose agent wrote it.
+    pub final_message: Option<String>,
+}
+
+impl LaunchOutcome {
+    /// The text the CONTROL_RESULT parser searches: the final-message file
+    /// when the profile declares one, else the stdout tail.
+    pub fn result_text(&self) -> &str {
+        self.final_message
+            .as_deref()
+            .unwrap_or_else(|| self.stdout.tail_text())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Environment(#[from] EnvError),
+    #[error("cannot prepare the launch log directory {}: {source}", path.display())]
+    LogDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the launch log directory {} lies inside the agent's worktree", .0.display())]
+    LogDirInsideWorktree(PathBuf),
+    #[error("cannot start agent profile `{profile}`: {source}")]
+    Spawn {
+        profile: String,
+        source: std::io::Error,
+    },
+}
+
+/// Runs one agent launch to its end. Failures of the agent (non-zero exit,
+/// timeout, cancellation) are in the record; `Err` means we could not run it.
+pub async fn launch(request: LaunchRequest<'_>) -> Result<LaunchOutcome, LaunchError> {
+    let profile = request.profile;
+    let log_dir = &request.log_dir;
+    let dir_error = |source| LaunchError::LogDir {
+        path: log_dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(log_dir).map_err(dir_error)?;
+    // Inside the worktree the agent could read and rewrite its own log, and
+    // the files would show up as untracked changes in the fingerprint.
+    let inside = match (log_dir.canonicalize(), request.workdir.canonicalize()) {
+        (Ok(log), Ok(work)) => log.starts_with(work),
+        _ => log_dir.starts_with(request.workdir),
+    };
+    if inside {
+        return Err(LaunchError::LogDirInsideWorktree(log_dir.clone()));
+    }
+
+    let prompt_file = profile
+        .uses_prompt_file()
+        .then(|| log_dir.join("prompt.md"));
+    if let Some(path) = &prompt_file {
+        std::fs::write(path, request.prompt).map_err(dir_error)?;
+    }
+    let output_file = profile
+        .uses_output_file()
+        .then(|| log_dir.join("final-message.txt"));
+    if let Some(path) = &output_file {
+        // A stale file from an earlier launch must not pass for this answer.
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(dir_error(e)),
+            _ => {}
+        }
+    }
+    let argv = profile.argv(prompt_file.as_deref(), output_file.as_deref())?;
+    let env = environment::agent_environment(profile)?;
+    let (program, args) = argv.split_first().ok_or_else(|| {
+        LaunchError::Profile(ProfileError::EmptyCommand {
+            profile: profile.name.clone(),
+        })
+    })?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(request.workdir)
+        .env_clear()
+        .envs(&env);
+
+    let log = LogFile::create(&log_dir.join("output.log"), request.log_limit).map_err(dir_error)?;
+    let mut sink =
+        capture::OutputSink::separate(request.capture, Some(log), request.redactor.clone());
+    let stdin = (!profile.uses_prompt_file()).then(|| request.prompt.as_bytes().to_vec());
+    let limits = RunLimits {
+        idle: Some(profile.idle_timeout),
+        wall: profile.max_runtime,
+        kill_grace: request.kill_grace,
+        heartbeat_every: request.heartbeat_every,
+    };
+    let started_at = Utc::now();
+    let span = tracing::info_span!("launch", profile = %profile.name, role = %request.role);
+    let report = process::run_in_group(
+        command,
+        stdin,
+        limits,
+        &mut sink,
+        request.cancel,
+        request.heartbeat,
+    )
+    .instrument(span)
+    .await
+    .map_err(|source| LaunchError::Spawn {
+        profile: profile.name.clone(),
+        source,
+    })?;
+    let output_bytes = sink.total_bytes();
+    let (stdout, stderr, log_error) = sink.finish();
+    if let Some(e) = log_error {
+        tracing::warn!(error = %e, "launch log incomplete");
+    }
+    let final_message = match &output_file {
+        Some(path) => read_final_message(path, request.redactor).await,
+        None => None,
+    };
+    write_tail_log(log_dir, &stdout, &stderr);
+    let tokens = profile
+        .parse_tokens(stdout.tail_text())
+        .or_else(|| profile.parse_tokens(stderr.tail_text()));
+    tracing::info!(exit = ?report.exit, duration_ms = report.duration.as_millis() as u64, output_bytes, "launch finished");
+    Ok(LaunchOutcome {
+        record: LaunchRecord {
+            profile: profile.name.clone(),
+            role: request.role,
+            started_at,
+            duration: report.duration,
+            exit: report.exit,
+            output_bytes,
+            tokens,
+            log_dir: log_dir.clone(),
+            descendants_killed: report.descendants_killed,
+            group_survived: report.group_survived,
+        },
+        stdout,
+        stderr,
+        final_message,
+    })
+}
+
+/// Reads the last [`FINAL_MESSAGE_LIMIT`] bytes of the agent's final-message
+/// file, redacted. A missing or unreadable file is "no final message".
+async fn read_final_message(path: &Path, redactor: &Redactor) -> Option<String> {
+    let mut file = tokio::fs::File::open(path).await.ok()?;
+    let len = file.metadata().await.ok()?.len();
+    if len > FINAL_MESSAGE_LIMIT {
+        use tokio::io::AsyncSeekExt;
+        file.seek(std::io::SeekFrom::Start(len - FINAL_MESSAGE_LIMIT))
+            .await
+            .ok()?;
+    }
+    let mut bytes = Vec::new();
+    file.take(FINAL_MESSAGE_LIMIT)
+        .read_to_end(&mut bytes)
+        .await
+        .ok()?;
+    Some(
+        redactor
+            .redact(&String::from_utf8_lossy(&bytes))
+            .into_owned(),
+    )
+}
+
+fn write_tail_log(log_dir: &Path, stdout: &CapturedOutput, stderr: &CapturedOutput) {
+    let text = format!(
+        "== stdout ({} bytes, {} omitted) ==\n{}\n== stderr ({} bytes, {} omitted) ==\n{}\n",
+        stdout.total_bytes,
+        stdout.omitted_bytes,
+        stdout.tail_text(),
+        stderr.total_bytes,
+        stderr.omitted_bytes,
+        stderr.tail_text()
+    );
+    if let Err(e) = std::fs::write(log_dir.join("tail.log"), text) {
+        tracing::warn!(error = %e, "cannot write tail.log");
+    }
+}

@@ -1,0 +1,352 @@
+//! The bare mirror of one repository: fetching exact commits, reading
+//! ancestry and commit messages, and exporting a commit's tree.
+//!
+//! Agents commit inside worktrees whose common git directory is this mirror,
+//! so an agent can write to its `config` and `info/attributes`. Before the
+//! controller relies on the mirror, [`Mirror::restore_config`] puts back the
+//! fixed config and removes `info/attributes`: a planted smudge filter or
+//! `export-ignore` rule must not change what the controller checks out or
+//! exports. (The environment-level hardening in [`super::git`] covers hooks,
+//! fsmonitor and credential helpers on top of that.)
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use secrecy::SecretString;
+use tempfile::TempDir;
+
+use super::git::{Git, failure};
+use super::{CommitSha, WorkspaceError, Workspaces, check_name};
+
+/// The whole config of a mirror. Nothing else belongs there: no remote (the
+/// URL is passed per fetch), no credential, no filters.
+const MIRROR_CONFIG: &str =
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n";
+
+/// One commit of a range, for the commit-message policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitMessage {
+    pub sha: CommitSha,
+    pub message: String,
+}
+
+/// A bare mirror under `<state_dir>/repos/<owner>/<repo>.git`.
+#[derive(Debug, Clone)]
+pub struct Mirror {
+    owner: String,
+    repo: String,
+    url: String,
+    path: PathBuf,
+    worktrees: PathBuf,
+    exports: PathBuf,
+    git: Git,
+}
+
+impl Mirror {
+    /// Opens the mirror of `owner/repo`, creating it if absent. `url` must
+    /// not carry credentials; the token goes to [`Mirror::fetch_shas`].
+    pub async fn ensure(
+        workspaces: &Workspaces,
+        owner: &str,
+        repo: &str,
+        url: &str,
+    ) -> Result<Self, WorkspaceError> {
+        let (owner, repo) = (check_name(owner)?, check_name(repo)?);
+        if url_has_userinfo(url) {
+            return Err(WorkspaceError::UrlHasCredentials);
+        }
+        let root = workspaces.state_dir();
+        let parent = root.join("repos").join(owner);
+        std::fs::create_dir_all(&parent).map_err(WorkspaceError::io("cannot create", &parent))?;
+        let mirror = Self {
+            owner: owner.to_owned(),
+            repo: repo.to_owned(),
+            url: url.to_owned(),
+            path: parent.join(format!("{repo}.git")),
+            worktrees: root.join("worktrees").join(owner).join(repo),
+            exports: root.join("exports"),
+            git: workspaces.git().clone(),
+        };
+        if !mirror.path.join("HEAD").is_file() {
+            let args = [
+                OsStr::new("init"),
+                OsStr::new("--bare"),
+                OsStr::new("--quiet"),
+                mirror.path.as_os_str(),
+            ];
+            mirror.git.run(&parent, &args, None).await?;
+        }
+        mirror.restore_config()?;
+        Ok(mirror)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn repo(&self) -> &str {
+        &self.repo
+    }
+
+    pub(crate) fn git(&self) -> &Git {
+        &self.git
+    }
+
+    pub(crate) fn worktrees_dir(&self) -> &Path {
+        &self.worktrees
+    }
+
+    /// Rewrites the mirror's config and drops `info/attributes`, undoing
+    /// anything an agent wrote through its worktree.
+    pub fn restore_config(&self) -> Result<(), WorkspaceError> {
+        let config = self.path.join("config");
+        if std::fs::read_to_string(&config).ok().as_deref() != Some(MIRROR_CONFIG) {
+            std::fs::write(&config, MIRROR_CONFIG)
+                .map_err(WorkspaceError::io("cannot write", &config))?;
+        }
+        let attributes = self.path.join("info").join("attributes");
+        match std::fs::remove_file(&attributes) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(WorkspaceError::io("cannot remove", &attributes)(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs git against the bare mirror.
+    pub(crate) async fn run(&self, args: &[&OsStr]) -> Result<Vec<u8>, WorkspaceError> {
+        let mut full = vec![OsStr::new("--git-dir"), self.path.as_os_str()];
+        full.extend_from_slice(args);
+        Ok(self.git.run(&self.path, &full, None).await?)
+    }
+
+    /// Whether the mirror holds commit `sha`.
+    pub async fn has_commit(&self, sha: &CommitSha) -> Result<bool, WorkspaceError> {
+        let object = format!("{sha}^{{commit}}");
+        let args = [
+            OsStr::new("--git-dir"),
+            self.path.as_os_str(),
+            OsStr::new("cat-file"),
+            OsStr::new("-e"),
+            OsStr::new(&object),
+        ];
+        let output = self.git.output(&self.path, &args, None).await?;
+        Ok(output.status.success())
+    }
+
+    /// Fetches the objects of exactly these commits (objects only: no ref
+    /// is created or moved, no tags follow). Commits already present are not
+    /// fetched again. GitHub serves any reachable SHA.
+    pub async fn fetch_shas(
+        &self,
+        shas: &[CommitSha],
+        credential: Option<&SecretString>,
+    ) -> Result<(), WorkspaceError> {
+        self.restore_config()?;
+        let mut missing = Vec::new();
+        for sha in shas {
+            if !self.has_commit(sha).await? && !missing.contains(sha) {
+                missing.push(sha.clone());
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec![
+            OsStr::new("--git-dir"),
+            self.path.as_os_str(),
+            OsStr::new("fetch"),
+            OsStr::new("--quiet"),
+            OsStr::new("--no-tags"),
+            OsStr::new("--no-write-fetch-head"),
+            OsStr::new("--no-recurse-submodules"),
+            OsStr::new(&self.url),
+        ];
+        args.extend(missing.iter().map(AsRef::as_ref));
+        let output = self.git.output(&self.path, &args, credential).await?;
+        if !output.status.success() {
+            return Err(failure(&args, &output, credential).into());
+        }
+        for sha in &missing {
+            if !self.has_commit(sha).await? {
+                return Err(WorkspaceError::MissingCommit(sha.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `ancestor` is `descendant` or one of its ancestors. A missing
+    /// object is an error, never a "no".
+    pub async fn is_ancestor(
+        &self,
+        ancestor: &CommitSha,
+        descendant: &CommitSha,
+    ) -> Result<bool, WorkspaceError> {
+        let args = [
+            OsStr::new("--git-dir"),
+            self.path.as_os_str(),
+            OsStr::new("merge-base"),
+            OsStr::new("--is-ancestor"),
+            ancestor.as_ref(),
+            descendant.as_ref(),
+        ];
+        let output = self.git.output(&self.path, &args, None).await?;
+        match output.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(failure(&args, &output, None).into()),
+        }
+    }
+
+    /// Commits reachable from `head` but not from `base`, oldest first.
+    pub async fn new_commits(
+        &self,
+        base: &CommitSha,
+        head: &CommitSha,
+    ) -> Result<Vec<CommitSha>, WorkspaceError> {
+        let range = format!("{base}..{head}");
+        let out = self
+            .run(&[
+                OsStr::new("rev-list"),
+                OsStr::new("--reverse"),
+                OsStr::new(&range),
+            ])
+            .await?;
+        String::from_utf8_lossy(&out)
+            .lines()
+            .map(CommitSha::parse)
+            .collect()
+    }
+
+    /// The full message of every commit in `base..head`, oldest first.
+    pub async fn commit_messages(
+        &self,
+        base: &CommitSha,
+        head: &CommitSha,
+    ) -> Result<Vec<CommitMessage>, WorkspaceError> {
+        let range = format!("{base}..{head}");
+        let out = self
+            .run(&[
+                OsStr::new("log"),
+                OsStr::new("-z"),
+                OsStr::new("--reverse"),
+                OsStr::new("--no-show-signature"),
+                OsStr::new("--format=%H%n%B"),
+                OsStr::new(&range),
+            ])
+            .await?;
+        String::from_utf8_lossy(&out)
+            .split('\0')
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let (sha, message) = entry.split_once('\n').unwrap_or((entry, ""));
+                Ok(CommitMessage {
+                    sha: CommitSha::parse(sha)?,
+                    message: message.to_owned(),
+                })
+            })
+            .collect()
+    }
+
+    /// The tree of `sha` and nothing else — no `.git`, no untracked or
+    /// ignored files, no build outputs — in a temporary directory removed
+    /// when the returned value drops.
+    ///
+    /// `git archive` applies `export-ignore`/`export-subst` attributes from
+    /// the commit's own `.gitattributes`, as GitHub's tarballs do; the
+    /// mirror's `info/attributes` is cleared first so nothing outside the
+    /// commit can influence the export.
+    pub async fn export(&self, sha: &CommitSha) -> Result<TempDir, WorkspaceError> {
+        self.restore_config()?;
+        if !self.has_commit(sha).await? {
+            return Err(WorkspaceError::MissingCommit(sha.clone()));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("export-{}-", &sha.as_str()[..12]))
+            .tempdir_in(&self.exports)
+            .map_err(WorkspaceError::io("cannot create export in", &self.exports))?;
+        let export_error = |reason: String| WorkspaceError::Export {
+            sha: sha.clone(),
+            reason,
+        };
+        let archive_args = [
+            OsStr::new("--git-dir"),
+            self.path.as_os_str(),
+            OsStr::new("archive"),
+            OsStr::new("--format=tar"),
+            sha.as_ref(),
+        ];
+        let mut archive = self
+            .git
+            .command(&self.path, &archive_args, None)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| export_error(format!("cannot run git archive: {e}")))?;
+        let pipe: Stdio = archive
+            .stdout
+            .take()
+            .ok_or_else(|| export_error("git archive has no stdout".into()))?
+            .try_into()
+            .map_err(|e| export_error(format!("cannot pipe git archive into tar: {e}")))?;
+        let tar = tokio::process::Command::new("tar")
+            .args(["-x", "-f", "-", "--no-same-owner", "-C"])
+            .arg(dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("LC_ALL", "C")
+            .stdin(pipe)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| export_error(format!("cannot run tar: {e}")))?;
+        let (archive_out, tar_out) =
+            tokio::join!(archive.wait_with_output(), tar.wait_with_output());
+        let archive_out = archive_out.map_err(|e| export_error(format!("git archive: {e}")))?;
+        let tar_out = tar_out.map_err(|e| export_error(format!("tar: {e}")))?;
+        if !archive_out.status.success() {
+            return Err(failure(&archive_args, &archive_out, None).into());
+        }
+        if !tar_out.status.success() {
+            let stderr = String::from_utf8_lossy(&tar_out.stderr);
+            return Err(export_error(format!(
+                "tar exited with {}: {}",
+                tar_out.status,
+                stderr.trim().chars().take(2000).collect::<String>()
+            )));
+        }
+        Ok(dir)
+    }
+}
+
+/// Whether a URL has a `user@` or `user:password@` part before its host.
+fn url_has_userinfo(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.contains('@')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_with_userinfo_are_recognised() {
+        assert!(url_has_userinfo(
+            "https://x-access-token:t@github.com/o/r.git"
+        ));
+        assert!(url_has_userinfo("https://token@github.com/o/r.git"));
+        assert!(!url_has_userinfo("https://github.com/o/r.git"));
+        assert!(!url_has_userinfo("https://github.com/o/r@main"));
+        assert!(!url_has_userinfo("file:///tmp/remote.git"));
+    }
+}

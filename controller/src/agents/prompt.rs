@@ -1,1 +1,1 @@
-//! Placeholder: filled in by the agents work (issue 6).
+//! Placeholder: the prompt renderer lands in the next commit.

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 pub use block::{BLOCK_END, BLOCK_START, CapturedOutput, extract_block};
 pub use check::{
-    FixObservations, ImplementObservations, Observations, ReviewObservations,
+    FixObservations, HandedOverFollowUp, ImplementObservations, Observations, ReviewObservations,
     UpdateEpicObservations, cross_check,
 };
 pub use error::{CrossCheckError, ResultError, SchemaViolation, correction_allowed};

@@ -6,9 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use autoforge::agents::prompt::{
-    PromptSet, RenderError, TemplateId, Value, limit_value, placeholders_in,
+    PromptSet, RenderError, TemplateId, Value, correction_values, limit_value, placeholders_in,
+    rerequest_values,
 };
-use autoforge::agents::result::limits;
+use autoforge::agents::result::{
+    CapturedOutput, Phase, ReRequest, correction_allowed, limits, parse_result,
+};
 
 /// Every non-bound placeholder of `id`, with a recognisable value.
 fn sample_values(id: TemplateId) -> BTreeMap<&'static str, Value> {
@@ -150,4 +153,49 @@ fn an_override_with_other_placeholders_is_refused_at_load() {
         PromptSet::load(Some(dir.path())),
         Err(RenderError::Malformed { .. })
     ));
+}
+
+#[test]
+fn a_refused_result_becomes_a_bounded_correction_prompt_with_its_diagnosis() {
+    let err = parse_result(Phase::Review, &CapturedOutput::complete("no block, LGTM")).unwrap_err();
+    assert!(correction_allowed(true, 0, 1));
+    assert!(!correction_allowed(true, 1, 1), "the bound is respected");
+    assert!(
+        !correction_allowed(false, 0, 1),
+        "a crashed agent is not corrected"
+    );
+    let out = PromptSet::embedded()
+        .render(
+            TemplateId::Correction,
+            &correction_values(Phase::Review, &err, 1, 1),
+        )
+        .unwrap();
+    assert!(
+        out.contains("correction attempt 1 of\n1 for the REVIEW phase"),
+        "{out}"
+    );
+    assert!(
+        out.contains("```untrusted\nno complete CONTROL_RESULT block"),
+        "{out}"
+    );
+    assert!(!out.contains("LGTM"));
+}
+
+#[test]
+fn a_rerequest_prompt_shows_exactly_the_asked_fields() {
+    let mut values = sample_values(TemplateId::UpdateEpicReRequest);
+    values.extend(rerequest_values(ReRequest {
+        next_issue: false,
+        roadmap: true,
+    }));
+    let out = PromptSet::embedded()
+        .render(TemplateId::UpdateEpicReRequest, &values)
+        .unwrap();
+    assert!(out.contains("needs the roadmap section again"), "{out}");
+    assert!(
+        out.contains(
+            "\"status\": \"success\",\n  \"roadmap_section\": \"<new section content>\"\n}"
+        )
+    );
+    assert!(!out.contains("\"next_issue_url\": \"<"));
 }

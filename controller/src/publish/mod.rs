@@ -3,6 +3,7 @@
 //! Nothing an agent wrote reaches GitHub unless it passed [`policy`] field by
 //! field and again inside the whole body the controller rendered around it.
 
+pub mod bodies;
 pub mod commit;
 pub mod issue_ref;
 pub mod markdown;

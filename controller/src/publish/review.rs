@@ -83,12 +83,15 @@ pub fn render_review_comment(review: &ReviewRender<'_>) -> Result<String, Policy
 }
 
 /// `value` as an inline code span whose backtick run is longer than any run
-/// inside it, padded with spaces when it starts or ends with a backtick (the
-/// CommonMark rule strips one space on each side).
+/// inside it. It is padded with one space on each side when it starts or
+/// ends with a backtick or a space, because CommonMark strips exactly one
+/// space from each side of such a span; the padding is what gets stripped.
 pub fn code_span(value: &str) -> String {
     let longest = longest_run(value, '`');
     let fence = "`".repeat(longest + 1);
-    if value.starts_with('`') || value.ends_with('`') || value.is_empty() {
+    let edge = |c: char| c == '`' || c == ' ';
+    let all_spaces = value.chars().all(|c| c == ' ');
+    if !all_spaces && (value.starts_with(edge) || value.ends_with(edge)) {
         format!("{fence} {value} {fence}")
     } else {
         format!("{fence}{value}{fence}")
@@ -119,6 +122,22 @@ mod tests {
         assert_eq!(code_span("src/a.rs:3"), "`src/a.rs:3`");
         assert_eq!(code_span("a``b"), "```a``b```");
         assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(code_span(" a "), "`  a  `");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_code_span_renders_exactly_its_value(value in "[^\\n\\r]{1,40}") {
+            proptest::prop_assume!(!value.chars().all(|c| c == ' '));
+            let rendered = code_span(&value);
+            let codes: Vec<String> = pulldown_cmark::Parser::new(&rendered)
+                .filter_map(|e| match e {
+                    pulldown_cmark::Event::Code(text) => Some(text.into_string()),
+                    _ => None,
+                })
+                .collect();
+            proptest::prop_assert_eq!(codes, vec![value]);
+        }
     }
 
     #[test]

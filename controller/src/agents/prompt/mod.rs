@@ -283,4 +283,17 @@ mod tests {
         assert!(fenced.starts_with("``````untrusted\n"), "{fenced}");
         assert!(fenced.ends_with("\n``````"), "{fenced}");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn nothing_inside_an_untrusted_fence_can_close_it(value in "[`~a-z\\n ]{0,60}") {
+            let text = format!("before\n\n{}\n\nafter", fence_untrusted(&value));
+            let map = crate::publish::markdown::CodeMap::scan(&text);
+            proptest::prop_assert_eq!(map.unclosed_fence_at, None);
+            let after = text.rfind("after").unwrap_or(0);
+            proptest::prop_assert!(!map.is_code(after));
+            let inside = text.find("untrusted\n").unwrap_or(0) + "untrusted\n".len();
+            proptest::prop_assert!(value.is_empty() || map.is_code(inside));
+        }
+    }
 }

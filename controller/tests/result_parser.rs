@@ -420,3 +420,17 @@ fn the_diagnosis_adds_guidance_to_the_error() {
         "{diagnosis}"
     );
 }
+
+#[test]
+fn a_duplicate_key_is_refused_rather_than_silently_resolved() {
+    let json = format!(
+        r#"{{"phase": "IMPLEMENT", "status": "success", "pr_title": "a", "pr_title": "b",
+  "issue_url": "https://github.com/acme/widgets/issues/12", "head_sha": "{HEAD}", "pr_body": "x"}}"#
+    );
+    let output = format!("{BLOCK_START}\n{json}\n{BLOCK_END}");
+    let err = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap_err();
+    assert!(
+        matches!(err, ResultError::DuplicateKey { line: 1, .. }),
+        "{err}"
+    );
+}

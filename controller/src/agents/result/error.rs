@@ -116,6 +116,8 @@ pub enum ResultError {
         line: usize,
         column: usize,
     },
+    #[error("the block has an object with a duplicate key (line {line}, column {column})")]
+    DuplicateKey { line: usize, column: usize },
     #[error("the block is JSON but not an object")]
     NotAnObject,
     #[error("required field {field} is missing")]
@@ -166,7 +168,7 @@ impl ResultError {
             Self::BlockTooLarge { .. } => {
                 "Shorten the result; every field has a documented bound and nothing is clipped for you."
             }
-            Self::InvalidJson { .. } | Self::NotAnObject => {
+            Self::InvalidJson { .. } | Self::DuplicateKey { .. } | Self::NotAnObject => {
                 "The block must hold exactly one strict JSON object (no comments, no trailing commas, strings escaped)."
             }
             Self::MissingField { .. }

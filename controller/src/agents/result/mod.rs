@@ -2,7 +2,7 @@
 //!
 //! The order is fixed and each step trusts only what the previous ones
 //! proved: find the last complete block in the captured tail ([`block`]),
-//! refuse it by size, parse strict JSON, check `phase` and `status`, then the
+//! refuse it by size, parse strict JSON (duplicate keys refused), check `phase` and `status`, then the
 //! phase schema ([`schema`]), then the published-text policy on every field
 //! that may reach GitHub ([`fields`]). What only the controller can know —
 //! HEAD, round, ancestry, open findings — is compared afterwards by
@@ -15,6 +15,7 @@ mod error;
 mod fields;
 pub mod limits;
 mod schema;
+mod strict_json;
 mod types;
 
 use serde::de::DeserializeOwned;
@@ -105,15 +106,23 @@ fn parse_object(
     captured: &CapturedOutput,
 ) -> Result<Map<String, Value>, ResultError> {
     let text = extract_block(captured)?;
-    let value: Value = serde_json::from_str(text.trim()).map_err(|e| ResultError::InvalidJson {
-        category: match e.classify() {
-            serde_json::error::Category::Io => "io",
-            serde_json::error::Category::Syntax => "syntax",
-            serde_json::error::Category::Data => "data",
-            serde_json::error::Category::Eof => "unexpected end",
-        },
-        line: e.line(),
-        column: e.column(),
+    let value: Value = strict_json::parse(text.trim()).map_err(|e| {
+        if e.to_string().starts_with(strict_json::DUPLICATE_KEY) {
+            return ResultError::DuplicateKey {
+                line: e.line(),
+                column: e.column(),
+            };
+        }
+        ResultError::InvalidJson {
+            category: match e.classify() {
+                serde_json::error::Category::Io => "io",
+                serde_json::error::Category::Syntax => "syntax",
+                serde_json::error::Category::Data => "data",
+                serde_json::error::Category::Eof => "unexpected end",
+            },
+            line: e.line(),
+            column: e.column(),
+        }
     })?;
     let Value::Object(object) = value else {
         return Err(ResultError::NotAnObject);

@@ -146,6 +146,31 @@ mod tests {
     }
 
     #[test]
+    fn sha_and_id_patterns_are_anchored_at_both_ends() {
+        let sha = "a".repeat(40);
+        let base = serde_json::json!({
+            "phase": "FIX", "status": "success",
+            "previous_head_sha": sha, "head_sha": sha,
+            "resolutions": [{"finding_id": "R1-F1", "resolution": "fixed"}]
+        });
+        assert!(validate(SchemaId::Phase(Phase::Fix), &base).is_empty());
+        for (pointer, bad) in [
+            ("/head_sha", format!("{sha}\n")),
+            ("/head_sha", "A".repeat(40)),
+            ("/head_sha", format!("x{sha}")),
+            ("/resolutions/0/finding_id", "R01-F1".to_owned()),
+            ("/resolutions/0/finding_id", "R1-F1 ".to_owned()),
+        ] {
+            let mut value = base.clone();
+            *value.pointer_mut(pointer).expect("present") = Value::String(bad.clone());
+            let violations = validate(SchemaId::Phase(Phase::Fix), &value);
+            assert_eq!(violations.len(), 1, "{bad:?}");
+            assert_eq!(violations[0].keyword, "pattern", "{bad:?}");
+            assert!(!violations[0].to_string().contains(bad.trim()), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn schema_bounds_equal_the_code_constants() {
         let implement = schema(SchemaId::Phase(Phase::Implement));
         let p = &implement["properties"];

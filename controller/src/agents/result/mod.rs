@@ -1,10 +1,10 @@
 //! CONTROL_RESULT parsing and validation (SPEC §5).
 //!
 //! The order is fixed and each step trusts only what the previous ones
-//! proved: find the last complete block in the captured tail ([`block`]),
-//! refuse it by size, parse strict JSON (duplicate keys refused), check `phase` and `status`, then the
-//! phase schema ([`schema`]), then the published-text policy on every field
-//! that may reach GitHub ([`fields`]). What only the controller can know —
+//! proved: find the last complete block in the captured tail (`block`),
+//! refuse it by size, parse strict JSON (duplicate keys refused), check
+//! `phase` and `status`, then the phase schema (`schema`), then the
+//! published-text policy on every field that may reach GitHub (`fields`). What only the controller can know —
 //! HEAD, round, ancestry, open findings — is compared afterwards by
 //! [`cross_check`] against [`Observations`] the caller gathered; this module
 //! stays pure and never touches git.

@@ -1,1 +1,18 @@
 //! Published-text policy and the controller's own renderers (SPEC §7, §4).
+//!
+//! Nothing an agent wrote reaches GitHub unless it passed [`policy`] field by
+//! field and again inside the whole body the controller rendered around it.
+
+pub mod bodies;
+pub mod commit;
+pub mod issue_ref;
+pub mod markdown;
+pub mod marker;
+pub mod policy;
+pub mod review;
+
+pub use commit::{CommitMessageViolation, check_commit_message};
+pub use issue_ref::IssueRef;
+pub use marker::render_marker;
+pub use policy::{FieldKind, PolicyViolation, check_body, check_field};
+pub use review::{ReviewRender, render_review_comment};

@@ -1,0 +1,111 @@
+//! Finding the CONTROL_RESULT block in an agent's captured output.
+//!
+//! The block is the last *complete* `<<<CONTROL_RESULT>>>` …
+//! `<<<END_CONTROL_RESULT>>>` pair. An opener after the last complete block
+//! that never closes does not count: agents often echo the protocol while
+//! thinking, and the answer is what they finished last.
+
+use super::error::ResultError;
+use super::limits::MAX_CONTROL_RESULT_BYTES;
+
+pub const BLOCK_START: &str = "<<<CONTROL_RESULT>>>";
+pub const BLOCK_END: &str = "<<<END_CONTROL_RESULT>>>";
+
+/// What the supervisor captured of the agent's final output. Only `tail`
+/// (the part captured contiguously up to EOF) is searched; when
+/// `head_truncated` is set, something before it was dropped and a block
+/// there is gone for good, which the diagnosis says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CapturedOutput {
+    pub tail: String,
+    pub head_truncated: bool,
+    /// Total bytes the agent wrote, for the diagnosis.
+    pub total_bytes: u64,
+}
+
+impl CapturedOutput {
+    /// Output captured whole.
+    pub fn complete(text: impl Into<String>) -> Self {
+        let tail = text.into();
+        let total_bytes = tail.len() as u64;
+        Self {
+            tail,
+            head_truncated: false,
+            total_bytes,
+        }
+    }
+}
+
+/// The content between the markers of the last complete block, size-checked
+/// in bytes before anything parses it.
+pub fn extract_block(captured: &CapturedOutput) -> Result<&str, ResultError> {
+    let tail = captured.tail.as_str();
+    let Some(end) = tail.rfind(BLOCK_END) else {
+        return Err(if tail.contains(BLOCK_START) {
+            ResultError::IncompleteBlock
+        } else {
+            ResultError::NoBlock {
+                head_truncated: captured.head_truncated,
+                searched_bytes: tail.len(),
+                total_bytes: captured.total_bytes,
+            }
+        });
+    };
+    let Some(start) = tail[..end].rfind(BLOCK_START) else {
+        // An end marker with no opener in the captured tail: the opener was
+        // either never written or lost with a truncated head.
+        return Err(ResultError::NoBlock {
+            head_truncated: captured.head_truncated,
+            searched_bytes: tail.len(),
+            total_bytes: captured.total_bytes,
+        });
+    };
+    let content = &tail[start + BLOCK_START.len()..end];
+    if content.len() > MAX_CONTROL_RESULT_BYTES {
+        return Err(ResultError::BlockTooLarge {
+            bytes: content.len(),
+            max: MAX_CONTROL_RESULT_BYTES,
+        });
+    }
+    Ok(content)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(json: &str) -> String {
+        format!("{BLOCK_START}\n{json}\n{BLOCK_END}")
+    }
+
+    #[test]
+    fn the_last_complete_block_wins() {
+        let out = format!(
+            "{}\nthinking\n{}\n{BLOCK_START} draft",
+            block("1"),
+            block("2")
+        );
+        assert_eq!(
+            extract_block(&CapturedOutput::complete(out)).map(str::trim),
+            Ok("2")
+        );
+    }
+
+    #[test]
+    fn an_opener_without_end_is_incomplete() {
+        let out = format!("{BLOCK_START}\n{{");
+        assert_eq!(
+            extract_block(&CapturedOutput::complete(out)),
+            Err(ResultError::IncompleteBlock)
+        );
+    }
+
+    #[test]
+    fn an_end_without_opener_is_no_block() {
+        let out = format!("x\n{BLOCK_END}");
+        assert!(matches!(
+            extract_block(&CapturedOutput::complete(out)),
+            Err(ResultError::NoBlock { .. })
+        ));
+    }
+}

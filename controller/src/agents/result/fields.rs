@@ -1,0 +1,116 @@
+//! The published-text policy applied to each field of a result that can
+//! reach GitHub, with the field's own shape and bound. Fields that are
+//! recorded but never published (`tests`) get only the control-character and
+//! size rules.
+
+use super::error::ResultError;
+use super::limits::*;
+use super::types::{PhaseResult, ResolutionKind};
+use crate::publish::policy::{self, FieldKind};
+
+fn one_line(max_chars: usize) -> FieldKind {
+    FieldKind::OneLine { max_chars }
+}
+
+fn multiline(max_chars: usize) -> FieldKind {
+    FieldKind::Multiline { max_chars }
+}
+
+/// `message` of a failure/blocked result: shown in the status comment.
+pub(super) fn check_message(message: &str) -> Result<(), ResultError> {
+    policy::check_field("message", message, multiline(MAX_MESSAGE_CHARS))?;
+    Ok(())
+}
+
+pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultError> {
+    match result {
+        PhaseResult::Implement(r) => {
+            policy::check_field("pr_title", &r.pr_title, one_line(MAX_PR_TITLE_CHARS))?;
+            policy::check_field("pr_body", &r.pr_body, multiline(MAX_PR_BODY_CHARS))?;
+            check_tests(&r.tests)
+        }
+        PhaseResult::Review(r) => {
+            for (i, f) in r.findings.iter().enumerate() {
+                let name = |field: &str| format!("findings[{i}].{field}");
+                policy::check_field(&name("title"), &f.title, one_line(MAX_FINDING_TITLE_CHARS))?;
+                policy::check_field(
+                    &name("location"),
+                    &f.location,
+                    one_line(MAX_FINDING_LOCATION_CHARS),
+                )?;
+                policy::check_field(
+                    &name("required_resolution"),
+                    &f.required_resolution,
+                    multiline(MAX_FINDING_RESOLUTION_CHARS),
+                )?;
+            }
+            for (field, _, text) in r.sections.iter() {
+                let max = if field == "summary" {
+                    MAX_REVIEW_SUMMARY_CHARS
+                } else {
+                    MAX_REVIEW_SECTION_CHARS
+                };
+                policy::check_field(field, text, multiline(max))?;
+            }
+            Ok(())
+        }
+        PhaseResult::Fix(r) => {
+            for (i, res) in r.resolutions.iter().enumerate() {
+                if let ResolutionKind::FollowUpNew(issue) = &res.kind {
+                    policy::check_field(
+                        &format!("resolutions[{i}].follow_up_issue.title"),
+                        &issue.title,
+                        one_line(MAX_PR_TITLE_CHARS),
+                    )?;
+                    policy::check_field(
+                        &format!("resolutions[{i}].follow_up_issue.body"),
+                        &issue.body,
+                        multiline(MAX_PR_BODY_CHARS),
+                    )?;
+                }
+                // Rationales are shown to the next reviewer and kept in the
+                // journal; they follow the policy so they can be published.
+                if let Some(rationale) = &res.rationale {
+                    policy::check_field(
+                        &format!("resolutions[{i}].rationale"),
+                        rationale,
+                        multiline(MAX_RATIONALE_CHARS),
+                    )?;
+                }
+            }
+            check_tests(&r.tests)
+        }
+        PhaseResult::UpdateEpic(r) => {
+            if let Some(progress) = &r.progress {
+                policy::check_field("progress", progress, multiline(MAX_PROGRESS_CHARS))?;
+                policy::check_no_url("progress", progress)?;
+            }
+            if let Some(section) = &r.roadmap_section {
+                policy::check_field(
+                    "roadmap_section",
+                    section,
+                    multiline(MAX_ROADMAP_SECTION_CHARS),
+                )?;
+            }
+            Ok(())
+        }
+        PhaseResult::Failure { .. } | PhaseResult::Blocked { .. } => Ok(()),
+    }
+}
+
+/// `tests` is recorded, never published: shape and size only.
+fn check_tests(tests: &[String]) -> Result<(), ResultError> {
+    for (i, t) in tests.iter().enumerate() {
+        let field = format!("tests[{i}]");
+        policy::check_size(&field, t, MAX_TEST_CHARS)?;
+        if let Some((offset, c)) = t.char_indices().find(|(_, c)| c.is_control()) {
+            return Err(policy::PolicyViolation::ControlCharacter {
+                field,
+                code: u32::from(c),
+                offset,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! The review comment the controller renders from a REVIEW result (SPEC §4).
+//!
+//! Layout, heading, binding line, verdict and marker are the controller's;
+//! only the finding fields and the sections are the agent's, each standing in
+//! a block of its own. The whole body is checked again after rendering,
+//! because a fence or raw HTML in one field changes how the others render.
+
+use serde_json::json;
+
+use super::marker::render_marker;
+use super::policy::{self, GITHUB_BODY_MAX_CHARS, PolicyViolation};
+use crate::agents::result::{Finding, ReviewSections};
+
+/// Everything a review comment is rendered from: the controller's binding
+/// and the validated result's findings and sections.
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewRender<'a> {
+    pub round: u32,
+    pub reviewed_head_sha: &'a str,
+    pub base_ref: &'a str,
+    pub merge_base_sha: &'a str,
+    pub needs_fix_round: bool,
+    pub findings: &'a [Finding],
+    pub sections: &'a ReviewSections,
+}
+
+/// The name the whole-body checks report.
+const BODY_FIELD: &str = "review comment";
+
+/// Renders the comment and checks it as a whole: the content rules before
+/// the marker, then GitHub's limit on everything.
+pub fn render_review_comment(review: &ReviewRender<'_>) -> Result<String, PolicyViolation> {
+    let mut parts: Vec<String> = vec![
+        format!("# AI Code Review — Round {}", review.round),
+        format!(
+            "Reviewed HEAD: {} against base {} (merge base {})",
+            code_span(review.reviewed_head_sha),
+            code_span(review.base_ref),
+            code_span(review.merge_base_sha)
+        ),
+        "## Findings".to_owned(),
+    ];
+    if review.findings.is_empty() {
+        parts.push("None.".to_owned());
+    }
+    for finding in review.findings {
+        parts.push(format!(
+            "### {} [{}] {} — {}",
+            finding.id,
+            finding.classification.as_str(),
+            code_span(&finding.location),
+            finding.title
+        ));
+        parts.push("Required resolution:".to_owned());
+        parts.push(finding.required_resolution.trim_end().to_owned());
+    }
+    for (_, heading, text) in review.sections.iter() {
+        parts.push(format!("## {heading}"));
+        parts.push(text.trim_end().to_owned());
+    }
+    parts.push(format!(
+        "Needs another fix round: {}",
+        if review.needs_fix_round { "YES" } else { "NO" }
+    ));
+    let body = parts.join("\n\n");
+    policy::check_body(BODY_FIELD, &body)?;
+
+    let finding_ids: Vec<&str> = review.findings.iter().map(|f| f.id.as_str()).collect();
+    let marker = render_marker(
+        "ai-review-result",
+        &json!({
+            "round": review.round,
+            "reviewed_head_sha": review.reviewed_head_sha,
+            "reviewed_base_ref": review.base_ref,
+            "reviewed_merge_base_sha": review.merge_base_sha,
+            "needs_fix_round": review.needs_fix_round,
+            "finding_ids": finding_ids,
+        }),
+    );
+    let comment = format!("{body}\n\n{marker}");
+    policy::check_size(BODY_FIELD, &comment, GITHUB_BODY_MAX_CHARS)?;
+    Ok(comment)
+}
+
+/// `value` as an inline code span whose backtick run is longer than any run
+/// inside it. It is padded with one space on each side when it starts or
+/// ends with a backtick or a space, because CommonMark strips exactly one
+/// space from each side of such a span; the padding is what gets stripped.
+pub fn code_span(value: &str) -> String {
+    let longest = longest_run(value, '`');
+    let fence = "`".repeat(longest + 1);
+    let edge = |c: char| c == '`' || c == ' ';
+    let all_spaces = value.chars().all(|c| c == ' ');
+    if !all_spaces && (value.starts_with(edge) || value.ends_with(edge)) {
+        format!("{fence} {value} {fence}")
+    } else {
+        format!("{fence}{value}{fence}")
+    }
+}
+
+/// Length of the longest run of `c` in `text`.
+pub fn longest_run(text: &str, c: char) -> usize {
+    let mut longest = 0;
+    let mut current = 0;
+    for ch in text.chars() {
+        if ch == c {
+            current += 1;
+            longest = longest.max(current);
+        } else {
+            current = 0;
+        }
+    }
+    longest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_span_fence_outgrows_the_value() {
+        assert_eq!(code_span("src/a.rs:3"), "`src/a.rs:3`");
+        assert_eq!(code_span("a``b"), "```a``b```");
+        assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(code_span(" a "), "`  a  `");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_code_span_renders_exactly_its_value(value in "[^\\n\\r]{1,40}") {
+            proptest::prop_assume!(!value.chars().all(|c| c == ' '));
+            let rendered = code_span(&value);
+            let codes: Vec<String> = pulldown_cmark::Parser::new(&rendered)
+                .filter_map(|e| match e {
+                    pulldown_cmark::Event::Code(text) => Some(text.into_string()),
+                    _ => None,
+                })
+                .collect();
+            proptest::prop_assert_eq!(codes, vec![value]);
+        }
+    }
+
+    #[test]
+    fn longest_run_counts_consecutive_characters() {
+        assert_eq!(longest_run("a`b``c```", '`'), 3);
+        assert_eq!(longest_run("none", '`'), 0);
+    }
+}

@@ -117,3 +117,6 @@ fn agent_finished(
     }
     Ok(step.finish())
 }
+
+#[cfg(test)]
+mod tests;

@@ -164,7 +164,9 @@ impl Step {
             inputs,
         };
         self.launches.push(request.clone());
-        self.wait(Awaiting::Agent { launch: Box::new(request) });
+        self.wait(Awaiting::Agent {
+            launch: Box::new(request),
+        });
         Ok(())
     }
 

@@ -274,6 +274,7 @@ fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> E
             ]
             .into_iter()
             .chain(flavor.is_multiple_of(2).then_some(Observed::RoadmapSpliced))
+            .chain((flavor % 16 == 1).then_some(Observed::RoadmapVoided))
             .collect(),
         },
         5 | 6 => Event::GitHubObserved {
@@ -450,6 +451,10 @@ fn check_bounds(next: &RunState) {
         c.next_issue_rejections < s.max_next_issue_rejections.max(1),
         "next-issue bound"
     );
+    assert!(
+        c.roadmap_rerequests < s.max_roadmap_rerequests.max(1),
+        "roadmap re-request bound"
+    );
     if let Some(carried) = &next.review.prior_findings {
         assert!(
             carried.findings.len() <= 2,
@@ -553,7 +558,9 @@ fn run_sequence(mode: MergeMode, epic: bool, events: &[(u8, u8, u8)]) -> RunStat
     // Without operator commands every state change is tied to a launch:
     // each launch leads to a bounded number of steps (validation, reads,
     // effects, retries, merge checks), so the launch budget bounds the run.
-    let per_launch = 4 * (settings.max_retries + 1) + settings.max_merge_checks + 12;
+    // At most eight awaited steps follow one launch (validation, reads,
+    // effects, re-reads), each retried at most `max_retries` times.
+    let per_launch = 8 * (settings.max_retries + 1) + settings.max_merge_checks + 8;
     assert!(
         journal.operator_free_changes <= per_launch * (state.counters.launches + 1),
         "{} changes for {} launches",

@@ -46,6 +46,8 @@ pub struct Settings {
     pub epic_update_every: u32,
     /// Next-issue picks the EPIC agent may have rejected before the run blocks.
     pub max_next_issue_rejections: u32,
+    /// Roadmap sections voided by a concurrent EPIC edit before the run blocks.
+    pub max_roadmap_rerequests: u32,
 }
 
 impl Default for Settings {
@@ -62,6 +64,7 @@ impl Default for Settings {
             stagnation_unchanged_count_rounds: 3,
             epic_update_every: 1,
             max_next_issue_rejections: 2,
+            max_roadmap_rerequests: 2,
         }
     }
 }
@@ -82,6 +85,8 @@ pub struct Counters {
     pub merge_checks: u32,
     /// Rejected next-issue picks in the current UPDATE_EPIC.
     pub next_issue_rejections: u32,
+    /// Roadmap sections voided in the current UPDATE_EPIC.
+    pub roadmap_rerequests: u32,
 }
 
 impl Counters {
@@ -92,6 +97,7 @@ impl Counters {
         self.retries = 0;
         self.merge_checks = 0;
         self.next_issue_rejections = 0;
+        self.roadmap_rerequests = 0;
     }
 }
 

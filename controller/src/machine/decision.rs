@@ -224,6 +224,9 @@ pub enum LaunchInputs {
         issue: u64,
         branch: String,
         base_sha: String,
+        /// Where the agent starts: the base, or the last reviewed head of
+        /// the issue branch when earlier work was published.
+        start_sha: String,
         validation_failure: Option<String>,
     },
     Review {
@@ -246,7 +249,8 @@ pub enum LaunchInputs {
         roadmap_due: bool,
         /// False on a re-request: a re-request must not carry `progress`.
         want_progress: bool,
-        rejected_pick: Option<String>,
+        /// Why the agent is asked again: a rejected pick or a voided section.
+        rerequest: Option<String>,
     },
 }
 

@@ -75,12 +75,26 @@ pub struct GitHubFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "observed", rename_all = "snake_case")]
 pub enum Observed {
-    Pushed { sha: String },
-    PullRequest { number: u64 },
-    Comment { url: String },
-    FollowUpIssue { finding_id: String, issue: u64 },
-    MarkersAppended { issue: u64 },
+    Pushed {
+        sha: String,
+    },
+    PullRequest {
+        number: u64,
+    },
+    Comment {
+        url: String,
+    },
+    FollowUpIssue {
+        finding_id: String,
+        issue: u64,
+    },
+    MarkersAppended {
+        issue: u64,
+    },
     RoadmapSpliced,
+    /// The EPIC body changed outside the managed section since the phase
+    /// began, so the splice was not written; the section must be asked again.
+    RoadmapVoided,
 }
 
 /// Operator commands (SPEC §2), already authorised by the commands layer.

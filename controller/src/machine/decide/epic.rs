@@ -17,7 +17,7 @@ pub(super) fn enter(step: &mut Step) -> StepResult {
     epic.finished_issue = Some(issue);
     epic.finished_pr = pr;
     epic.progress_posted = false;
-    launch(step, None)
+    launch(step, None, false)
 }
 
 /// Whether this update must splice the roadmap: every `update_every`
@@ -29,8 +29,8 @@ fn roadmap_due(state: &RunState, complete: bool) -> bool {
     })
 }
 
-fn launch(step: &mut Step, rejected_pick: Option<String>) -> StepResult {
-    let due = roadmap_due(&step.state, false);
+fn launch(step: &mut Step, rerequest: Option<String>, force_due: bool) -> StepResult {
+    let due = force_due || roadmap_due(&step.state, false);
     let s = &step.state;
     let Some(epic) = s.epic.as_ref() else {
         return step.block("UPDATE_EPIC without an EPIC");
@@ -42,7 +42,7 @@ fn launch(step: &mut Step, rejected_pick: Option<String>) -> StepResult {
         merges_since_roadmap: epic.merges_since_roadmap,
         roadmap_due: due,
         want_progress: !epic.progress_posted,
-        rejected_pick,
+        rerequest,
     };
     step.launch(Role::UpdateEpic, 0, inputs)
 }
@@ -106,7 +106,11 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
                     epic.merges_since_roadmap = 0;
                 }
             }
-            after_writes(&mut step)?;
+            if observed.contains(&Observed::RoadmapVoided) {
+                roadmap_voided(&mut step)?;
+            } else {
+                after_writes(&mut step)?;
+            }
         }
         (Awaiting::NextIssueCheck { issue }, Event::NextIssue(facts)) if facts.issue == *issue => {
             verify(&mut step, facts)?;
@@ -170,6 +174,22 @@ fn verify(step: &mut Step, facts: &NextIssueFacts) -> StepResult {
     step.enter(Phase::Implement, Cause::Ordinary)
 }
 
+/// The EPIC body changed under the splice: ask for the section again
+/// (never the progress comment, which is already posted), bounded.
+fn roadmap_voided(step: &mut Step) -> StepResult {
+    step.state.pending = None;
+    step.state.counters.roadmap_rerequests += 1;
+    let max = step.state.settings.max_roadmap_rerequests;
+    if step.state.counters.roadmap_rerequests >= max {
+        return step.block(format!(
+            "the EPIC body changed under the roadmap splice {max} times"
+        ));
+    }
+    let reason =
+        "the EPIC body changed outside the roadmap section; send the section again".to_owned();
+    launch(step, Some(reason), true)
+}
+
 /// One re-request with only the missing pick; the second rejection blocks.
 fn reject(step: &mut Step, reason: String) -> StepResult {
     step.state.counters.next_issue_rejections += 1;
@@ -179,5 +199,5 @@ fn reject(step: &mut Step, reason: String) -> StepResult {
             "the EPIC agent's next-issue pick was rejected {max} times: {reason}"
         ));
     }
-    launch(step, Some(reason))
+    launch(step, Some(reason), false)
 }

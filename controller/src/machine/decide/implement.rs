@@ -49,6 +49,11 @@ fn launch(step: &mut Step) -> StepResult {
         issue: s.issue,
         branch: s.branch.clone(),
         base_sha: s.base_sha.clone(),
+        start_sha: s
+            .review
+            .binding
+            .as_ref()
+            .map_or_else(|| s.base_sha.clone(), |b| b.head_sha.clone()),
         validation_failure: s.last_validation_failure.clone(),
     };
     step.launch(Role::Implement, 0, inputs)

@@ -43,11 +43,33 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             step.block(format!("effect {identity} ended in conflict: {reason}"))?;
         }
         Event::TransientFailure { .. } => return common::transient_failure(state),
-        Event::AgentFinished { launch, outcome } => return agent_finished(state, *launch, outcome),
+        Event::AgentFinished { launch, outcome } => {
+            let failed = matches!(
+                outcome,
+                AgentOutcome::Crashed { .. }
+                    | AgentOutcome::TimedOut
+                    | AgentOutcome::NonZeroExit { .. }
+            );
+            let decision = agent_finished(state, *launch, outcome)?;
+            return Ok(if failed {
+                decision
+            } else {
+                progress_resets_retries(state, decision)
+            });
+        }
         Event::IssueClosed => return common::issue_closed(state),
-        _ => return by_phase(state, event),
+        _ => return by_phase(state, event).map(|d| progress_resets_retries(state, d)),
     }
     Ok(step.finish())
+}
+
+/// Retries are counted per failure episode: once the awaited step moves on
+/// for a reason other than a failure, the next failure starts afresh.
+fn progress_resets_retries(state: &RunState, mut decision: Decision) -> Decision {
+    if decision.refusal.is_none() && decision.next.awaiting != state.awaiting {
+        decision.next.counters.retries = 0;
+    }
+    decision
 }
 
 fn by_phase(state: &RunState, event: &Event) -> Result<Decision, MachineError> {

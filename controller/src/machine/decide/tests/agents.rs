@@ -275,3 +275,39 @@ fn transient_failure_while_reading_github_keeps_the_step() {
     );
     assert_eq!(run.state.counters.retries, 1);
 }
+
+#[test]
+fn retries_start_afresh_once_the_step_moves_on() {
+    let mut run = Run::default_run();
+    run.finish_agent(AgentOutcome::Crashed {
+        detail: "x".to_owned(),
+    });
+    assert_eq!(run.state.counters.retries, 1);
+    run.implement(&sha(2));
+    assert_eq!(run.state.counters.retries, 0);
+}
+
+#[test]
+fn implement_starts_from_the_base_without_earlier_work() {
+    let run = Run::default_run();
+    let LaunchInputs::Implement {
+        start_sha,
+        base_sha,
+        ..
+    } = run.launch().inputs
+    else {
+        panic!("implement inputs")
+    };
+    assert_eq!(start_sha, base_sha);
+}
+
+#[test]
+fn run_state_round_trips_through_json() {
+    let mut run = Run::to_review(Settings::default(), Some(3));
+    run.round(&sha(2), vec![finding(1, 1, "a")], &sha(3));
+    run.bind(&sha(3));
+    let json = serde_json::to_string(&run.state).expect("serialise");
+    let back: RunState = serde_json::from_str(&json).expect("deserialise");
+    assert_eq!(back, run.state);
+    assert!(json.contains("\"phase\":\"REVIEW\""));
+}

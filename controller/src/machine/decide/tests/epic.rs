@@ -110,7 +110,7 @@ fn completion_always_splices_with_merges_uncounted() {
 }
 
 #[test]
-fn rejected_pick_is_re_requested_once_without_progress() {
+fn rerequest_is_re_requested_once_without_progress() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
     run.observed(vec![
@@ -121,14 +121,14 @@ fn rejected_pick_is_re_requested_once_without_progress() {
     assert_eq!(run.state.phase, Phase::UpdateEpic);
     let LaunchInputs::UpdateEpic {
         want_progress,
-        rejected_pick,
+        rerequest,
         ..
     } = run.launch().inputs
     else {
         panic!("epic inputs")
     };
     assert!(!want_progress);
-    assert!(rejected_pick.expect("reason").contains("not open"));
+    assert!(rerequest.expect("reason").contains("not open"));
     run.succeed(epic_result(None, None, Some(9)));
     assert!(
         run.last.effects.is_empty(),
@@ -137,7 +137,7 @@ fn rejected_pick_is_re_requested_once_without_progress() {
 }
 
 #[test]
-fn second_rejected_pick_blocks() {
+fn second_rerequest_blocks() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(EPIC)));
     run.observed(vec![
@@ -183,4 +183,32 @@ fn merge_already_counted_is_not_counted_again() {
         run.state.epic.as_ref().expect("epic").merges_since_roadmap,
         0
     );
+}
+
+#[test]
+fn voided_roadmap_section_is_re_requested_without_progress() {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapVoided,
+    ]);
+    assert_eq!(
+        run.state.epic.as_ref().expect("epic").merges_since_roadmap,
+        1,
+        "nothing was spliced"
+    );
+    let LaunchInputs::UpdateEpic {
+        want_progress,
+        roadmap_due,
+        rerequest,
+        ..
+    } = run.launch().inputs
+    else {
+        panic!("epic inputs")
+    };
+    assert!(!want_progress && roadmap_due && rerequest.is_some());
+    run.succeed(epic_result(None, Some("roadmap again"), Some(8)));
+    let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
+    assert_eq!(kinds, vec![EffectKind::SpliceEpicRoadmap]);
 }

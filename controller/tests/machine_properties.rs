@@ -645,6 +645,7 @@ fn every_phase_and_event_yields_a_legal_edge_a_stay_or_a_refusal() {
         Phase::ALL.into_iter().collect(),
         "the corpus reaches every phase"
     );
+    let mut fed = std::collections::BTreeMap::<Phase, BTreeSet<String>>::new();
     let mut per_shape = std::collections::BTreeMap::<String, u32>::new();
     for state in &states {
         // A few states per (phase, awaited step) shape keep the sweep fast.
@@ -661,8 +662,23 @@ fn every_phase_and_event_yields_a_legal_edge_a_stay_or_a_refusal() {
         for family in 0..=FAMILIES {
             for flavor in [0u8, 1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 17, 24, 29] {
                 let event = event_for(state, &state.settings, family, flavor);
+                let name = match &event {
+                    Event::Operator(command) => {
+                        format!("{:?}", std::mem::discriminant(&command.command))
+                    }
+                    other => other.name().to_owned(),
+                };
+                fed.entry(state.phase).or_default().insert(name);
                 checked_step(state, &event);
             }
         }
+    }
+    // 11 event variants besides operator commands, plus 5 commands.
+    for phase in Phase::ALL {
+        assert_eq!(
+            fed[&phase].len(),
+            16,
+            "every event variant and command was fed in {phase}"
+        );
     }
 }

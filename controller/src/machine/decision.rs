@@ -338,3 +338,54 @@ pub struct Decision {
     pub validation: Option<ValidationRequest>,
     pub refusal: Option<Refusal>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effect_kinds_serialise_as_the_spec_names() {
+        let kinds = [
+            (EffectKind::Push, "push"),
+            (EffectKind::CreatePr, "create_pr"),
+            (EffectKind::AdoptPr, "adopt_pr"),
+            (EffectKind::PostComment, "post_comment"),
+            (EffectKind::EditStatusComment, "edit_status_comment"),
+            (EffectKind::CreateIssue, "create_issue"),
+            (EffectKind::AppendIssueMarkers, "append_issue_markers"),
+            (EffectKind::SpliceEpicRoadmap, "splice_epic_roadmap"),
+            (EffectKind::AddReaction, "add_reaction"),
+            (EffectKind::SetLabels, "set_labels"),
+            (EffectKind::MergePr, "merge_pr"),
+            (EffectKind::CheckRun, "check_run"),
+        ];
+        for (kind, name) in kinds {
+            assert_eq!(
+                serde_json::to_string(&kind).expect("serialise"),
+                format!("\"{name}\"")
+            );
+        }
+    }
+
+    #[test]
+    fn review_comment_identity_names_the_whole_binding() {
+        let binding = RoundBinding {
+            pr: 4,
+            head_sha: "h".into(),
+            base_ref: "main".into(),
+            merge_base_sha: "m".into(),
+        };
+        let effect = EffectIntent::PostReviewComment {
+            pr: 4,
+            round: 2,
+            binding,
+            findings: Vec::new(),
+            sections: ReviewSections::default(),
+        };
+        assert_eq!(effect.kind(), EffectKind::PostComment);
+        assert_eq!(
+            effect.identity(),
+            "ai-review-result:pr=4:round=2:head=h:base=main:merge_base=m"
+        );
+    }
+}

@@ -42,7 +42,7 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
         ) => {
             if sha != got {
-                return Ok(Step::refuse(state, super::implement::stale_validation(got)));
+                return Ok(Step::stale_validation(state, got));
             }
             if *passed {
                 publish(&mut step)?;
@@ -159,16 +159,10 @@ pub(super) fn on_result(step: &mut Step, result: &FixResult) -> StepResult {
 }
 
 fn validation_failed(step: &mut Step, summary: &str) -> StepResult {
-    step.state.counters.validation_failures += 1;
-    step.state.candidate = None;
-    step.state.pending = None;
-    let max = step.state.settings.max_validation_failures;
-    if step.state.counters.validation_failures >= max {
-        return step.block(format!("validation failed {max} times in FIX: {summary}"));
+    if step.count_validation_failure(summary)? {
+        launch(step)?;
     }
-    step.state.last_validation_failure = Some(summary.to_owned());
-    step.state.counters.corrections = 0;
-    launch(step)
+    Ok(())
 }
 
 /// Follow-up issues first, marker appends next, the push last: a crash in

@@ -81,7 +81,7 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
         ) => {
             if sha != got {
-                return Ok(Step::refuse(state, stale_validation(got)));
+                return Ok(Step::stale_validation(state, got));
             }
             if *passed {
                 step.wait(Awaiting::Facts {
@@ -112,27 +112,13 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
     Ok(step.finish())
 }
 
-pub(super) fn stale_validation(got: &str) -> crate::machine::decision::Refusal {
-    crate::machine::decision::Refusal::StaleValidation {
-        got: got.to_owned(),
-    }
-}
-
 /// A failed candidate is final for that commit: nothing is pushed and the
 /// implementer runs again with the failure, up to the per-phase bound.
 fn validation_failed(step: &mut Step, summary: &str) -> StepResult {
-    step.state.counters.validation_failures += 1;
-    step.state.candidate = None;
-    step.state.pending = None;
-    let max = step.state.settings.max_validation_failures;
-    if step.state.counters.validation_failures >= max {
-        return step.block(format!(
-            "validation failed {max} times in IMPLEMENT: {summary}"
-        ));
+    if step.count_validation_failure(summary)? {
+        launch(step)?;
     }
-    step.state.last_validation_failure = Some(summary.to_owned());
-    step.state.counters.corrections = 0;
-    launch(step)
+    Ok(())
 }
 
 fn publish(step: &mut Step, facts: &GitHubFacts) -> StepResult {

@@ -94,6 +94,37 @@ impl Step {
         });
     }
 
+    /// A validation result for a commit the run is not validating.
+    pub fn stale_validation(state: &RunState, got: &str) -> Decision {
+        Self::refuse(
+            state,
+            Refusal::StaleValidation {
+                got: got.to_owned(),
+            },
+        )
+    }
+
+    /// Records a failed candidate (final for that commit; nothing is pushed).
+    /// `Ok(true)`: relaunch the phase's agent with the failure; `Ok(false)`:
+    /// the per-phase bound is reached and the run is now BLOCKED.
+    pub fn count_validation_failure(&mut self, summary: &str) -> Result<bool, IllegalEdge> {
+        let s = &mut self.state;
+        s.counters.validation_failures += 1;
+        s.candidate = None;
+        s.pending = None;
+        let max = s.settings.max_validation_failures;
+        if s.counters.validation_failures >= max {
+            let phase = s.phase;
+            self.block(format!(
+                "validation failed {max} times in {phase}: {summary}"
+            ))?;
+            return Ok(false);
+        }
+        s.last_validation_failure = Some(summary.to_owned());
+        s.counters.corrections = 0;
+        Ok(true)
+    }
+
     /// Takes the edge to `to` and runs its entry action.
     pub fn enter(&mut self, to: Phase, cause: Cause) -> StepResult {
         check_edge(self.state.phase, to, cause)?;
@@ -178,10 +209,15 @@ impl Step {
         }
     }
 
-    /// Launches the same request again as a fresh launch (a retry).
+    /// Launches the same request again under a new id (a retry); a retried
+    /// correction stays that correction, with its diagnosis.
     pub fn relaunch(&mut self, request: LaunchRequest) -> StepResult {
-        self.state.counters.corrections = 0;
-        self.launch_with(request.role, request.round, request.inputs, None)
+        self.launch_with(
+            request.role,
+            request.round,
+            request.inputs,
+            request.correction_of,
+        )
     }
 
     /// A malformed result from an agent that exited 0: one bounded
@@ -219,13 +255,7 @@ impl Step {
         }
         self.state.counters.retries += 1;
         match self.running() {
-            Some(request) => {
-                let corrections = self.state.counters.corrections;
-                self.relaunch(request)?;
-                // A retry of a correction is still that correction.
-                self.state.counters.corrections = corrections;
-                Ok(())
-            }
+            Some(request) => self.relaunch(request),
             // The driver redoes the awaited read, write or validation.
             None => Ok(()),
         }

@@ -311,3 +311,17 @@ fn run_state_round_trips_through_json() {
     assert_eq!(back, run.state);
     assert!(json.contains("\"phase\":\"REVIEW\""));
 }
+
+#[test]
+fn a_retried_correction_keeps_its_diagnosis() {
+    let mut run = Run::default_run();
+    run.finish_agent(AgentOutcome::Malformed {
+        diagnosis: "no block".to_owned(),
+    });
+    let correction = run.launch().correction_of;
+    run.finish_agent(AgentOutcome::Crashed {
+        detail: "x".to_owned(),
+    });
+    assert_eq!(run.launch().correction_of, correction);
+    assert_eq!(run.state.counters.corrections, 1);
+}

@@ -19,6 +19,16 @@ pub enum MergeMode {
     Auto,
 }
 
+impl std::fmt::Display for MergeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MergeMode::Never => "never",
+            MergeMode::OnCommand => "on-command",
+            MergeMode::Auto => "auto",
+        })
+    }
+}
+
 /// Run settings, copied from the configuration when the run starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {

@@ -285,7 +285,7 @@ pub enum UnblockRefusal {
     IssueClosed,
     #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]
     SeveralAdoptablePrs { count: usize },
-    #[error("pull request #{bound} is bound but GitHub answered with {found:?}")]
+    #[error("pull request #{bound} is bound but GitHub answered with {}", .found.map_or_else(|| "no pull request".to_owned(), |n| format!("#{n}")))]
     PrMismatch { bound: u64, found: Option<u64> },
     #[error("pull request #{pr} is closed")]
     PrClosed { pr: u64 },
@@ -315,7 +315,7 @@ pub enum Refusal {
     Unblock(UnblockRefusal),
     #[error("there is no failed step to retry")]
     NothingToRetry,
-    #[error("merge is not available: merge.mode is {mode:?} in {phase}")]
+    #[error("merge is not available: merge.mode is {mode} in {phase}")]
     MergeNotAvailable { mode: MergeMode, phase: Phase },
 }
 

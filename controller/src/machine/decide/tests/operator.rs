@@ -140,3 +140,23 @@ fn effect_conflict_blocks_naming_the_effect() {
             .contains("ai-implementation")
     );
 }
+
+#[test]
+fn refusal_replies_say_why_in_operator_words() {
+    let mut run = Run::to_ready(Settings::default(), None);
+    let decision = decide(&run.state, &command(Command::Merge)).expect("legal");
+    let [
+        EffectIntent::PostCommandReply {
+            reply: Reply::Refused { reason, .. },
+            ..
+        },
+    ] = &decision.effects[..]
+    else {
+        panic!("one refusal reply expected")
+    };
+    assert_eq!(
+        reason,
+        "merge is not available: merge.mode is never in READY_FOR_MERGE"
+    );
+    run.refuse(command(Command::Merge));
+}

@@ -32,7 +32,13 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.base_sha.clone_from(base_sha);
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
-    step.enter(Phase::Implement, Cause::Ordinary)?;
+    if *epic == Some(*issue) {
+        step.block(format!(
+            "issue #{issue} is the EPIC itself; label one of its issues"
+        ))?;
+    } else {
+        step.enter(Phase::Implement, Cause::Ordinary)?;
+    }
     Ok(step.finish())
 }
 

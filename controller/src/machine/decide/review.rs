@@ -116,6 +116,16 @@ pub(super) fn on_result(step: &mut Step, result: &ReviewResult) -> StepResult {
     if result.reviewed_head_sha != binding.head_sha {
         return step.correct("reviewed_head_sha is not the bound head");
     }
+    let prefix = format!("R{round}-F");
+    if let Some(bad) = result
+        .findings
+        .iter()
+        .position(|f| !f.id.starts_with(&prefix))
+    {
+        return step.correct(&format!(
+            "findings[{bad}].id does not belong to round {round}"
+        ));
+    }
     step.state.pending = Some(PhaseResult::Review(result.clone()));
     step.effect(EffectIntent::PostReviewComment {
         pr: binding.pr,

@@ -325,3 +325,19 @@ fn a_retried_correction_keeps_its_diagnosis() {
     assert_eq!(run.launch().correction_of, correction);
     assert_eq!(run.state.counters.corrections, 1);
 }
+
+#[test]
+fn starting_on_the_epic_itself_blocks() {
+    let state = RunState::new("run-1", Settings::default());
+    let started = Event::Started {
+        repository: "acme/widgets".to_owned(),
+        issue: 3,
+        epic: Some(3),
+        base_branch: "main".to_owned(),
+        base_sha: sha(1),
+        settings: Settings::default(),
+    };
+    let decision = decide(&state, &started).expect("legal");
+    assert_eq!(decision.next.phase, Phase::Blocked);
+    assert!(decision.launches.is_empty());
+}

@@ -200,3 +200,20 @@ fn closed_pr_at_binding_blocks() {
     run.github(facts(Some(pr)));
     assert_eq!(run.state.phase, Phase::Blocked);
 }
+
+#[test]
+fn finding_ids_of_another_round_get_a_correction() {
+    let mut run = Run::to_review(Settings::default(), None);
+    run.bind(&sha(2));
+    run.succeed(PhaseResult::Review(ReviewResult {
+        round: 1,
+        reviewed_head_sha: sha(2),
+        findings: vec![finding(4, 1, "x")],
+        sections: ReviewSections::default(),
+    }));
+    assert!(run.launch().correction_of.is_some());
+    assert!(
+        run.last.effects.is_empty(),
+        "nothing is posted for a malformed review"
+    );
+}

@@ -35,6 +35,9 @@ pub struct StatusSnapshot {
     pub pr: Option<u64>,
     pub blocked_reason: Option<String>,
     pub failure: Option<String>,
+    /// What the run waits for ([`crate::machine::Awaiting::name`]); tells
+    /// the status comment which commands apply (e.g. `retry` when parked).
+    pub waiting_for: String,
 }
 
 impl StatusSnapshot {
@@ -45,6 +48,7 @@ impl StatusSnapshot {
             pr: state.pr,
             blocked_reason: state.blocked.as_ref().map(|b| b.reason.clone()),
             failure: state.failure.clone(),
+            waiting_for: state.awaiting.name().to_owned(),
         }
     }
 }
@@ -327,7 +331,7 @@ pub enum MachineError {
 }
 
 /// Everything one event leads to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
     pub next: RunState,
     /// Edges taken, in order (an entry action may chain a second one, e.g.

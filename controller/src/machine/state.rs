@@ -161,6 +161,23 @@ pub enum Awaiting {
     Nothing,
 }
 
+impl Awaiting {
+    /// A stable name for what the run waits for (refusals, status).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Awaiting::Start => "start",
+            Awaiting::Agent { .. } => "agent",
+            Awaiting::Validation { .. } => "validation",
+            Awaiting::Effects { .. } => "effects",
+            Awaiting::Facts { .. } => "github_facts",
+            Awaiting::MergeOutcome => "merge_outcome",
+            Awaiting::NextIssueCheck { .. } => "next_issue_check",
+            Awaiting::OperatorRetry { .. } => "operator_retry",
+            Awaiting::Nothing => "nothing",
+        }
+    }
+}
+
 /// The persisted state of one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunState {

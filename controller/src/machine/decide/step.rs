@@ -51,7 +51,7 @@ impl Step {
             state,
             Refusal::UnexpectedEvent {
                 phase: state.phase,
-                awaiting: awaiting_name(&state.awaiting).to_owned(),
+                awaiting: state.awaiting.name().to_owned(),
                 event: event.name().to_owned(),
             },
         )
@@ -259,20 +259,5 @@ impl Step {
             // The driver redoes the awaited read, write or validation.
             None => Ok(()),
         }
-    }
-}
-
-/// A stable name for what the run waits for (refusals, status).
-pub(crate) fn awaiting_name(awaiting: &Awaiting) -> &'static str {
-    match awaiting {
-        Awaiting::Start => "start",
-        Awaiting::Agent { .. } => "agent",
-        Awaiting::Validation { .. } => "validation",
-        Awaiting::Effects { .. } => "effects",
-        Awaiting::Facts { .. } => "github_facts",
-        Awaiting::MergeOutcome => "merge_outcome",
-        Awaiting::NextIssueCheck { .. } => "next_issue_check",
-        Awaiting::OperatorRetry { .. } => "operator_retry",
-        Awaiting::Nothing => "nothing",
     }
 }

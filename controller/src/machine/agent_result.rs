@@ -1,0 +1,152 @@
+//! The machine's view of an agent's CONTROL_RESULT.
+//!
+//! The `agents` parser validates the raw block (schema, sizes, published-text
+//! policy) and converts it into these plain types; the machine only reads
+//! them to decide what happens next. They are deliberately minimal.
+
+use serde::{Deserialize, Serialize};
+
+/// How serious a reviewer judged a finding. Severity never changes the
+/// workflow: any finding forces a fix round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Classification {
+    Blocked,
+    NonBlocked,
+    Nit,
+}
+
+/// One review finding (`id` = `R<round>-F<n>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub id: String,
+    pub classification: Classification,
+    pub title: String,
+    pub location: String,
+    pub required_resolution: String,
+}
+
+/// The prose sections of a review comment, rendered by `publish`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewSections {
+    pub spec: String,
+    pub standards: String,
+    pub assessment: String,
+    pub observations: String,
+    pub verification: String,
+    pub summary: String,
+}
+
+/// A follow-up issue the fixer asks the controller to create.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FollowUpDraft {
+    pub title: String,
+    pub body: String,
+}
+
+/// How the fixer resolved one finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "resolution", rename_all = "snake_case")]
+pub enum ResolutionKind {
+    Fixed {
+        commit_sha: Option<String>,
+    },
+    /// Deferred to an issue that already exists (one handed to the fixer).
+    FollowUpExisting {
+        issue: u64,
+    },
+    /// Deferred to a new issue the controller creates.
+    FollowUpNew {
+        draft: FollowUpDraft,
+    },
+    NoChangeWithRationale {
+        rationale: String,
+    },
+}
+
+/// The fixer's answer for one finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolution {
+    pub finding_id: String,
+    #[serde(flatten)]
+    pub kind: ResolutionKind,
+}
+
+/// A successful IMPLEMENT result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImplementResult {
+    pub head_sha: String,
+    pub pr_title: String,
+    pub pr_body: String,
+    pub tests: Vec<String>,
+}
+
+/// A successful REVIEW result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewResult {
+    pub round: u32,
+    pub reviewed_head_sha: String,
+    pub findings: Vec<Finding>,
+    pub sections: ReviewSections,
+}
+
+/// A successful FIX result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixResult {
+    pub previous_head_sha: String,
+    pub head_sha: String,
+    pub resolutions: Vec<Resolution>,
+}
+
+/// A successful UPDATE_EPIC result. `progress` is absent on a re-request,
+/// which asks only for the missing pieces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpicResult {
+    pub progress: Option<String>,
+    pub roadmap_section: Option<String>,
+    /// `None` means the agent reports the EPIC complete.
+    pub next_issue: Option<u64>,
+}
+
+/// The phase-specific payload of a `status: "success"` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PhaseResult {
+    Implement(ImplementResult),
+    Review(ReviewResult),
+    Fix(FixResult),
+    UpdateEpic(EpicResult),
+}
+
+/// A parsed CONTROL_RESULT by `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum AgentResult {
+    Success { result: PhaseResult },
+    Failure { message: String },
+    Blocked { message: String },
+}
+
+/// How one agent launch ended, as the supervisor and parser saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum AgentOutcome {
+    /// Exit 0 with a valid CONTROL_RESULT.
+    Result {
+        result: AgentResult,
+    },
+    /// Killed by a signal or failed to start.
+    Crashed {
+        detail: String,
+    },
+    /// Idle or max-runtime timeout; the process group was killed.
+    TimedOut,
+    NonZeroExit {
+        code: i32,
+    },
+    /// Exit 0 but no usable CONTROL_RESULT; `diagnosis` is the controller's
+    /// own wording (never agent text) and goes to the correction prompt.
+    Malformed {
+        diagnosis: String,
+    },
+}

@@ -1,0 +1,203 @@
+//! UPDATE_EPIC (SPEC §4, §9): the progress comment once, the roadmap splice
+//! when due, then verify the agent's next-issue pick; one re-request, then
+//! BLOCKED. A run without an EPIC is done after its merge.
+
+use super::step::{Step, StepResult};
+use crate::machine::agent_result::{EpicResult, PhaseResult};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::event::{Event, NextIssueFacts, Observed};
+use crate::machine::phase::{Cause, Phase};
+use crate::machine::state::{Awaiting, EffectStep, RunState};
+
+pub(super) fn enter(step: &mut Step) -> StepResult {
+    let (issue, pr) = (step.state.issue, step.state.pr);
+    let Some(epic) = step.state.epic.as_mut() else {
+        return step.enter(Phase::Done, Cause::Ordinary);
+    };
+    epic.finished_issue = Some(issue);
+    epic.finished_pr = pr;
+    epic.progress_posted = false;
+    launch(step, None, false)
+}
+
+/// Whether this update must splice the roadmap: every `update_every`
+/// merges, and always when the EPIC completes with merges uncounted.
+fn roadmap_due(state: &RunState, complete: bool) -> bool {
+    state.epic.as_ref().is_some_and(|e| {
+        e.merges_since_roadmap >= state.settings.epic_update_every.max(1)
+            || (complete && e.merges_since_roadmap > 0)
+    })
+}
+
+fn launch(step: &mut Step, rerequest: Option<String>, force_due: bool) -> StepResult {
+    let due = force_due || roadmap_due(&step.state, false);
+    let s = &step.state;
+    let Some(epic) = s.epic.as_ref() else {
+        return step.block("UPDATE_EPIC without an EPIC");
+    };
+    let inputs = LaunchInputs::UpdateEpic {
+        epic: epic.epic,
+        finished_issue: epic.finished_issue.unwrap_or(s.issue),
+        finished_pr: epic.finished_pr,
+        merges_since_roadmap: epic.merges_since_roadmap,
+        roadmap_due: due,
+        want_progress: !epic.progress_posted,
+        rerequest,
+    };
+    step.launch(Role::UpdateEpic, 0, inputs)
+}
+
+pub(super) fn on_result(step: &mut Step, result: &EpicResult) -> StepResult {
+    let Some(epic) = step.state.epic.clone() else {
+        return step.block("UPDATE_EPIC without an EPIC");
+    };
+    if !epic.progress_posted && result.progress.is_none() {
+        return step.correct("progress is required");
+    }
+    let due = roadmap_due(&step.state, result.next_issue.is_none());
+    if due && result.roadmap_section.is_none() {
+        return step.correct("roadmap_section is required: a roadmap update is due");
+    }
+    step.state.pending = Some(PhaseResult::UpdateEpic(result.clone()));
+    let mut writes = false;
+    if let (false, Some(text)) = (epic.progress_posted, &result.progress) {
+        let (Some(issue), Some(pr)) = (epic.finished_issue, epic.finished_pr) else {
+            return step.block("the finished issue or its pull request is unknown");
+        };
+        step.effect(EffectIntent::PostEpicProgress {
+            epic: epic.epic,
+            issue,
+            pr,
+            text: text.clone(),
+        });
+        writes = true;
+    }
+    if let (true, Some(section)) = (due, &result.roadmap_section) {
+        step.effect(EffectIntent::SpliceEpicRoadmap {
+            epic: epic.epic,
+            section: section.clone(),
+        });
+        writes = true;
+    }
+    if writes {
+        step.wait(Awaiting::Effects {
+            step: EffectStep::EpicUpdate,
+        });
+        Ok(())
+    } else {
+        after_writes(step)
+    }
+}
+
+pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
+    let mut step = Step::new(state);
+    match (&state.awaiting, event) {
+        (
+            Awaiting::Effects {
+                step: EffectStep::EpicUpdate,
+            },
+            Event::EffectsObserved { observed },
+        ) => {
+            if let Some(epic) = step.state.epic.as_mut() {
+                // The progress comment was part of this group if not yet posted.
+                epic.progress_posted = true;
+                // The merge counter resets only after the splice read-back.
+                if observed.contains(&Observed::RoadmapSpliced) {
+                    epic.merges_since_roadmap = 0;
+                }
+            }
+            if observed.contains(&Observed::RoadmapVoided) {
+                roadmap_voided(&mut step)?;
+            } else {
+                after_writes(&mut step)?;
+            }
+        }
+        (Awaiting::NextIssueCheck { issue }, Event::NextIssue(facts)) if facts.issue == *issue => {
+            verify(&mut step, facts)?;
+        }
+        _ => return Ok(Step::unexpected(state, event)),
+    }
+    Ok(step.finish())
+}
+
+fn after_writes(step: &mut Step) -> StepResult {
+    let Some(PhaseResult::UpdateEpic(result)) = step.state.pending.take() else {
+        return step.block("no EPIC update is pending");
+    };
+    match result.next_issue {
+        None => step.enter(Phase::Done, Cause::Ordinary),
+        Some(issue) => match pure_rejection(&step.state, issue) {
+            Some(reason) => reject(step, reason),
+            None => {
+                step.wait(Awaiting::NextIssueCheck { issue });
+                Ok(())
+            }
+        },
+    }
+}
+
+/// What can be refused without reading GitHub.
+fn pure_rejection(state: &RunState, issue: u64) -> Option<String> {
+    let epic = state.epic.as_ref()?;
+    if issue == epic.epic {
+        return Some(format!("#{issue} is the EPIC itself"));
+    }
+    if Some(issue) == epic.finished_issue {
+        return Some(format!("#{issue} is the issue that was just finished"));
+    }
+    None
+}
+
+fn verify(step: &mut Step, facts: &NextIssueFacts) -> StepResult {
+    let reason = if !facts
+        .repository
+        .eq_ignore_ascii_case(&step.state.repository)
+    {
+        Some(format!(
+            "#{} is not in {}",
+            facts.issue, step.state.repository
+        ))
+    } else if !facts.open {
+        Some(format!("#{} is not open", facts.issue))
+    } else {
+        pure_rejection(&step.state, facts.issue)
+    };
+    if let Some(reason) = reason {
+        return reject(step, reason);
+    }
+    step.state.switch_to_issue(facts.issue);
+    step.state.base_sha.clone_from(&facts.base_sha);
+    if let Some(epic) = step.state.epic.as_mut() {
+        epic.finished_issue = None;
+        epic.finished_pr = None;
+    }
+    step.enter(Phase::Implement, Cause::Ordinary)
+}
+
+/// The EPIC body changed under the splice: ask for the section again
+/// (never the progress comment, which is already posted), bounded.
+fn roadmap_voided(step: &mut Step) -> StepResult {
+    step.state.pending = None;
+    step.state.counters.roadmap_rerequests += 1;
+    let max = step.state.settings.max_roadmap_rerequests;
+    if step.state.counters.roadmap_rerequests >= max {
+        return step.block(format!(
+            "the EPIC body changed under the roadmap splice {max} times"
+        ));
+    }
+    let reason =
+        "the EPIC body changed outside the roadmap section; send the section again".to_owned();
+    launch(step, Some(reason), true)
+}
+
+/// One re-request with only the missing pick; the second rejection blocks.
+fn reject(step: &mut Step, reason: String) -> StepResult {
+    step.state.counters.next_issue_rejections += 1;
+    let max = step.state.settings.max_next_issue_rejections;
+    if step.state.counters.next_issue_rejections >= max {
+        return step.block(format!(
+            "the EPIC agent's next-issue pick was rejected {max} times: {reason}"
+        ));
+    }
+    launch(step, Some(reason), false)
+}

@@ -1,0 +1,234 @@
+//! FIX: check the PR is still at the reviewed revision, launch the fixer,
+//! validate a moved head, then create follow-ups, append markers and push
+//! last (SPEC §4 FIX).
+
+use super::review::open_pr;
+use super::step::{Step, StepResult};
+use crate::machine::agent_result::{FixResult, PhaseResult, ResolutionKind};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::event::{Event, GitHubFacts};
+use crate::machine::phase::{Cause, Phase};
+use crate::machine::review_rounds::{carry_stale, moved};
+use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
+use std::collections::BTreeMap;
+
+pub(super) fn enter(step: &mut Step) -> StepResult {
+    step.state.candidate = None;
+    step.state.pending = None;
+    step.wait(Awaiting::Facts {
+        purpose: FactsPurpose::FixEntry,
+    });
+    Ok(())
+}
+
+pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
+    let mut step = Step::new(state);
+    match (&state.awaiting, event) {
+        (
+            Awaiting::Facts {
+                purpose: FactsPurpose::FixEntry,
+            },
+            Event::GitHubObserved { facts },
+        ) => {
+            entry_check(&mut step, facts)?;
+        }
+        (
+            Awaiting::Validation { sha },
+            Event::ValidationFinished {
+                sha: got,
+                passed,
+                summary,
+                ..
+            },
+        ) => {
+            if sha != got {
+                return Ok(Step::stale_validation(state, got));
+            }
+            if *passed {
+                publish(&mut step)?;
+            } else {
+                validation_failed(&mut step, summary)?;
+            }
+        }
+        (
+            Awaiting::Effects {
+                step: EffectStep::FixPublish,
+            },
+            Event::EffectsObserved { .. },
+        ) => {
+            finish(&mut step)?;
+        }
+        _ => return Ok(Step::unexpected(state, event)),
+    }
+    Ok(step.finish())
+}
+
+/// A PR that moved off the reviewed revision makes the round stale: back to
+/// REVIEW without launching, the findings carried as prior findings.
+fn entry_check(step: &mut Step, facts: &GitHubFacts) -> StepResult {
+    let pr = match open_pr(&step.state, facts) {
+        Ok(pr) => pr,
+        Err(reason) => return step.block(reason),
+    };
+    let Some(binding) = step.state.review.binding.clone() else {
+        return step.block("FIX has no reviewed revision to start from");
+    };
+    if moved(&binding, pr) {
+        let review = &mut step.state.review;
+        let round = review.round;
+        if let Some(last) = review.history.last_mut().filter(|r| r.round == round) {
+            last.outcome = RoundOutcome::Stale;
+        }
+        let findings = std::mem::take(&mut review.open_findings);
+        carry_stale(review, round, &binding.head_sha, findings);
+        return step.enter(Phase::Review, Cause::Ordinary);
+    }
+    launch(step)
+}
+
+fn launch(step: &mut Step) -> StepResult {
+    let s = &step.state;
+    let Some(binding) = s.review.binding.clone() else {
+        return step.block("FIX has no reviewed revision to start from");
+    };
+    let inputs = LaunchInputs::Fix {
+        binding,
+        comment_url: s.review.comment_url.clone(),
+        findings: s.review.open_findings.clone(),
+        validation_failure: s.last_validation_failure.clone(),
+    };
+    let round = s.review.round;
+    step.launch(Role::Fix, round, inputs)
+}
+
+/// Cross-checks the parser cannot make without the run's own state.
+fn diagnose(step: &Step, result: &FixResult) -> Option<String> {
+    let s = &step.state;
+    let reviewed = s.review.binding.as_ref().map(|b| b.head_sha.as_str());
+    if reviewed != Some(result.previous_head_sha.as_str()) {
+        return Some("previous_head_sha is not the reviewed head".to_owned());
+    }
+    let mut open: Vec<&str> = s
+        .review
+        .open_findings
+        .iter()
+        .map(|f| f.id.as_str())
+        .collect();
+    let mut resolved: Vec<&str> = result
+        .resolutions
+        .iter()
+        .map(|r| r.finding_id.as_str())
+        .collect();
+    open.sort_unstable();
+    resolved.sort_unstable();
+    if open != resolved {
+        return Some("resolutions must name each open finding exactly once".to_owned());
+    }
+    let head_moved = result.head_sha != result.previous_head_sha;
+    for resolution in &result.resolutions {
+        match &resolution.kind {
+            ResolutionKind::Fixed { .. } if !head_moved => {
+                return Some(format!(
+                    "{} is marked fixed but no commit was made",
+                    resolution.finding_id
+                ));
+            }
+            ResolutionKind::FollowUpExisting { issue } if *issue == s.issue => {
+                return Some(format!(
+                    "{} defers to the run's own issue",
+                    resolution.finding_id
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+pub(super) fn on_result(step: &mut Step, result: &FixResult) -> StepResult {
+    if let Some(diagnosis) = diagnose(step, result) {
+        return step.correct(&diagnosis);
+    }
+    step.state.pending = Some(PhaseResult::Fix(result.clone()));
+    if result.head_sha != result.previous_head_sha {
+        step.validate(&result.head_sha);
+        Ok(())
+    } else {
+        publish(step)
+    }
+}
+
+fn validation_failed(step: &mut Step, summary: &str) -> StepResult {
+    if step.count_validation_failure(summary)? {
+        launch(step)?;
+    }
+    Ok(())
+}
+
+/// Follow-up issues first, marker appends next, the push last: a crash in
+/// between never leaves a pushed fix whose deferrals are missing.
+fn publish(step: &mut Step) -> StepResult {
+    let (Some(PhaseResult::Fix(result)), Some(pr)) = (step.state.pending.clone(), step.state.pr)
+    else {
+        return step.block("no validated fix is pending publication");
+    };
+    let mut appends: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for resolution in &result.resolutions {
+        match &resolution.kind {
+            ResolutionKind::FollowUpNew { draft } => {
+                step.effect(EffectIntent::CreateFollowUpIssue {
+                    pr,
+                    finding_id: resolution.finding_id.clone(),
+                    title: draft.title.clone(),
+                    body: draft.body.clone(),
+                })
+            }
+            ResolutionKind::FollowUpExisting { issue } => {
+                appends
+                    .entry(*issue)
+                    .or_default()
+                    .push(resolution.finding_id.clone());
+            }
+            ResolutionKind::Fixed { .. } | ResolutionKind::NoChangeWithRationale { .. } => {}
+        }
+    }
+    for (issue, finding_ids) in appends {
+        step.effect(EffectIntent::AppendFollowUpMarkers {
+            issue,
+            pr,
+            finding_ids,
+        });
+    }
+    let head_moved = result.head_sha != result.previous_head_sha;
+    if head_moved {
+        step.effect(EffectIntent::Push {
+            branch: step.state.branch.clone(),
+            sha: result.head_sha.clone(),
+            expected_old: Some(result.previous_head_sha.clone()),
+        });
+    }
+    let nothing_to_write = !head_moved
+        && result.resolutions.iter().all(|r| {
+            matches!(
+                r.kind,
+                ResolutionKind::Fixed { .. } | ResolutionKind::NoChangeWithRationale { .. }
+            )
+        });
+    if nothing_to_write {
+        return finish(step);
+    }
+    step.wait(Awaiting::Effects {
+        step: EffectStep::FixPublish,
+    });
+    Ok(())
+}
+
+fn finish(step: &mut Step) -> StepResult {
+    if let Some(PhaseResult::Fix(result)) = step.state.pending.take() {
+        step.state.review.last_resolutions = result.resolutions;
+    }
+    step.state.review.open_findings.clear();
+    step.state.candidate = None;
+    step.state.last_validation_failure = None;
+    step.enter(Phase::Review, Cause::Ordinary)
+}

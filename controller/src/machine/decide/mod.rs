@@ -1,0 +1,144 @@
+//! `decide(state, event)`: the one pure function behind every transition.
+//!
+//! Events that mean the same in every phase (stop, label removed, retries,
+//! corrections, conflicts, operator commands) are handled here; the rest is
+//! routed to one file per phase family. Every edge taken is checked against
+//! the table in [`super::phase`]; an illegal one is returned as an error.
+
+mod common;
+mod epic;
+mod fix;
+mod implement;
+mod merge;
+mod operator;
+mod review;
+mod step;
+
+use super::agent_result::{AgentOutcome, AgentResult, PhaseResult};
+use super::decision::{Decision, MachineError, Refusal};
+use super::event::Event;
+use super::phase::Phase;
+use super::state::{Awaiting, RunState};
+use step::Step;
+
+/// Decides what `event` does to the run in `state`.
+///
+/// A refusal returns `next` equal to `state` (operator commands also get a
+/// reply effect). `Err` means the rules tried an edge the table forbids,
+/// which is a defect in the machine, never a consequence of input.
+pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
+    if let Event::Operator(command) = event {
+        return operator::decide(state, command);
+    }
+    if state.phase.is_terminal() {
+        return Ok(Step::refuse(
+            state,
+            Refusal::Terminal { phase: state.phase },
+        ));
+    }
+    let mut step = Step::new(state);
+    match event {
+        Event::LabelRemoved => step.stop()?,
+        Event::EffectConflict { identity, reason } if state.phase != Phase::Blocked => {
+            step.block(format!("effect {identity} ended in conflict: {reason}"))?;
+        }
+        Event::TransientFailure { .. } => return common::transient_failure(state),
+        Event::AgentFinished { launch, outcome } => {
+            let failed = matches!(
+                outcome,
+                AgentOutcome::Crashed { .. }
+                    | AgentOutcome::TimedOut
+                    | AgentOutcome::NonZeroExit { .. }
+            );
+            let decision = agent_finished(state, *launch, outcome)?;
+            return Ok(if failed {
+                decision
+            } else {
+                progress_resets_retries(state, decision)
+            });
+        }
+        Event::IssueClosed => return common::issue_closed(state),
+        _ => return by_phase(state, event).map(|d| progress_resets_retries(state, d)),
+    }
+    Ok(step.finish())
+}
+
+/// Retries are counted per failure episode: once the awaited step moves on
+/// for a reason other than a failure, the next failure starts afresh.
+fn progress_resets_retries(state: &RunState, mut decision: Decision) -> Decision {
+    if decision.refusal.is_none() && decision.next.awaiting != state.awaiting {
+        decision.next.counters.retries = 0;
+    }
+    decision
+}
+
+fn by_phase(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
+    match state.phase {
+        Phase::Initializing => implement::on_initializing(state, event),
+        Phase::Implement => implement::on_event(state, event),
+        Phase::Review => review::on_event(state, event),
+        Phase::Fix => fix::on_event(state, event),
+        Phase::ReadyForMerge | Phase::Merge => merge::on_event(state, event),
+        Phase::UpdateEpic => epic::on_event(state, event),
+        Phase::Blocked | Phase::Done | Phase::Failed | Phase::Stopped => {
+            Ok(Step::unexpected(state, event))
+        }
+    }
+}
+
+/// Agent outcomes: failures and corrections are the same in every agent
+/// phase; a success goes to the phase's own rules.
+fn agent_finished(
+    state: &RunState,
+    launch: u32,
+    outcome: &AgentOutcome,
+) -> Result<Decision, MachineError> {
+    let Awaiting::Agent { launch: running } = &state.awaiting else {
+        return Ok(Step::refuse(
+            state,
+            Refusal::StaleLaunch {
+                expected: None,
+                got: launch,
+            },
+        ));
+    };
+    if running.id != launch {
+        return Ok(Step::refuse(
+            state,
+            Refusal::StaleLaunch {
+                expected: Some(running.id),
+                got: launch,
+            },
+        ));
+    }
+    let mut step = Step::new(state);
+    match outcome {
+        AgentOutcome::Crashed { .. }
+        | AgentOutcome::TimedOut
+        | AgentOutcome::NonZeroExit { .. } => {
+            step.retry_or_park()?;
+        }
+        AgentOutcome::Malformed { diagnosis } => step.correct(diagnosis)?,
+        AgentOutcome::Result {
+            result: AgentResult::Failure { message },
+        } => step.fail(message)?,
+        AgentOutcome::Result {
+            result: AgentResult::Blocked { message },
+        } => {
+            step.block(format!("the agent reported blocked: {message}"))?;
+        }
+        AgentOutcome::Result {
+            result: AgentResult::Success { result },
+        } => match (state.phase, result) {
+            (Phase::Implement, PhaseResult::Implement(r)) => implement::on_result(&mut step, r)?,
+            (Phase::Review, PhaseResult::Review(r)) => review::on_result(&mut step, r)?,
+            (Phase::Fix, PhaseResult::Fix(r)) => fix::on_result(&mut step, r)?,
+            (Phase::UpdateEpic, PhaseResult::UpdateEpic(r)) => epic::on_result(&mut step, r)?,
+            (phase, _) => step.correct(&format!("the result is not a {phase} result"))?,
+        },
+    }
+    Ok(step.finish())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,153 @@
+//! Operator commands (SPEC §2, §11), already authorised by the commands
+//! layer. An accepted command gets a 👀 reaction and a reply; a refused one
+//! gets a reply saying why and leaves the state byte-identical.
+
+use super::step::Step;
+use crate::machine::bounds::MergeMode;
+use crate::machine::decision::{
+    Decision, EffectIntent, MachineError, Refusal, Reply, StatusSnapshot,
+};
+use crate::machine::event::{Command, OperatorCommand};
+use crate::machine::phase::{Cause, Phase};
+use crate::machine::review_rounds::carry_stale;
+use crate::machine::state::{Awaiting, RunState};
+use crate::machine::unblock::unblock_target;
+
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Unblock { .. } => "unblock",
+        Command::Retry => "retry",
+        Command::Stop => "stop",
+        Command::Merge => "merge",
+        Command::Status => "status",
+    }
+}
+
+fn reply(command: &OperatorCommand, reply: Reply) -> EffectIntent {
+    EffectIntent::PostCommandReply {
+        thread: command.thread,
+        comment_id: command.comment_id,
+        reply,
+    }
+}
+
+fn refused(state: &RunState, command: &OperatorCommand, refusal: Refusal) -> Decision {
+    let mut decision = Step::refuse(state, refusal.clone());
+    decision.effects.push(reply(
+        command,
+        Reply::Refused {
+            command: command_name(&command.command).to_owned(),
+            reason: refusal.to_string(),
+        },
+    ));
+    decision
+}
+
+fn accepted(mut step: Step, command: &OperatorCommand, detail: String) -> Decision {
+    step.effect(EffectIntent::AddReaction {
+        comment_id: command.comment_id,
+    });
+    step.effect(reply(
+        command,
+        Reply::Accepted {
+            command: command_name(&command.command).to_owned(),
+            detail,
+        },
+    ));
+    step.finish()
+}
+
+pub(super) fn decide(
+    state: &RunState,
+    command: &OperatorCommand,
+) -> Result<Decision, MachineError> {
+    if let Command::Status = command.command {
+        let mut step = Step::new(state);
+        step.effect(EffectIntent::AddReaction {
+            comment_id: command.comment_id,
+        });
+        step.effect(reply(
+            command,
+            Reply::Status {
+                status: StatusSnapshot::of(state),
+            },
+        ));
+        return Ok(step.finish());
+    }
+    if state.phase.is_terminal() {
+        return Ok(refused(
+            state,
+            command,
+            Refusal::Terminal { phase: state.phase },
+        ));
+    }
+    let mut step = Step::new(state);
+    match &command.command {
+        // Stopping writes nothing but the status update.
+        Command::Stop => {
+            step.stop()?;
+            Ok(step.finish())
+        }
+        Command::Retry => {
+            let Awaiting::OperatorRetry { resume } = &state.awaiting else {
+                return Ok(refused(state, command, Refusal::NothingToRetry));
+            };
+            step.state.counters.retries = 0;
+            match resume.as_ref() {
+                Awaiting::Agent { launch } => step.relaunch(launch.as_ref().clone())?,
+                other => step.wait(other.clone()),
+            }
+            Ok(accepted(
+                step,
+                command,
+                format!("retrying the current step of {}", state.phase),
+            ))
+        }
+        Command::Merge => match (state.phase, state.settings.merge_mode) {
+            (Phase::ReadyForMerge, MergeMode::OnCommand) => {
+                step.state.merge_approved = true;
+                Ok(accepted(
+                    step,
+                    command,
+                    "merge approved; the pre-merge gate runs next".to_owned(),
+                ))
+            }
+            (Phase::ReadyForMerge, MergeMode::Auto) => Ok(accepted(
+                step,
+                command,
+                "merge.mode is auto; the gate merges when it passes".to_owned(),
+            )),
+            (phase, mode) => Ok(refused(
+                state,
+                command,
+                Refusal::MergeNotAvailable { mode, phase },
+            )),
+        },
+        // The reason is recorded by the driver with the actor; it is never
+        // evidence and never echoed into a GitHub body.
+        Command::Unblock { facts, .. } => match unblock_target(state, facts) {
+            Err(refusal) => Ok(refused(state, command, Refusal::Unblock(refusal))),
+            Ok(target) => {
+                step.state.blocked = None;
+                if target == Phase::Review && !step.state.review.open_findings.is_empty() {
+                    let review = &mut step.state.review;
+                    let head = review
+                        .binding
+                        .as_ref()
+                        .map(|b| b.head_sha.clone())
+                        .unwrap_or_default();
+                    let (round, findings) =
+                        (review.round, std::mem::take(&mut review.open_findings));
+                    carry_stale(review, round, &head, findings);
+                }
+                step.enter(target, Cause::Unblock)?;
+                Ok(accepted(
+                    step,
+                    command,
+                    format!("resumed in {target}, chosen from GitHub's current state"),
+                ))
+            }
+        },
+        Command::Status => Ok(step.finish()),
+    }
+}

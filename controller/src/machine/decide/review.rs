@@ -1,0 +1,200 @@
+//! REVIEW: bind the round to the PR's revision, launch the reviewer, post
+//! its comment, then re-read the revision to judge the round: stale, clean
+//! or with findings (SPEC §4 REVIEW, §8).
+
+use super::step::{Step, StepResult};
+use crate::machine::agent_result::{PhaseResult, ReviewResult};
+use crate::machine::bounds::round_allowed;
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::event::{Event, GitHubFacts, Observed, PrFacts, PrState};
+use crate::machine::phase::{Cause, Phase};
+use crate::machine::review_rounds::{bind, carry_stale, moved, record, stagnation};
+use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
+
+/// Entry: refuse a round past the cap before anything is bound or launched.
+pub(super) fn enter(step: &mut Step) -> StepResult {
+    let max = step.state.settings.max_review_rounds;
+    if !round_allowed(&step.state.settings, step.state.review.round) {
+        return step.block(format!("the review cap of {max} rounds is reached"));
+    }
+    step.state.merge_approved = false;
+    step.wait(Awaiting::Facts {
+        purpose: FactsPurpose::BindRound,
+    });
+    Ok(())
+}
+
+/// The run's PR as freshly read, if it is still the open bound PR.
+pub(super) fn open_pr<'a>(state: &RunState, facts: &'a GitHubFacts) -> Result<&'a PrFacts, String> {
+    let Some(bound) = state.pr else {
+        return Err("no pull request is bound to the run".to_owned());
+    };
+    match &facts.pr {
+        None => Err(format!("pull request #{bound} could not be read")),
+        Some(pr) if pr.number != bound => Err(format!(
+            "pull request #{bound} is bound but GitHub answered with #{}",
+            pr.number
+        )),
+        Some(pr) if pr.state == PrState::Closed => Err(format!("pull request #{bound} was closed")),
+        Some(pr) if pr.state == PrState::Merged => Err(format!(
+            "pull request #{bound} was merged outside the controller's merge step"
+        )),
+        Some(pr) => Ok(pr),
+    }
+}
+
+pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
+    let mut step = Step::new(state);
+    match (&state.awaiting, event) {
+        (
+            Awaiting::Facts {
+                purpose: FactsPurpose::BindRound,
+            },
+            Event::GitHubObserved { facts },
+        ) => {
+            bind_and_launch(&mut step, facts)?;
+        }
+        (
+            Awaiting::Effects {
+                step: EffectStep::ReviewComment,
+            },
+            Event::EffectsObserved { observed },
+        ) => {
+            let url = observed.iter().find_map(|o| match o {
+                Observed::Comment { url } => Some(url.clone()),
+                _ => None,
+            });
+            step.state.review.comment_url = url;
+            step.wait(Awaiting::Facts {
+                purpose: FactsPurpose::AfterReviewComment,
+            });
+        }
+        (
+            Awaiting::Facts {
+                purpose: FactsPurpose::AfterReviewComment,
+            },
+            Event::GitHubObserved { facts },
+        ) => {
+            conclude_round(&mut step, facts)?;
+        }
+        _ => return Ok(Step::unexpected(state, event)),
+    }
+    Ok(step.finish())
+}
+
+fn bind_and_launch(step: &mut Step, facts: &GitHubFacts) -> StepResult {
+    let pr = match open_pr(&step.state, facts) {
+        Ok(pr) => pr,
+        Err(reason) => return step.block(reason),
+    };
+    let binding = bind(pr);
+    let review = &mut step.state.review;
+    review.binding = Some(binding.clone());
+    // A new round supersedes any earlier clean verdict.
+    review.clean = None;
+    let inputs = LaunchInputs::Review {
+        binding,
+        previous_comment_url: review.comment_url.clone(),
+        prior_findings: review.prior_findings.clone(),
+        last_resolutions: review.last_resolutions.clone(),
+    };
+    let round = review.round + 1;
+    step.launch(Role::Review, round, inputs)
+}
+
+pub(super) fn on_result(step: &mut Step, result: &ReviewResult) -> StepResult {
+    let round = step.state.review.round + 1;
+    let Some(binding) = step.state.review.binding.clone() else {
+        return step.block("a review result arrived without a bound round");
+    };
+    if result.round != round {
+        return step.correct(&format!(
+            "round is {}, the controller launched round {round}",
+            result.round
+        ));
+    }
+    if result.reviewed_head_sha != binding.head_sha {
+        return step.correct("reviewed_head_sha is not the bound head");
+    }
+    let prefix = format!("R{round}-F");
+    if let Some(bad) = result
+        .findings
+        .iter()
+        .position(|f| !f.id.starts_with(&prefix))
+    {
+        return step.correct(&format!(
+            "findings[{bad}].id does not belong to round {round}"
+        ));
+    }
+    step.state.pending = Some(PhaseResult::Review(result.clone()));
+    step.effect(EffectIntent::PostReviewComment {
+        pr: binding.pr,
+        round,
+        binding,
+        findings: result.findings.clone(),
+        sections: result.sections.clone(),
+    });
+    step.wait(Awaiting::Effects {
+        step: EffectStep::ReviewComment,
+    });
+    Ok(())
+}
+
+/// After the comment was read back: the round counts whatever happens next.
+fn conclude_round(step: &mut Step, facts: &GitHubFacts) -> StepResult {
+    let (Some(PhaseResult::Review(result)), Some(binding)) =
+        (step.state.pending.take(), step.state.review.binding.clone())
+    else {
+        return step.block("no posted review is pending its re-read");
+    };
+    let round = step.state.review.round + 1;
+    step.state.review.round = round;
+    let findings = result.findings;
+    let pr = match open_pr(&step.state, facts) {
+        Ok(pr) => pr,
+        Err(reason) => {
+            step.state.review.open_findings = findings;
+            return step.block(reason);
+        }
+    };
+    let review = &mut step.state.review;
+    if moved(&binding, pr) {
+        review.history.push(record(
+            round,
+            &binding.head_sha,
+            RoundOutcome::Stale,
+            &findings,
+        ));
+        carry_stale(review, round, &binding.head_sha, findings);
+        return step.enter(Phase::Review, Cause::Ordinary);
+    }
+    review.prior_findings = None;
+    if findings.is_empty() {
+        review.history.push(record(
+            round,
+            &binding.head_sha,
+            RoundOutcome::Clean,
+            &findings,
+        ));
+        review.open_findings.clear();
+        review.clean = Some(binding);
+        return step.enter(Phase::ReadyForMerge, Cause::Ordinary);
+    }
+    review.history.push(record(
+        round,
+        &binding.head_sha,
+        RoundOutcome::NeedsFix,
+        &findings,
+    ));
+    review.open_findings = findings;
+    if let Some(stuck) = stagnation(&review.history, &step.state.settings) {
+        return step.block(stuck.reason());
+    }
+    if !round_allowed(&step.state.settings, round) {
+        let max = step.state.settings.max_review_rounds;
+        return step.block(format!(
+            "round {round} of {max} ended with findings; the review cap is reached"
+        ));
+    }
+    step.enter(Phase::Fix, Cause::Ordinary)
+}

@@ -1,0 +1,214 @@
+//! UPDATE_EPIC rules: progress once, roadmap cadence, next-issue checks.
+
+use super::*;
+
+const EPIC: u64 = 3;
+
+fn merged(head: &str) -> PrFacts {
+    let mut pr = pr_at(head, &sha(1));
+    pr.state = PrState::Merged;
+    pr
+}
+
+fn to_update_epic(update_every: u32) -> Run {
+    let settings = Settings {
+        epic_update_every: update_every,
+        ..Settings::default()
+    };
+    let mut run = Run::to_ready(settings, Some(EPIC));
+    run.github(facts(Some(merged(&sha(2)))));
+    assert_eq!(run.state.phase, Phase::UpdateEpic);
+    run
+}
+
+fn epic_result(progress: Option<&str>, roadmap: Option<&str>, next: Option<u64>) -> PhaseResult {
+    PhaseResult::UpdateEpic(EpicResult {
+        progress: progress.map(str::to_owned),
+        roadmap_section: roadmap.map(str::to_owned),
+        next_issue: next,
+    })
+}
+
+fn next_issue(issue: u64, open: bool) -> Event {
+    Event::NextIssue(NextIssueFacts {
+        issue,
+        repository: "Acme/Widgets".into(),
+        open,
+        base_sha: sha(50),
+    })
+}
+
+#[test]
+fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
+    let mut run = to_update_epic(1);
+    let LaunchInputs::UpdateEpic {
+        roadmap_due,
+        want_progress,
+        ..
+    } = run.launch().inputs
+    else {
+        panic!("epic inputs")
+    };
+    assert!(roadmap_due && want_progress);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
+    assert_eq!(
+        kinds,
+        vec![EffectKind::PostComment, EffectKind::SpliceEpicRoadmap]
+    );
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    assert_eq!(
+        run.state.epic.as_ref().expect("epic").merges_since_roadmap,
+        0
+    );
+    run.apply(next_issue(8, true));
+    assert_eq!(run.state.phase, Phase::Implement);
+    assert_eq!(
+        (run.state.issue, run.state.branch.as_str(), run.state.pr),
+        (8, "autoforge/8", None)
+    );
+    assert_eq!(run.state.review, ReviewState::default());
+    assert_eq!(run.state.base_sha, sha(50));
+}
+
+#[test]
+fn merge_counter_resets_only_after_the_splice_read_back() {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![Observed::Comment { url: "u".into() }]);
+    assert_eq!(
+        run.state.epic.as_ref().expect("epic").merges_since_roadmap,
+        1
+    );
+}
+
+#[test]
+fn roadmap_is_not_spliced_before_it_is_due() {
+    let mut run = to_update_epic(2);
+    run.succeed(epic_result(Some("progress"), Some("ignored"), Some(8)));
+    let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
+    assert_eq!(kinds, vec![EffectKind::PostComment]);
+}
+
+#[test]
+fn completion_always_splices_with_merges_uncounted() {
+    let mut run = to_update_epic(5);
+    run.succeed(epic_result(Some("progress"), None, None));
+    assert!(
+        run.launch().correction_of.is_some(),
+        "a missing due roadmap is malformed"
+    );
+    run.succeed(epic_result(Some("progress"), Some("final"), None));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    assert_eq!(run.state.phase, Phase::Done);
+}
+
+#[test]
+fn rerequest_is_re_requested_once_without_progress() {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    run.apply(next_issue(8, false));
+    assert_eq!(run.state.phase, Phase::UpdateEpic);
+    let LaunchInputs::UpdateEpic {
+        want_progress,
+        rerequest,
+        ..
+    } = run.launch().inputs
+    else {
+        panic!("epic inputs")
+    };
+    assert!(!want_progress);
+    assert!(rerequest.expect("reason").contains("not open"));
+    run.succeed(epic_result(None, None, Some(9)));
+    assert!(
+        run.last.effects.is_empty(),
+        "the progress comment is never reposted"
+    );
+}
+
+#[test]
+fn second_rerequest_blocks() {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(EPIC)));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    assert_eq!(
+        run.state.phase,
+        Phase::UpdateEpic,
+        "picking the EPIC is rejected without a read"
+    );
+    run.succeed(epic_result(None, None, Some(ISSUE)));
+    assert_eq!(run.state.phase, Phase::Blocked);
+}
+
+#[test]
+fn pick_in_another_repository_is_rejected() {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![Observed::RoadmapSpliced]);
+    run.apply(Event::NextIssue(NextIssueFacts {
+        issue: 8,
+        repository: "other/repo".into(),
+        open: true,
+        base_sha: sha(50),
+    }));
+    assert_eq!(run.state.counters.next_issue_rejections, 1);
+}
+
+#[test]
+fn merge_already_counted_is_not_counted_again() {
+    let settings = Settings {
+        epic_update_every: 3,
+        ..Settings::default()
+    };
+    let mut run = Run::to_ready(settings, Some(EPIC));
+    // As after a crash between counting and persisting the next step.
+    run.state.merged_prs = vec![PR];
+    run.github(facts(Some(merged(&sha(2)))));
+    assert_eq!(run.state.phase, Phase::UpdateEpic);
+    assert_eq!(run.state.merged_prs, vec![PR]);
+    assert_eq!(
+        run.state.epic.as_ref().expect("epic").merges_since_roadmap,
+        0
+    );
+}
+
+#[test]
+fn voided_roadmap_section_is_re_requested_without_progress() {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapVoided,
+    ]);
+    assert_eq!(
+        run.state.epic.as_ref().expect("epic").merges_since_roadmap,
+        1,
+        "nothing was spliced"
+    );
+    let LaunchInputs::UpdateEpic {
+        want_progress,
+        roadmap_due,
+        rerequest,
+        ..
+    } = run.launch().inputs
+    else {
+        panic!("epic inputs")
+    };
+    assert!(!want_progress && roadmap_due && rerequest.is_some());
+    run.succeed(epic_result(None, Some("roadmap again"), Some(8)));
+    let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
+    assert_eq!(kinds, vec![EffectKind::SpliceEpicRoadmap]);
+}

@@ -1,0 +1,395 @@
+//! The outputs of `decide`: the next state, the GitHub writes it intends
+//! (journalled with it in one transaction), the agent launches and
+//! validations to start, or a typed refusal that changes nothing.
+
+use super::agent_result::Resolution;
+use super::agent_result::{Finding, ReviewSections};
+use super::bounds::MergeMode;
+use super::phase::{IllegalEdge, Phase};
+use super::state::{CarriedFindings, RoundBinding, RunState};
+use serde::{Deserialize, Serialize};
+
+/// The closed set of effect kinds of SPEC §6 (adding one is a migration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectKind {
+    Push,
+    CreatePr,
+    AdoptPr,
+    PostComment,
+    EditStatusComment,
+    CreateIssue,
+    AppendIssueMarkers,
+    SpliceEpicRoadmap,
+    AddReaction,
+    SetLabels,
+    MergePr,
+    CheckRun,
+}
+
+/// What the status comment shows (SPEC §15); `publish` renders it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    pub phase: Phase,
+    pub round: u32,
+    pub pr: Option<u64>,
+    pub blocked_reason: Option<String>,
+    pub failure: Option<String>,
+    /// What the run waits for ([`crate::machine::Awaiting::name`]); tells
+    /// the status comment which commands apply (e.g. `retry` when parked).
+    pub waiting_for: String,
+}
+
+impl StatusSnapshot {
+    pub fn of(state: &RunState) -> Self {
+        Self {
+            phase: state.phase,
+            round: state.review.round,
+            pr: state.pr,
+            blocked_reason: state.blocked.as_ref().map(|b| b.reason.clone()),
+            failure: state.failure.clone(),
+            waiting_for: state.awaiting.name().to_owned(),
+        }
+    }
+}
+
+/// The controller's answer to an operator command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Accepted { command: String, detail: String },
+    Refused { command: String, reason: String },
+    Status { status: StatusSnapshot },
+}
+
+/// One GitHub write the machine wants, with its identity and the data
+/// `publish`/`effects` need to render the exact payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum EffectIntent {
+    /// Compare-and-swap push of `sha` to the issue branch.
+    Push {
+        branch: String,
+        sha: String,
+        expected_old: Option<String>,
+    },
+    /// Open the PR (body + `Closes #issue` + `ai-implementation` marker).
+    CreatePr {
+        issue: u64,
+        branch: String,
+        base: String,
+        title: String,
+        body: String,
+    },
+    /// Append our marker to an open unmarked PR on the branch.
+    AdoptPr {
+        pr: u64,
+        issue: u64,
+    },
+    PostReviewComment {
+        pr: u64,
+        round: u32,
+        binding: RoundBinding,
+        findings: Vec<Finding>,
+        sections: ReviewSections,
+    },
+    PostEpicProgress {
+        epic: u64,
+        issue: u64,
+        pr: u64,
+        text: String,
+    },
+    PostCommandReply {
+        thread: u64,
+        comment_id: u64,
+        reply: Reply,
+    },
+    EditStatusComment {
+        issue: u64,
+        run_id: String,
+        status: StatusSnapshot,
+    },
+    CreateFollowUpIssue {
+        pr: u64,
+        finding_id: String,
+        title: String,
+        body: String,
+    },
+    AppendFollowUpMarkers {
+        issue: u64,
+        pr: u64,
+        finding_ids: Vec<String>,
+    },
+    SpliceEpicRoadmap {
+        epic: u64,
+        section: String,
+    },
+    AddReaction {
+        comment_id: u64,
+    },
+    /// Merge with GitHub's `sha` parameter set to the reviewed head.
+    MergePr {
+        pr: u64,
+        sha: String,
+        base_ref: String,
+    },
+}
+
+impl EffectIntent {
+    pub fn kind(&self) -> EffectKind {
+        match self {
+            EffectIntent::Push { .. } => EffectKind::Push,
+            EffectIntent::CreatePr { .. } => EffectKind::CreatePr,
+            EffectIntent::AdoptPr { .. } => EffectKind::AdoptPr,
+            EffectIntent::PostReviewComment { .. }
+            | EffectIntent::PostEpicProgress { .. }
+            | EffectIntent::PostCommandReply { .. } => EffectKind::PostComment,
+            EffectIntent::EditStatusComment { .. } => EffectKind::EditStatusComment,
+            EffectIntent::CreateFollowUpIssue { .. } => EffectKind::CreateIssue,
+            EffectIntent::AppendFollowUpMarkers { .. } => EffectKind::AppendIssueMarkers,
+            EffectIntent::SpliceEpicRoadmap { .. } => EffectKind::SpliceEpicRoadmap,
+            EffectIntent::AddReaction { .. } => EffectKind::AddReaction,
+            EffectIntent::MergePr { .. } => EffectKind::MergePr,
+        }
+    }
+
+    /// The key the effect is recognised by (marker name and its fields, or
+    /// the ref). Stable across crashes so a re-decision finds the same row.
+    pub fn identity(&self) -> String {
+        match self {
+            EffectIntent::Push { branch, sha, .. } => format!("refs/heads/{branch}@{sha}"),
+            EffectIntent::CreatePr { issue, .. } | EffectIntent::AdoptPr { issue, .. } => {
+                format!("ai-implementation:issue={issue}")
+            }
+            EffectIntent::PostReviewComment {
+                pr, round, binding, ..
+            } => format!(
+                "ai-review-result:pr={pr}:round={round}:head={}:base={}:merge_base={}",
+                binding.head_sha, binding.base_ref, binding.merge_base_sha
+            ),
+            EffectIntent::PostEpicProgress {
+                epic, issue, pr, ..
+            } => {
+                format!("ai-epic-progress:epic={epic}:issue={issue}:pr={pr}")
+            }
+            EffectIntent::PostCommandReply { comment_id, .. } => {
+                format!("autoforge-reply:command_comment_id={comment_id}")
+            }
+            EffectIntent::EditStatusComment { run_id, .. } => {
+                format!("autoforge-status:run={run_id}")
+            }
+            EffectIntent::CreateFollowUpIssue { pr, finding_id, .. } => {
+                format!("ai-follow-up:pr={pr}:finding_id={finding_id}")
+            }
+            EffectIntent::AppendFollowUpMarkers {
+                issue,
+                pr,
+                finding_ids,
+            } => {
+                format!(
+                    "ai-follow-up:issue={issue}:pr={pr}:finding_ids={}",
+                    finding_ids.join(",")
+                )
+            }
+            EffectIntent::SpliceEpicRoadmap { epic, .. } => {
+                format!("ai-controller-roadmap:epic={epic}")
+            }
+            EffectIntent::AddReaction { comment_id } => {
+                format!("reaction:eyes:comment={comment_id}")
+            }
+            EffectIntent::MergePr { pr, sha, .. } => format!("merge:pr={pr}:sha={sha}"),
+        }
+    }
+}
+
+/// Which agent role a launch uses (SPEC §13 maps roles to profiles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Implement,
+    Review,
+    Fix,
+    UpdateEpic,
+}
+
+/// A correction relaunch: the launch it corrects and the controller's
+/// diagnosis, handed to `prompts/correction.md` as data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Correction {
+    pub of_launch: u32,
+    pub diagnosis: String,
+}
+
+/// Phase-specific inputs of a launch (the prompt renderer adds the rest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "inputs", rename_all = "snake_case")]
+pub enum LaunchInputs {
+    Implement {
+        issue: u64,
+        branch: String,
+        base_sha: String,
+        /// Where the agent starts: the base, or the last reviewed head of
+        /// the issue branch when earlier work was published.
+        start_sha: String,
+        validation_failure: Option<String>,
+    },
+    Review {
+        binding: RoundBinding,
+        previous_comment_url: Option<String>,
+        prior_findings: Option<CarriedFindings>,
+        last_resolutions: Vec<Resolution>,
+    },
+    Fix {
+        binding: RoundBinding,
+        comment_url: Option<String>,
+        findings: Vec<Finding>,
+        validation_failure: Option<String>,
+    },
+    UpdateEpic {
+        epic: u64,
+        finished_issue: u64,
+        finished_pr: Option<u64>,
+        merges_since_roadmap: u32,
+        roadmap_due: bool,
+        /// False on a re-request: a re-request must not carry `progress`.
+        want_progress: bool,
+        /// Why the agent is asked again: a rejected pick or a voided section.
+        rerequest: Option<String>,
+    },
+}
+
+/// One agent launch to start. `id` is the run-wide launch ordinal, so the
+/// `AgentFinished` that answers it can be matched without randomness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchRequest {
+    pub id: u32,
+    pub role: Role,
+    pub round: u32,
+    pub correction_of: Option<Correction>,
+    pub inputs: LaunchInputs,
+}
+
+/// A candidate commit to validate (SPEC §12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationRequest {
+    pub sha: String,
+}
+
+/// Why an unblock was refused; the run stays BLOCKED byte-identical.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "refusal", rename_all = "snake_case")]
+pub enum UnblockRefusal {
+    #[error("the run is in {phase}, not BLOCKED")]
+    NotBlocked { phase: Phase },
+    #[error(
+        "the launch budget ({max_launches} launches) is exhausted; raise it in the configuration"
+    )]
+    LaunchBudgetExhausted { max_launches: u32 },
+    #[error("the issue is closed")]
+    IssueClosed,
+    #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]
+    SeveralAdoptablePrs { count: usize },
+    #[error("pull request #{bound} is bound but GitHub answered with {}", .found.map_or_else(|| "no pull request".to_owned(), |n| format!("#{n}")))]
+    PrMismatch { bound: u64, found: Option<u64> },
+    #[error("pull request #{pr} is closed")]
+    PrClosed { pr: u64 },
+    #[error("pull request #{pr} was merged without a clean review at the merged revision")]
+    MergedWithoutCleanReview { pr: u64 },
+    #[error("the review cap ({max_review_rounds} rounds) is reached")]
+    ReviewCapReached { max_review_rounds: u32 },
+}
+
+/// A typed refusal: the event does not apply; the state is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "refusal", rename_all = "snake_case")]
+pub enum Refusal {
+    #[error("the run is {phase}; nothing more happens to it")]
+    Terminal { phase: Phase },
+    #[error("{event} does not apply in {phase} while waiting for {awaiting}")]
+    UnexpectedEvent {
+        phase: Phase,
+        awaiting: String,
+        event: String,
+    },
+    #[error("result of launch {got} does not answer the running launch {expected:?}")]
+    StaleLaunch { expected: Option<u32>, got: u32 },
+    #[error("validation of {got} does not answer the awaited validation")]
+    StaleValidation { got: String },
+    #[error("unblock refused: {0}")]
+    Unblock(UnblockRefusal),
+    #[error("there is no failed step to retry")]
+    NothingToRetry,
+    #[error("merge is not available: merge.mode is {mode} in {phase}")]
+    MergeNotAvailable { mode: MergeMode, phase: Phase },
+}
+
+/// Errors of `decide`: only an edge the table forbids, which is a defect.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MachineError {
+    #[error(transparent)]
+    IllegalEdge(#[from] IllegalEdge),
+}
+
+/// Everything one event leads to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub next: RunState,
+    /// Edges taken, in order (an entry action may chain a second one, e.g.
+    /// UPDATE_EPIC without an EPIC goes on to DONE).
+    pub transitions: Vec<(Phase, Phase)>,
+    pub effects: Vec<EffectIntent>,
+    pub launches: Vec<LaunchRequest>,
+    pub validation: Option<ValidationRequest>,
+    pub refusal: Option<Refusal>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effect_kinds_serialise_as_the_spec_names() {
+        let kinds = [
+            (EffectKind::Push, "push"),
+            (EffectKind::CreatePr, "create_pr"),
+            (EffectKind::AdoptPr, "adopt_pr"),
+            (EffectKind::PostComment, "post_comment"),
+            (EffectKind::EditStatusComment, "edit_status_comment"),
+            (EffectKind::CreateIssue, "create_issue"),
+            (EffectKind::AppendIssueMarkers, "append_issue_markers"),
+            (EffectKind::SpliceEpicRoadmap, "splice_epic_roadmap"),
+            (EffectKind::AddReaction, "add_reaction"),
+            (EffectKind::SetLabels, "set_labels"),
+            (EffectKind::MergePr, "merge_pr"),
+            (EffectKind::CheckRun, "check_run"),
+        ];
+        for (kind, name) in kinds {
+            assert_eq!(
+                serde_json::to_string(&kind).expect("serialise"),
+                format!("\"{name}\"")
+            );
+        }
+    }
+
+    #[test]
+    fn review_comment_identity_names_the_whole_binding() {
+        let binding = RoundBinding {
+            pr: 4,
+            head_sha: "h".into(),
+            base_ref: "main".into(),
+            merge_base_sha: "m".into(),
+        };
+        let effect = EffectIntent::PostReviewComment {
+            pr: 4,
+            round: 2,
+            binding,
+            findings: Vec::new(),
+            sections: ReviewSections::default(),
+        };
+        assert_eq!(effect.kind(), EffectKind::PostComment);
+        assert_eq!(
+            effect.identity(),
+            "ai-review-result:pr=4:round=2:head=h:base=main:merge_base=m"
+        );
+    }
+}

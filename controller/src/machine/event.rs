@@ -1,0 +1,206 @@
+//! The inputs of `decide`: observations the driver made and commands the
+//! commands layer already authorised. Ids and times travel inside them.
+
+use super::agent_result::AgentOutcome;
+use super::bounds::Settings;
+use serde::{Deserialize, Serialize};
+
+/// State of a pull request as GitHub reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrState {
+    Open,
+    Closed,
+    Merged,
+}
+
+/// Combined state of every check on the PR head (all, not only required).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChecksState {
+    Success,
+    Pending,
+    Failed,
+}
+
+/// GitHub's `mergeable_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeableState {
+    Clean,
+    HasHooks,
+    Behind,
+    Blocked,
+    Dirty,
+    Draft,
+    Unstable,
+    Unknown,
+}
+
+/// A fresh read of the run's pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrFacts {
+    pub number: u64,
+    pub state: PrState,
+    pub head_sha: String,
+    pub base_ref: String,
+    /// Merge base of head and base, read now (compare endpoint).
+    pub merge_base_sha: String,
+    pub draft: bool,
+    /// Set when merged: the merge commit GitHub reports.
+    pub merge_commit: Option<String>,
+    pub checks: ChecksState,
+    /// `None` while GitHub is still computing it.
+    pub mergeable: Option<bool>,
+    pub mergeable_state: MergeableState,
+    /// The clean review comment is still there, unchanged, at the binding.
+    pub clean_review_intact: bool,
+    /// A changed file matches a protected path (default `.github/workflows/`).
+    pub protected_paths_changed: bool,
+}
+
+/// The driver's fresh read of the GitHub facts the machine decides from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitHubFacts {
+    pub issue_open: bool,
+    /// Current head of the issue branch, if it exists.
+    pub branch_head: Option<String>,
+    /// The run's PR (the bound number, or our marked PR on the branch).
+    pub pr: Option<PrFacts>,
+    /// Open PRs on the issue branch without our marker (adoption candidates).
+    pub adoptable_prs: Vec<u64>,
+}
+
+/// One effect the driver saw land, with what the read-back showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "observed", rename_all = "snake_case")]
+pub enum Observed {
+    Pushed {
+        sha: String,
+    },
+    PullRequest {
+        number: u64,
+    },
+    Comment {
+        url: String,
+    },
+    FollowUpIssue {
+        finding_id: String,
+        issue: u64,
+    },
+    MarkersAppended {
+        issue: u64,
+    },
+    RoadmapSpliced,
+    /// The EPIC body changed outside the managed section since the phase
+    /// began, so the splice was not written; the section must be asked again.
+    RoadmapVoided,
+}
+
+/// Operator commands (SPEC §2), already authorised by the commands layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum Command {
+    /// The driver reads GitHub before handing the command over, so the
+    /// decision is a pure function of these facts.
+    Unblock {
+        reason: String,
+        facts: GitHubFacts,
+    },
+    Retry,
+    Stop,
+    Merge,
+    Status,
+}
+
+/// An operator command with the comment it came from and who sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorCommand {
+    /// The issue or PR number the command comment was posted on.
+    pub thread: u64,
+    pub comment_id: u64,
+    pub actor: String,
+    pub command: Command,
+}
+
+/// What GitHub reported after the `merge_pr` effect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeReport {
+    pub pr: PrFacts,
+}
+
+/// Facts about the issue the EPIC agent picked next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextIssueFacts {
+    pub issue: u64,
+    /// `owner/name` the issue lives in.
+    pub repository: String,
+    pub open: bool,
+    /// Default-branch head, to start the next issue from.
+    pub base_sha: String,
+}
+
+/// An input to [`super::decide`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Started {
+        repository: String,
+        issue: u64,
+        epic: Option<u64>,
+        base_branch: String,
+        base_sha: String,
+        settings: Settings,
+    },
+    AgentFinished {
+        launch: u32,
+        outcome: AgentOutcome,
+    },
+    ValidationFinished {
+        sha: String,
+        passed: bool,
+        /// Index of the first failing command, with its redacted summary.
+        failed_index: Option<u32>,
+        summary: String,
+    },
+    EffectsObserved {
+        observed: Vec<Observed>,
+    },
+    /// An effect ended in `conflict` (refusal, two objects, foreign marker…).
+    EffectConflict {
+        identity: String,
+        reason: String,
+    },
+    GitHubObserved {
+        facts: GitHubFacts,
+    },
+    Operator(OperatorCommand),
+    LabelRemoved,
+    IssueClosed,
+    /// A GitHub outage or similar failure while doing the awaited step.
+    TransientFailure {
+        detail: String,
+    },
+    MergeResult(MergeReport),
+    NextIssue(NextIssueFacts),
+}
+
+impl Event {
+    /// A short name for refusals and logs (never carries payload text).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Started { .. } => "started",
+            Event::AgentFinished { .. } => "agent_finished",
+            Event::ValidationFinished { .. } => "validation_finished",
+            Event::EffectsObserved { .. } => "effects_observed",
+            Event::EffectConflict { .. } => "effect_conflict",
+            Event::GitHubObserved { .. } => "github_observed",
+            Event::Operator(_) => "operator_command",
+            Event::LabelRemoved => "label_removed",
+            Event::IssueClosed => "issue_closed",
+            Event::TransientFailure { .. } => "transient_failure",
+            Event::MergeResult(_) => "merge_result",
+            Event::NextIssue(_) => "next_issue",
+        }
+    }
+}

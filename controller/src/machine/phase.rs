@@ -1,0 +1,226 @@
+//! The run phases of SPEC §3 and the table of legal edges between them.
+//!
+//! The table is the single authority on which phase may follow which; every
+//! transition `decide` produces is checked against it and an illegal one is
+//! an error, never silently turned into something else.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Where a run stands. Serialised as the SCREAMING names of SPEC §3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Phase {
+    Initializing,
+    Implement,
+    Review,
+    Fix,
+    ReadyForMerge,
+    Merge,
+    UpdateEpic,
+    Done,
+    Blocked,
+    Failed,
+    Stopped,
+}
+
+impl Phase {
+    /// Every phase, in the order SPEC §3 lists them.
+    pub const ALL: [Phase; 11] = [
+        Phase::Initializing,
+        Phase::Implement,
+        Phase::Review,
+        Phase::Fix,
+        Phase::ReadyForMerge,
+        Phase::Merge,
+        Phase::UpdateEpic,
+        Phase::Done,
+        Phase::Blocked,
+        Phase::Failed,
+        Phase::Stopped,
+    ];
+
+    /// Terminal phases have no outgoing edge at all; a new run is needed.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Done | Phase::Failed | Phase::Stopped)
+    }
+
+    /// The phases a `/autoforge unblock` may lead to (SPEC §11).
+    pub fn is_unblock_target(self) -> bool {
+        matches!(
+            self,
+            Phase::Implement
+                | Phase::Review
+                | Phase::Fix
+                | Phase::ReadyForMerge
+                | Phase::UpdateEpic
+        )
+    }
+
+    /// The SPEC §3 spelling, as it appears in status comments and the journal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Initializing => "INITIALIZING",
+            Phase::Implement => "IMPLEMENT",
+            Phase::Review => "REVIEW",
+            Phase::Fix => "FIX",
+            Phase::ReadyForMerge => "READY_FOR_MERGE",
+            Phase::Merge => "MERGE",
+            Phase::UpdateEpic => "UPDATE_EPIC",
+            Phase::Done => "DONE",
+            Phase::Blocked => "BLOCKED",
+            Phase::Failed => "FAILED",
+            Phase::Stopped => "STOPPED",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether `from -> to` is an edge of SPEC §3's table.
+///
+/// Staying in a phase is not an edge; the only self-loop is `REVIEW -> REVIEW`
+/// (a stale round). Edges out of `BLOCKED` into working phases are legal here
+/// but [`check_edge`] additionally requires that an unblock takes them.
+pub fn legal_edge(from: Phase, to: Phase) -> bool {
+    use Phase::*;
+    if from.is_terminal() {
+        return false;
+    }
+    if matches!(to, Blocked | Failed | Stopped) {
+        // Any non-terminal phase may be parked, failed or stopped; a blocked
+        // run being blocked again is not a transition.
+        return from != to;
+    }
+    matches!(
+        (from, to),
+        (Initializing, Implement)
+            | (Implement, Review)
+            | (Review, Fix | ReadyForMerge | Review)
+            | (Fix, Review)
+            | (ReadyForMerge, Merge | Review | UpdateEpic)
+            | (Merge, UpdateEpic | Review)
+            | (UpdateEpic, Implement | Done)
+            | (
+                Blocked,
+                Implement | Review | Fix | ReadyForMerge | UpdateEpic
+            )
+    )
+}
+
+/// How a transition was caused; edges out of `BLOCKED` need an unblock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// An ordinary observation (agent result, GitHub read, effect outcome…).
+    Ordinary,
+    /// An operator's `/autoforge unblock`, already decided from GitHub facts.
+    Unblock,
+}
+
+/// A transition the table forbids.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("illegal phase transition {from} -> {to}")]
+pub struct IllegalEdge {
+    pub from: Phase,
+    pub to: Phase,
+}
+
+/// Validates one transition, including the unblock-only rule for `BLOCKED`.
+pub fn check_edge(from: Phase, to: Phase, cause: Cause) -> Result<(), IllegalEdge> {
+    let unblock_only = from == Phase::Blocked && to.is_unblock_target();
+    let allowed = legal_edge(from, to) && (!unblock_only || cause == Cause::Unblock);
+    let unblock_elsewhere = cause == Cause::Unblock && from != Phase::Blocked;
+    if allowed && !unblock_elsewhere {
+        Ok(())
+    } else {
+        Err(IllegalEdge { from, to })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Phase::*;
+
+    #[test]
+    fn terminal_phases_have_no_outgoing_edge() {
+        for from in [Done, Failed, Stopped] {
+            for to in Phase::ALL {
+                assert!(!legal_edge(from, to), "{from} -> {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_non_terminal_phase_may_block_fail_or_stop() {
+        for from in Phase::ALL.into_iter().filter(|p| !p.is_terminal()) {
+            for to in [Blocked, Failed, Stopped] {
+                assert_eq!(legal_edge(from, to), from != to, "{from} -> {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn table_matches_spec_exactly() {
+        let forward = [
+            (Initializing, Implement),
+            (Implement, Review),
+            (Review, Fix),
+            (Review, ReadyForMerge),
+            (Review, Review),
+            (Fix, Review),
+            (ReadyForMerge, Merge),
+            (ReadyForMerge, Review),
+            (ReadyForMerge, UpdateEpic),
+            (Merge, UpdateEpic),
+            (Merge, Review),
+            (UpdateEpic, Implement),
+            (UpdateEpic, Done),
+            (Blocked, Implement),
+            (Blocked, Review),
+            (Blocked, Fix),
+            (Blocked, ReadyForMerge),
+            (Blocked, UpdateEpic),
+        ];
+        for from in Phase::ALL {
+            for to in Phase::ALL {
+                let parked =
+                    !from.is_terminal() && from != to && matches!(to, Blocked | Failed | Stopped);
+                let expected = parked || forward.contains(&(from, to));
+                assert_eq!(legal_edge(from, to), expected, "{from} -> {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn leaving_blocked_for_work_requires_an_unblock() {
+        assert!(check_edge(Blocked, Review, Cause::Ordinary).is_err());
+        assert!(check_edge(Blocked, Review, Cause::Unblock).is_ok());
+        assert!(check_edge(Blocked, Stopped, Cause::Ordinary).is_ok());
+    }
+
+    #[test]
+    fn an_unblock_cannot_move_a_run_that_is_not_blocked() {
+        assert_eq!(
+            check_edge(Fix, Review, Cause::Unblock),
+            Err(IllegalEdge {
+                from: Fix,
+                to: Review
+            })
+        );
+    }
+
+    #[test]
+    fn phases_serialise_as_spec_names() {
+        for phase in Phase::ALL {
+            let json = serde_json::to_string(&phase).expect("serialise");
+            assert_eq!(json, format!("\"{}\"", phase.as_str()));
+            let back: Phase = serde_json::from_str(&json).expect("deserialise");
+            assert_eq!(back, phase);
+        }
+    }
+}

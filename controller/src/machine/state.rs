@@ -1,0 +1,257 @@
+//! The run's state document: everything `decide` needs, persisted by the
+//! driver (as JSON) in the same transaction as the effect intents.
+//!
+//! It carries no clock and no randomness; ids and times arrive in events.
+
+use super::agent_result::{Finding, PhaseResult, Resolution};
+use super::bounds::{Counters, Settings};
+use super::decision::LaunchRequest;
+use super::phase::Phase;
+use serde::{Deserialize, Serialize};
+
+/// The exact diff a review round judged: PR, HEAD, base name and merge base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundBinding {
+    pub pr: u64,
+    pub head_sha: String,
+    pub base_ref: String,
+    pub merge_base_sha: String,
+}
+
+/// Findings of a stale round shown to the next reviewer to re-check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedFindings {
+    pub round: u32,
+    pub head_sha: String,
+    pub comment_url: Option<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// How a completed round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundOutcome {
+    NeedsFix,
+    Clean,
+    /// The revision moved before a fixer could act on it.
+    Stale,
+}
+
+/// One entry of the review history, used for stagnation detection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundRecord {
+    pub round: u32,
+    pub head_sha: String,
+    pub outcome: RoundOutcome,
+    pub finding_count: u32,
+    /// Digest over the sorted, normalised `required_resolution` texts.
+    pub fingerprint: String,
+    /// One digest per finding's normalised `required_resolution`, sorted.
+    pub finding_digests: Vec<String>,
+}
+
+/// Review bookkeeping of the current PR; a new issue starts it afresh.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewState {
+    /// Rounds consumed on this PR (stale rounds included).
+    pub round: u32,
+    /// The binding of the current (or last) round.
+    pub binding: Option<RoundBinding>,
+    /// URL of the last review comment the controller posted and read back.
+    pub comment_url: Option<String>,
+    /// Findings the next FIX must resolve.
+    pub open_findings: Vec<Finding>,
+    /// Findings of a stale round; replaced, never accumulated.
+    pub prior_findings: Option<CarriedFindings>,
+    /// Resolutions of the last FIX, shown to the next reviewer.
+    pub last_resolutions: Vec<Resolution>,
+    pub history: Vec<RoundRecord>,
+    /// The binding of the last clean round: what a merge is allowed to merge.
+    pub clean: Option<RoundBinding>,
+}
+
+/// EPIC bookkeeping (SPEC §9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpicState {
+    pub epic: u64,
+    /// Merges counted since the roadmap section was last read back.
+    pub merges_since_roadmap: u32,
+    /// Whether this UPDATE_EPIC's progress comment has been observed.
+    pub progress_posted: bool,
+    /// The issue and PR the current UPDATE_EPIC reports on.
+    pub finished_issue: Option<u64>,
+    pub finished_pr: Option<u64>,
+}
+
+impl EpicState {
+    pub fn new(epic: u64) -> Self {
+        Self {
+            epic,
+            merges_since_roadmap: 0,
+            progress_posted: false,
+            finished_issue: None,
+            finished_pr: None,
+        }
+    }
+}
+
+/// Why the run is parked in BLOCKED, and where it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockedInfo {
+    pub from: Phase,
+    pub reason: String,
+}
+
+/// What read the driver must feed back as `GitHubObserved`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactsPurpose {
+    /// Before publishing a validated candidate: branch head and PRs on it.
+    Publish,
+    /// Before launching a reviewer: bind the round.
+    BindRound,
+    /// After the review comment was read back: did the revision move?
+    AfterReviewComment,
+    /// FIX entry: is the PR still at the reviewed revision?
+    FixEntry,
+    /// READY_FOR_MERGE / MERGE: the pre-merge gate or a human's merge.
+    MergeGate,
+}
+
+/// Which group of effect intents the run waits to see observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectStep {
+    PublishCandidate,
+    ReviewComment,
+    FixPublish,
+    EpicUpdate,
+}
+
+/// What the run waits for next. The driver reads it to know what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "awaiting", rename_all = "snake_case")]
+pub enum Awaiting {
+    /// INITIALIZING before `Started`.
+    Start,
+    /// An agent launch is running.
+    Agent {
+        launch: Box<LaunchRequest>,
+    },
+    Validation {
+        sha: String,
+    },
+    Effects {
+        step: EffectStep,
+    },
+    Facts {
+        purpose: FactsPurpose,
+    },
+    /// The `merge_pr` effect was sent; the merge read-back is due.
+    MergeOutcome,
+    /// The EPIC agent picked an issue; the driver reads its facts.
+    NextIssueCheck {
+        issue: u64,
+    },
+    /// Automatic retries are exhausted: `/autoforge retry` resumes `resume`.
+    OperatorRetry {
+        resume: Box<Awaiting>,
+    },
+    /// BLOCKED waits for an unblock; terminal phases wait for nothing.
+    Nothing,
+}
+
+impl Awaiting {
+    /// A stable name for what the run waits for (refusals, status).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Awaiting::Start => "start",
+            Awaiting::Agent { .. } => "agent",
+            Awaiting::Validation { .. } => "validation",
+            Awaiting::Effects { .. } => "effects",
+            Awaiting::Facts { .. } => "github_facts",
+            Awaiting::MergeOutcome => "merge_outcome",
+            Awaiting::NextIssueCheck { .. } => "next_issue_check",
+            Awaiting::OperatorRetry { .. } => "operator_retry",
+            Awaiting::Nothing => "nothing",
+        }
+    }
+}
+
+/// The persisted state of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunState {
+    pub run_id: String,
+    pub phase: Phase,
+    pub awaiting: Awaiting,
+    /// `owner/name` of the repository.
+    pub repository: String,
+    pub issue: u64,
+    pub epic: Option<EpicState>,
+    /// The issue branch, `autoforge/<issue>`.
+    pub branch: String,
+    pub base_branch: String,
+    /// Default-branch head fetched when the run (or issue) started.
+    pub base_sha: String,
+    pub pr: Option<u64>,
+    pub review: ReviewState,
+    pub counters: Counters,
+    /// Candidate commit awaiting validation or publication.
+    pub candidate: Option<String>,
+    /// The validated agent output whose effects are not yet all observed.
+    pub pending: Option<PhaseResult>,
+    /// Last validation failure of this phase, handed to the relaunch.
+    pub last_validation_failure: Option<String>,
+    /// PRs whose merge was counted (merge order); a PR counts once.
+    pub merged_prs: Vec<u64>,
+    /// `/autoforge merge` seen for the current clean round.
+    pub merge_approved: bool,
+    pub blocked: Option<BlockedInfo>,
+    pub failure: Option<String>,
+    pub settings: Settings,
+}
+
+impl RunState {
+    /// The state of a run the driver created but has not started.
+    pub fn new(run_id: impl Into<String>, settings: Settings) -> Self {
+        Self {
+            run_id: run_id.into(),
+            phase: Phase::Initializing,
+            awaiting: Awaiting::Start,
+            repository: String::new(),
+            issue: 0,
+            epic: None,
+            branch: String::new(),
+            base_branch: String::new(),
+            base_sha: String::new(),
+            pr: None,
+            review: ReviewState::default(),
+            counters: Counters::default(),
+            candidate: None,
+            pending: None,
+            last_validation_failure: None,
+            merged_prs: Vec::new(),
+            merge_approved: false,
+            blocked: None,
+            failure: None,
+            settings,
+        }
+    }
+
+    /// The controller-derived issue branch name.
+    pub fn branch_for(issue: u64) -> String {
+        format!("autoforge/{issue}")
+    }
+
+    /// Forget everything tied to the finished issue before the next one.
+    pub(crate) fn switch_to_issue(&mut self, issue: u64) {
+        self.issue = issue;
+        self.branch = Self::branch_for(issue);
+        self.pr = None;
+        self.review = ReviewState::default();
+        self.candidate = None;
+        self.pending = None;
+        self.last_validation_failure = None;
+        self.merge_approved = false;
+    }
+}

@@ -317,8 +317,11 @@ impl LocalPostgres {
                 return Ok(());
             }
             let log = read_from(&self.log_file, log_offset);
-            let stale_lock = log.contains("lock file") && log.contains("already exists");
-            if !stale_lock || Instant::now() >= deadline {
+            // Both clear up by themselves shortly after a crash: the dead
+            // postmaster is reaped, its orphaned backends notice and exit.
+            let crash_leftover = (log.contains("lock file") && log.contains("already exists"))
+                || log.contains("pre-existing shared memory block");
+            if !crash_leftover || Instant::now() >= deadline {
                 return Err(LocalPgError::CommandFailed {
                     program: "pg_ctl start",
                     status: status.to_string(),
@@ -348,11 +351,20 @@ impl LocalPostgres {
         settings
     }
 
+    /// A server is running on our data directory if `postmaster.pid`
+    /// names a live process that is not a zombie. `pg_ctl status` alone
+    /// cannot tell: right after a crash the dead postmaster lingers as a
+    /// zombie until it is reaped, and signalling it still succeeds.
     fn is_running(&self) -> bool {
-        self.pg_ctl()
-            .arg("status")
-            .status()
-            .is_ok_and(|status| status.success())
+        let Some(pid) = pid_in(&self.data_dir) else {
+            return false;
+        };
+        process_is_live(pid)
+            && self
+                .pg_ctl()
+                .arg("status")
+                .status()
+                .is_ok_and(|status| status.success())
     }
 
     fn read_pid_file(&mut self) -> Result<(), LocalPgError> {
@@ -438,10 +450,7 @@ impl Drop for LocalPostgres {
         }
         // Only stop the server this handle started: after a crash test a
         // new server may run on the same data directory.
-        let current = fs::read_to_string(self.data_dir.join("postmaster.pid"))
-            .ok()
-            .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
-        if current != Some(self.postmaster_pid) {
+        if pid_in(&self.data_dir) != Some(self.postmaster_pid) {
             return;
         }
         let mode = match self.options.durability {
@@ -452,6 +461,25 @@ impl Drop for LocalPostgres {
             tracing::warn!(%error, "could not stop the local PostgreSQL server");
         }
     }
+}
+
+/// The postmaster pid recorded in the data directory, if any.
+fn pid_in(data_dir: &Path) -> Option<i32> {
+    let text = fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
+}
+
+/// True when `pid` exists and is neither a zombie nor dead (Linux `/proc`).
+fn process_is_live(pid: i32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may
+    // itself contain spaces or parentheses.
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    !matches!(state, None | Some("Z" | "X" | "x"))
 }
 
 /// `<root>/run`, or a stable short directory under /tmp when that path is
@@ -529,6 +557,28 @@ mod tests {
                 .to_string_lossy()
                 .starts_with("/tmp/autoforge-pg-")
         );
+    }
+
+    #[test]
+    fn this_process_is_live_and_a_reaped_child_is_not() {
+        assert!(process_is_live(std::process::id() as i32));
+        let mut child = Command::new("true").spawn().expect("spawn true");
+        let pid = child.id() as i32;
+        child.wait().expect("wait");
+        assert!(!process_is_live(pid));
+    }
+
+    #[test]
+    fn an_unreaped_child_is_not_live() {
+        let mut child = Command::new("true").spawn().expect("spawn true");
+        let pid = child.id() as i32;
+        // Until it is waited for, the exited child stays a zombie.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while process_is_live(pid) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!process_is_live(pid));
+        child.wait().expect("wait");
     }
 
     #[test]

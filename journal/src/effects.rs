@@ -1,7 +1,10 @@
 //! The write-ahead effect journal (SPEC §6). An effect is written as an
 //! intent in the transaction of the transition that causes it, then moves
-//! only forward: `intended → attempted → observed | conflict`. Every move is
-//! made under the run's lease.
+//! only forward: `intended → attempted → observed | conflict`. The reconcile
+//! before a send may also settle an intent directly (`intended → observed`
+//! when the object is already there, `intended → conflict` when a foreign
+//! one is in the way). Every move is made under the run's lease, and a
+//! database trigger refuses any other move however it is attempted.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -15,6 +18,10 @@ use crate::runs::{Lease, lease_is_current, stale};
 /// How many times an effect may be sent. The second attempt exists only for
 /// an unknown outcome that a reconcile proved did not land.
 pub const MAX_ATTEMPTS: i32 = 2;
+
+/// No decision produces more than a handful of writes; a huge batch is a
+/// bug upstream and is refused rather than journalled.
+pub const MAX_EFFECTS_PER_TRANSITION: usize = 1000;
 
 /// A value in the database that this build does not know.
 #[derive(Debug, thiserror::Error)]
@@ -177,8 +184,14 @@ impl JournalTx {
         if phase.is_empty() {
             return Err(JournalError::InvalidInput("the phase is empty".to_owned()));
         }
-        let positions: Vec<i32> = (0..effects.len())
-            .map(|i| i32::try_from(i).unwrap_or(i32::MAX))
+        if effects.len() > MAX_EFFECTS_PER_TRANSITION {
+            return Err(JournalError::InvalidInput(format!(
+                "{} effects in one transition, more than the {MAX_EFFECTS_PER_TRANSITION} allowed",
+                effects.len()
+            )));
+        }
+        let positions: Vec<i32> = (0..MAX_EFFECTS_PER_TRANSITION as i32)
+            .take(effects.len())
             .collect();
         let kinds: Vec<&str> = effects.iter().map(|e| e.kind.as_str()).collect();
         let identities: Vec<&str> = effects.iter().map(|e| e.identity.as_str()).collect();

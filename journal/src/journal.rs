@@ -29,8 +29,9 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Connects lazily-verified: the first connection is opened now, so a
-    /// wrong URL or an unreachable server fails here rather than later.
+    /// Opens the pool and its first connection now, so a wrong URL or an
+    /// unreachable server fails here rather than at the first query. Every
+    /// connection gets a statement timeout.
     pub async fn connect(url: &SecretString) -> Result<Journal> {
         let options = PgConnectOptions::from_str(url.expose_secret())
             .map_err(|error| JournalError::InvalidUrl(describe_url_error(&error)))?

@@ -15,7 +15,9 @@ mod runs;
 pub mod testing;
 
 pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};
-pub use effects::{Effect, EffectKind, MAX_ATTEMPTS, NewEffect, Stage, UnknownValue};
+pub use effects::{
+    Effect, EffectKind, MAX_ATTEMPTS, MAX_EFFECTS_PER_TRANSITION, NewEffect, Stage, UnknownValue,
+};
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use ids::{DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{Journal, JournalTx};

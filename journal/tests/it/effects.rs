@@ -251,3 +251,47 @@ async fn an_effect_of_another_run_cannot_be_moved_with_this_lease() {
         "{missing:?}"
     );
 }
+
+#[tokio::test]
+async fn a_reconcile_can_settle_an_intent_without_sending() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (_, lease) = leased_run(&db, 1).await;
+    let intents = [
+        intent(EffectKind::CreatePr, "present"),
+        intent(EffectKind::CreatePr, "foreign"),
+    ];
+    let (_, ids) = transition(journal, &lease, 0, "IMPLEMENT", &intents).await;
+    journal
+        .mark_observed(&lease, ids[0], &json!({"pr": 5}))
+        .await
+        .unwrap();
+    journal
+        .mark_conflict(&lease, ids[1], "a foreign marked PR")
+        .await
+        .unwrap();
+    let present = journal.get_effect(ids[0]).await.unwrap().unwrap();
+    let foreign = journal.get_effect(ids[1]).await.unwrap().unwrap();
+    assert_eq!((present.stage, present.attempts), (Stage::Observed, 0));
+    assert_eq!(foreign.stage, Stage::Conflict);
+    assert_eq!(foreign.reason.as_deref(), Some("a foreign marked PR"));
+}
+
+#[tokio::test]
+async fn an_oversized_batch_of_intents_is_refused() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (run, lease) = leased_run(&db, 1).await;
+    let intents = vec![
+        intent(EffectKind::AddReaction, "r");
+        autoforge_journal::MAX_EFFECTS_PER_TRANSITION + 1
+    ];
+    let mut tx = journal.begin().await.unwrap();
+    let error = tx
+        .commit_transition(&lease, 0, "REVIEW", &json!({}), &intents)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, JournalError::InvalidInput(_)), "{error:?}");
+    drop(tx);
+    assert_eq!(journal.get_run(run.id).await.unwrap().unwrap().version, 0);
+}

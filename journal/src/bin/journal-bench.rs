@@ -64,7 +64,8 @@ async fn main() -> Result<()> {
     let report = report?;
 
     println!(
-        "journal-bench: local Postgres (Unix socket, fsync=on), {iterations} iterations each, sequential"
+        "journal-bench: local Postgres (Unix socket, fsync={}), {iterations} iterations each, sequential",
+        if fsync { "on" } else { "off" }
     );
     println!(
         "{:<40} {:>9} {:>9} {:>9} {:>9}",

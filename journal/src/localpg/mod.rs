@@ -91,6 +91,12 @@ pub enum LocalPgError {
         source: nix::Error,
     },
 
+    #[error(
+        "{dir} cannot hold the cluster: pg_ctl passes it through a shell, so it must be \
+         UTF-8 without quotes, `$`, backquotes, backslashes or line breaks"
+    )]
+    UnsupportedPath { dir: PathBuf },
+
     #[error("the server started but its postmaster.pid is unreadable: {0}")]
     PidFile(String),
 }
@@ -168,6 +174,9 @@ impl LocalPostgres {
             action: format!("resolve {}", data_root.display()),
             source,
         })?;
+        if !survives_pg_ctl_quoting(&data_root) {
+            return Err(LocalPgError::UnsupportedPath { dir: data_root });
+        }
         private_dir(&data_root, run_as)?;
         check_reachable(&data_root, run_as)?;
         let socket_dir = socket_dir_for(&data_root);
@@ -463,6 +472,13 @@ impl Drop for LocalPostgres {
     }
 }
 
+/// `pg_ctl start` runs `exec "postgres" -D "<data>" … >> "<log>"` through
+/// `/bin/sh`; inside double quotes these characters would change meaning.
+fn survives_pg_ctl_quoting(path: &Path) -> bool {
+    path.to_str()
+        .is_some_and(|s| !s.contains(['"', '$', '`', '\\', '\n', '\r']))
+}
+
 /// The postmaster pid recorded in the data directory, if any.
 fn pid_in(data_dir: &Path) -> Option<i32> {
     let text = fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
@@ -579,6 +595,20 @@ mod tests {
         }
         assert!(!process_is_live(pid));
         child.wait().expect("wait");
+    }
+
+    #[test]
+    fn paths_a_shell_would_misread_are_refused() {
+        assert!(survives_pg_ctl_quoting(Path::new("/srv/my state/postgres")));
+        for bad in [
+            "/srv/a\"b",
+            "/srv/$HOME",
+            "/srv/`id`",
+            "/srv/a\\b",
+            "/srv/a\nb",
+        ] {
+            assert!(!survives_pg_ctl_quoting(Path::new(bad)), "{bad:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //! every committed write waits for one WAL flush, so that row is the floor
 //! the disk sets, and the difference is what the journal itself costs.
 //!
+//! Finally it measures throughput of delivery inserts from 64 concurrent
+//! tasks sharing one `Journal` (what ingress does under a burst), which
+//! depends on Postgres' group commit and the pool size.
+//!
 //! Usage: `journal-bench [--no-fsync] [ITERATIONS]` (default 2000).
 //! `--no-fsync` runs the cluster with fsync off, which removes the disk from
 //! the numbers and leaves the journal's own CPU and round-trip cost.
@@ -57,11 +61,13 @@ async fn main() -> Result<()> {
     journal.migrate().await?;
 
     let report = run(&journal, iterations).await;
+    let burst = concurrent_inserts(&journal, BURST_TASKS, BURST_INSERTS).await;
     journal.close().await;
     tokio::task::spawn_blocking(move || server.stop())
         .await?
         .context("stop the local Postgres")?;
     let report = report?;
+    let (burst_elapsed, burst_latencies) = burst?;
 
     println!(
         "journal-bench: local Postgres (Unix socket, fsync={}), {iterations} iterations each, sequential",
@@ -81,7 +87,58 @@ async fn main() -> Result<()> {
             ms(stats.mean)
         );
     }
+    let burst = Stats::of(burst_latencies);
+    println!(
+        "\n{BURST_INSERTS} delivery inserts from {BURST_TASKS} concurrent tasks: {:.0} inserts/s \
+         (p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms per insert)",
+        BURST_INSERTS as f64 / burst_elapsed.as_secs_f64(),
+        ms(burst.p50),
+        ms(burst.p99),
+        ms(burst.max)
+    );
     Ok(())
+}
+
+const BURST_TASKS: usize = 64;
+const BURST_INSERTS: usize = 20_000;
+
+/// `total` inserts spread over `tasks` tasks; returns the wall time and
+/// every insert's latency.
+async fn concurrent_inserts(
+    journal: &Journal,
+    tasks: usize,
+    total: usize,
+) -> Result<(Duration, Vec<Duration>)> {
+    let payload = std::sync::Arc::new(vec![b'x'; 8 * 1024]);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..tasks)
+        .map(|task| {
+            let journal = journal.clone();
+            let payload = payload.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                for i in (task..total).step_by(tasks) {
+                    let delivery = NewDelivery {
+                        delivery_id: format!("burst-{i}"),
+                        event: "issue_comment".to_owned(),
+                        action: Some("created".to_owned()),
+                        repository: Some("bench/repo".to_owned()),
+                        installation_id: Some(1),
+                        payload: payload.to_vec(),
+                    };
+                    let one = Instant::now();
+                    journal.insert_delivery(&delivery).await?;
+                    latencies.push(one.elapsed());
+                }
+                anyhow::Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(total);
+    for worker in workers {
+        latencies.extend(worker.await??);
+    }
+    Ok((started.elapsed(), latencies))
 }
 
 async fn run(journal: &Journal, iterations: usize) -> Result<Vec<(&'static str, Vec<Duration>)>> {

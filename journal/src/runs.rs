@@ -96,12 +96,10 @@ impl Journal {
                 "a run needs a repository and a phase".to_owned(),
             ));
         }
-        let inserted = sqlx::query_as::<_, Run>(
+        let inserted = sqlx::query_as::<_, Run>(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (repository, epic, current_issue, phase, state) \
-             VALUES ($1, $2, $3, $4, $5) \
-             RETURNING id, repository, epic, current_issue, phase, active, state, version, \
-             lease_owner, lease_expires_at, fencing_token, wake_at, created_at, updated_at",
-        )
+             VALUES ($1, $2, $3, $4, $5) RETURNING {RUN_COLUMNS}"
+        )))
         .bind(&run.repository)
         .bind(run.epic)
         .bind(run.issue)
@@ -294,18 +292,17 @@ impl JournalTx {
         })?;
         let done = sqlx::query(concat!(
             "UPDATE runs r SET current_issue = $4, updated_at = now() WHERE r.id = $1 AND ",
-            lease_is_current!("$2", "$3"),
-            " RETURNING r.repository"
+            lease_is_current!("$2", "$3")
         ))
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.fencing_token)
         .bind(issue)
-        .fetch_optional(self.conn())
+        .execute(self.conn())
         .await;
         match done {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(stale(lease)),
+            Ok(done) if done.rows_affected() == 1 => Ok(()),
+            Ok(_) => Err(stale(lease)),
             Err(error) if unique_violation(&error) == Some("runs_one_active_per_issue") => {
                 Err(JournalError::ActiveRunExists {
                     repository,

@@ -62,6 +62,24 @@ async fn pool(server: &LocalPostgres) -> sqlx::PgPool {
         .unwrap()
 }
 
+/// `kill` only queues the signal; wait until the process is gone or a
+/// zombie, as it is by the time anyone restarts after a real crash.
+async fn wait_until_dead(pid: i32) {
+    for _ in 0..500 {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let end = stat.rfind(')')?;
+                stat[end + 1..].split_whitespace().next().map(str::to_owned)
+            });
+        if matches!(state.as_deref(), None | Some("Z" | "X")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("process {pid} survived SIGKILL for 5 s");
+}
+
 fn server_uid(pid: i32) -> u32 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
@@ -138,6 +156,7 @@ async fn recovers_after_the_server_was_killed() {
     let server = start(&root).await;
     write_marker(&server, "committed").await;
     kill(Pid::from_raw(server.postmaster_pid()), Signal::SIGKILL).unwrap();
+    wait_until_dead(server.postmaster_pid()).await;
     // postmaster.pid is left behind, naming a dead (or zombie) process.
     assert!(root.join("data/postmaster.pid").exists());
 

@@ -1,1 +1,46 @@
-//! Postgres schema, migrations and the typed journal API of autoforge.
+//! Postgres schema, migrations and the typed journal API of autoforge, plus
+//! the managed local Postgres used when no database is configured.
+//!
+//! This crate is the only place that talks to Postgres. Its public API uses
+//! its own types only (no `sqlx` types), except in [`testing`].
+//!
+//! How the controller uses it:
+//! - Start: [`Journal::connect`] (with `DATABASE_URL`, or the URL of a
+//!   [`localpg::LocalPostgres`] started under `<state_dir>/postgres`), then
+//!   [`Journal::migrate`]. `/readyz` asks [`Journal::migrations_current`].
+//! - Ingress: [`Journal::insert_delivery`]; workers
+//!   [`Journal::claim_deliveries`], then mark them processed or failed.
+//! - A driver holds a run through a [`Lease`] ([`Journal::acquire_lease`],
+//!   renewed well before `expires_at`). Every write for the run takes the
+//!   lease and fails with [`JournalError::StaleLease`] once another replica
+//!   took the run over; the driver must then stop.
+//! - A decision commits through [`JournalTx::commit_transition`]: the new
+//!   phase and state plus the effect intents, in one transaction, before
+//!   anything is sent.
+//! - The executor drives each of [`Journal::pending_effects`]:
+//!   [`Journal::mark_attempted`] before the send, then
+//!   [`Journal::mark_observed`] or [`Journal::mark_conflict`] after reading
+//!   back. Only [`JournalTx::reopen_conflict`] moves a stage backwards.
+
+mod deliveries;
+mod effects;
+mod error;
+mod ids;
+mod journal;
+pub mod localpg;
+mod records;
+mod runs;
+pub mod testing;
+
+pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};
+pub use effects::{
+    Effect, EffectKind, MAX_ATTEMPTS, MAX_EFFECTS_PER_TRANSITION, NewEffect, Stage, UnknownValue,
+};
+pub use error::{ActiveRunScope, DatabaseError, JournalError};
+pub use ids::{DeliveryId, EffectId, LaunchId, RunId};
+pub use journal::{Journal, JournalTx};
+pub use records::{
+    AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
+    NewValidation, ValidationOutcome, ValidationRecord,
+};
+pub use runs::{Lease, NewRun, Run, RunFilter, TERMINAL_PHASES, is_terminal};

@@ -1,0 +1,153 @@
+//! Test support, public so other crates' tests use the same harness:
+//! [`TestDatabase::fresh`] gives each test its own migrated database.
+//!
+//! With `DATABASE_URL` set, the databases are created on that server. Without
+//! it, one ephemeral [`LocalPostgres`] is started per test process, on first
+//! use. A `static` is never dropped, so that cluster is guarded by a small
+//! child process that waits for its stdin (a pipe only this process holds)
+//! to close — which happens however the test process ends — and then stops
+//! the server and deletes its directory.
+//!
+//! Databases created on a `DATABASE_URL` server are left in place (CI
+//! servers are throwaway); they are named `aft_<uuid>`.
+
+use std::process::ChildStdin;
+use std::str::FromStr;
+use std::sync::{Mutex, OnceLock};
+
+use secrecy::{ExposeSecret, SecretString};
+use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::{Connection, PgConnection};
+
+use crate::Journal;
+use crate::localpg::{LocalPgOptions, LocalPostgres};
+
+/// A uniquely named, migrated database for one test.
+#[derive(Debug)]
+pub struct TestDatabase {
+    journal: Journal,
+    url: SecretString,
+    name: String,
+}
+
+impl TestDatabase {
+    /// Creates and migrates a new database. Panics with the reason if that
+    /// is impossible: a test cannot proceed without it.
+    pub async fn fresh() -> TestDatabase {
+        match Self::try_fresh().await {
+            Ok(database) => database,
+            Err(error) => panic!("cannot create a test database: {error:#}"),
+        }
+    }
+
+    /// Like [`TestDatabase::fresh`] but without applying the migrations.
+    pub async fn fresh_unmigrated() -> TestDatabase {
+        match Self::try_fresh_unmigrated().await {
+            Ok(database) => database,
+            Err(error) => panic!("cannot create a test database: {error:#}"),
+        }
+    }
+
+    async fn try_fresh() -> anyhow::Result<TestDatabase> {
+        use anyhow::Context as _;
+        let database = Self::try_fresh_unmigrated().await?;
+        database
+            .journal
+            .migrate()
+            .await
+            .context("migrate the test database")?;
+        Ok(database)
+    }
+
+    async fn try_fresh_unmigrated() -> anyhow::Result<TestDatabase> {
+        use anyhow::Context as _;
+        let server = server_url().await?;
+        let name = format!("aft_{}", uuid::Uuid::new_v4().simple());
+        create_database(&server, &name).await?;
+        let mut url = url::Url::parse(server.expose_secret()).context("parse the server URL")?;
+        url.set_path(&format!("/{name}"));
+        let url = SecretString::from(String::from(url));
+        let journal = Journal::connect(&url)
+            .await
+            .context("connect to the test database")?;
+        Ok(TestDatabase { journal, url, name })
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// The database's URL, to open more connections (a second replica).
+    pub fn url(&self) -> &SecretString {
+        &self.url
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The raw pool, for tests that must inspect or break the schema.
+    pub fn pool(&self) -> &PgPool {
+        &self.journal.pool
+    }
+}
+
+/// The URL of the server test databases are created on: `DATABASE_URL`, or
+/// the process's shared ephemeral cluster (started on first call).
+pub async fn server_url() -> anyhow::Result<SecretString> {
+    if let Some(url) = std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+        return Ok(SecretString::from(url));
+    }
+    let cluster =
+        tokio::task::spawn_blocking(|| SHARED.get_or_init(start_shared_cluster).clone()).await?;
+    cluster.map_err(|error| anyhow::anyhow!(error))
+}
+
+/// Holds the guardian's stdin for the life of the process; never dropped.
+static GUARDIAN: Mutex<Option<ChildStdin>> = Mutex::new(None);
+static SHARED: OnceLock<Result<SecretString, String>> = OnceLock::new();
+
+fn start_shared_cluster() -> Result<SecretString, String> {
+    let root = tempfile::Builder::new()
+        .prefix("aft-pg-")
+        .tempdir_in("/tmp")
+        .map_err(|e| format!("create a temporary directory: {e}"))?
+        .keep();
+    let options = LocalPgOptions {
+        // The guardian stops it; dropping is never reached for a static.
+        stop_on_drop: false,
+        ..LocalPgOptions::ephemeral()
+    };
+    let server = LocalPostgres::start(&root, options).map_err(|e| e.to_string())?;
+    let guardian = server
+        .spawn_guardian(&root)
+        .map_err(|e| format!("start the cluster's guardian: {e}"))?;
+    if let Ok(mut slot) = GUARDIAN.lock() {
+        *slot = Some(guardian);
+    }
+    Ok(server.database_url())
+}
+
+/// `CREATE DATABASE` serialised across processes sharing a server, because
+/// concurrent copies of `template1` can fail with "source database is being
+/// accessed by other users".
+async fn create_database(server: &SecretString, name: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let options = PgConnectOptions::from_str(server.expose_secret())
+        .map_err(|_| anyhow::anyhow!("DATABASE_URL is not a valid postgres URL"))?;
+    let mut admin = PgConnection::connect_with(&options)
+        .await
+        .context("connect to the test server")?;
+    sqlx::query("SELECT pg_advisory_lock(727274)")
+        .execute(&mut admin)
+        .await?;
+    let created = sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&mut admin)
+        .await;
+    sqlx::query("SELECT pg_advisory_unlock(727274)")
+        .execute(&mut admin)
+        .await?;
+    admin.close().await?;
+    created.with_context(|| format!("create database {name}"))?;
+    Ok(())
+}

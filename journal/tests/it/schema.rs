@@ -1,0 +1,100 @@
+//! Migrations and the schema's own guarantees.
+
+use autoforge_journal::testing::TestDatabase;
+use autoforge_journal::{EffectKind, Journal, JournalError, TERMINAL_PHASES, is_terminal};
+use secrecy::SecretString;
+
+use crate::{leased_run, new_run, transition};
+
+#[tokio::test]
+async fn migrations_apply_on_an_empty_database_and_are_idempotent() {
+    let db = TestDatabase::fresh_unmigrated().await;
+    let journal = db.journal();
+    assert!(!journal.migrations_current().await.unwrap());
+    journal.migrate().await.unwrap();
+    assert!(journal.migrations_current().await.unwrap());
+    journal.migrate().await.unwrap();
+    assert!(journal.migrations_current().await.unwrap());
+    journal.ping().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_migration_unknown_to_this_build_makes_the_schema_not_current() {
+    let db = TestDatabase::fresh().await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101000000, 'from the future', true, '\\x00', 0)",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    assert!(!db.journal().migrations_current().await.unwrap());
+}
+
+#[tokio::test]
+async fn terminal_phases_in_rust_match_the_schema() {
+    let db = TestDatabase::fresh().await;
+    let phases = [
+        "INITIALIZING",
+        "IMPLEMENT",
+        "REVIEW",
+        "FIX",
+        "READY_FOR_MERGE",
+        "MERGE",
+        "UPDATE_EPIC",
+        "DONE",
+        "BLOCKED",
+        "FAILED",
+        "STOPPED",
+    ];
+    for (issue, phase) in (1..).zip(phases) {
+        let mut run = new_run(issue);
+        run.phase = phase.to_owned();
+        let stored = db.journal().create_run(&run).await.unwrap();
+        assert_eq!(stored.active, !is_terminal(phase), "{phase}");
+    }
+    assert_eq!(TERMINAL_PHASES.len(), 3);
+}
+
+#[tokio::test]
+async fn every_effect_kind_is_accepted_and_an_unknown_one_is_refused() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (run, lease) = leased_run(&db, 1).await;
+    let intents: Vec<_> = EffectKind::ALL
+        .iter()
+        .map(|kind| crate::intent(*kind, kind.as_str()))
+        .collect();
+    let (_, ids) = transition(journal, &lease, run.version, "IMPLEMENT", &intents).await;
+    assert_eq!(ids.len(), EffectKind::ALL.len());
+    let stored: Vec<_> = journal
+        .list_effects(run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(stored, EffectKind::ALL);
+
+    let refused = sqlx::query(
+        "INSERT INTO effects (run_id, phase_entry, position, kind, identity, target, \
+         precondition, payload, completion, fencing_token) \
+         VALUES ($1, 99, 0, 'delete_repo', 'x', 'y', '{}', '', '{}', 1)",
+    )
+    .bind(run.id.0)
+    .execute(db.pool())
+    .await;
+    assert!(
+        refused.is_err(),
+        "the CHECK constraint must refuse unknown kinds"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_url_is_refused_without_echoing_the_password() {
+    let url = SecretString::from("postgres://me:hunter2@db:notaport/x".to_owned());
+    let error = Journal::connect(&url).await.unwrap_err();
+    assert!(matches!(error, JournalError::InvalidUrl(_)), "{error:?}");
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+    assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
+}

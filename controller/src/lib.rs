@@ -7,6 +7,7 @@ pub mod agents;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod database;
 pub mod github;
 pub mod logging;
 pub mod machine;

@@ -2,6 +2,7 @@
 //! start-up sequence (locate and load the configuration, then set up logging).
 
 mod config_cmd;
+mod migrate_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ pub enum Command {
     /// Check or describe the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Apply the database migrations (starting the managed local Postgres
+    /// when no DATABASE_URL / database.url is set), then exit.
+    Migrate,
 }
 
 #[derive(Debug, Subcommand)]
@@ -75,6 +79,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(ConfigCommand::Check { file }) => {
             init_default_logging(&cli.global)?;
             Ok(config_cmd::check(&cli.global, file.as_deref()))
+        }
+        Command::Migrate => {
+            let config = load_config_and_init_logging(&cli.global)?;
+            migrate_cmd::run(&config)
         }
     }
 }

@@ -1,0 +1,79 @@
+//! Opening the journal the configuration asks for: an external Postgres
+//! server named by `DATABASE_URL` / `database.url`, or the managed local
+//! cluster under `<state_dir>/postgres` that autoforge starts and stops
+//! itself. Every command that needs the database goes through here so the
+//! managed cluster is started and stopped in exactly one way.
+
+use anyhow::Context;
+use autoforge_journal::Journal;
+use autoforge_journal::localpg::{LocalPgOptions, LocalPostgres};
+
+use crate::config::DatabaseSource;
+
+/// The journal plus, in managed mode, the cluster behind it.
+#[derive(Debug)]
+pub struct OpenDatabase {
+    pub journal: Journal,
+    managed: Option<LocalPostgres>,
+}
+
+impl OpenDatabase {
+    /// Connects to the configured database, starting the managed cluster
+    /// first when no URL is configured. Does not migrate.
+    pub async fn open(source: &DatabaseSource) -> anyhow::Result<OpenDatabase> {
+        match source {
+            DatabaseSource::External(url) => {
+                let journal = Journal::connect(url).await.context(
+                    "cannot connect to the database named by DATABASE_URL / database.url",
+                )?;
+                Ok(OpenDatabase {
+                    journal,
+                    managed: None,
+                })
+            }
+            DatabaseSource::Managed { dir } => {
+                let dir = dir.clone();
+                tracing::info!(dir = %dir.display(), "starting the managed local PostgreSQL");
+                // initdb and pg_ctl block for up to seconds: keep them off the
+                // async workers.
+                let server = tokio::task::spawn_blocking(move || {
+                    LocalPostgres::start(&dir, LocalPgOptions::persistent())
+                })
+                .await
+                .context("the managed PostgreSQL start-up task failed")?
+                .context("cannot start the managed local PostgreSQL (or set DATABASE_URL to use an existing server)")?;
+                match Journal::connect(&server.database_url()).await {
+                    Ok(journal) => Ok(OpenDatabase {
+                        journal,
+                        managed: Some(server),
+                    }),
+                    Err(error) => {
+                        stop_managed(server).await;
+                        Err(error).context("cannot connect to the managed local PostgreSQL")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether autoforge runs the database server itself.
+    pub fn is_managed(&self) -> bool {
+        self.managed.is_some()
+    }
+
+    /// Closes the pool, then stops the managed cluster if there is one.
+    pub async fn shutdown(self) {
+        self.journal.close().await;
+        if let Some(server) = self.managed {
+            stop_managed(server).await;
+        }
+    }
+}
+
+async fn stop_managed(server: LocalPostgres) {
+    match tokio::task::spawn_blocking(move || server.stop()).await {
+        Ok(Ok(())) => tracing::info!("stopped the managed local PostgreSQL"),
+        Ok(Err(error)) => tracing::warn!(%error, "could not stop the managed local PostgreSQL"),
+        Err(error) => tracing::warn!(%error, "the managed PostgreSQL stop task failed"),
+    }
+}

@@ -1,0 +1,455 @@
+//! The control API: setup and fault injection, as JSON under `/_fakehub/`
+//! and as methods on [`Handle`]. People then act through the ordinary REST
+//! API and git with the tokens handed out here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::{generate_app_key, mint_token};
+use crate::faults::FaultRule;
+use crate::http::{ApiError, ApiResult, created, ok};
+use crate::render::{Ctx, render_check_run, render_installation, render_repo};
+use crate::webhooks::{Event, emit};
+use crate::world::{App, Grant, Installation, NewCheck, NewRepo, Permission, UserKind};
+use crate::{Handle, Shared, git};
+
+/// `POST /_fakehub/users`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewUser {
+    pub login: String,
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+}
+
+/// A created user and its personal access token.
+#[derive(Debug, Clone)]
+pub struct CreatedUser {
+    pub id: u64,
+    pub login: String,
+    pub token: SecretString,
+}
+
+/// `POST /_fakehub/repos`: a repository and the files of its first commit.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RepoSpec {
+    pub owner: String,
+    pub name: String,
+    #[serde(default = "main_branch")]
+    pub default_branch: String,
+    #[serde(default = "yes")]
+    pub private: bool,
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Check names branch protection requires on the default branch.
+    #[serde(default)]
+    pub required_checks: Vec<String>,
+}
+
+fn main_branch() -> String {
+    "main".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `POST /_fakehub/apps`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewApp {
+    pub slug: String,
+    /// Login of the owning account; defaults to the app's bot.
+    #[serde(default)]
+    pub owner: Option<String>,
+    #[serde(default)]
+    pub webhook_url: Option<String>,
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
+    #[serde(default)]
+    pub permissions: BTreeMap<String, String>,
+    #[serde(default)]
+    pub events: Vec<String>,
+}
+
+/// A created app: its id, slug, bot login and the private key octocrab signs with.
+#[derive(Debug, Clone)]
+pub struct CreatedApp {
+    pub id: u64,
+    pub slug: String,
+    pub bot_login: String,
+    pub private_key_pem: SecretString,
+}
+
+/// `POST /_fakehub/apps/{id}/installations`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewInstallation {
+    pub account: String,
+    /// Repository names (`name` under the account, or `owner/name`).
+    #[serde(default)]
+    pub repositories: Vec<String>,
+}
+
+/// `POST /_fakehub/checks`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CheckSpec {
+    pub owner: String,
+    pub repo: String,
+    pub sha: String,
+    pub name: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+}
+
+pub fn create_user(shared: &Shared, new: &NewUser) -> Result<CreatedUser, ApiError> {
+    let kind = match new.kind.as_deref() {
+        None | Some("User") => UserKind::User,
+        Some("Bot") => UserKind::Bot,
+        Some("Organization") => UserKind::Organization,
+        Some(_) => return Err(ApiError::validation("User", "type", "invalid")),
+    };
+    let mut w = shared.lock();
+    let id = w.insert_user(&new.login, kind)?;
+    let token = mint_token("ghp_");
+    w.tokens
+        .insert(token.clone(), Grant::Personal { user_id: id });
+    shared.mark_dirty();
+    Ok(CreatedUser {
+        id,
+        login: new.login.clone(),
+        token: SecretString::from(token),
+    })
+}
+
+pub async fn create_repo(shared: &Shared, spec: &RepoSpec) -> Result<Value, ApiError> {
+    let new = NewRepo {
+        owner: spec.owner.clone(),
+        name: spec.name.clone(),
+        default_branch: spec.default_branch.clone(),
+        private: spec.private,
+    };
+    let id = {
+        let mut w = shared.lock();
+        let id = w.insert_repo(&new)?;
+        w.repo_mut(id)?.required_checks = spec.required_checks.clone();
+        id
+    };
+    let path = git::repo_path(&shared.repos_dir, &spec.owner, &spec.name);
+    let author = (
+        spec.owner.clone(),
+        format!("{}@users.noreply.fakehub", spec.owner),
+    );
+    if let Err(e) = git::init_repo(
+        &path,
+        &spec.default_branch,
+        &spec.files,
+        (&author.0, &author.1),
+    )
+    .await
+    {
+        shared.lock().repos.remove(&id);
+        let _ = tokio::fs::remove_dir_all(&path).await;
+        return Err(ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("creating the git repository failed: {e:#}"),
+        ));
+    }
+    shared.mark_dirty();
+    let w = shared.lock();
+    Ok(render_repo(
+        Ctx {
+            base: &shared.base,
+            world: &w,
+        },
+        w.repo(id)?,
+    ))
+}
+
+pub fn set_collaborator(
+    shared: &Shared,
+    owner: &str,
+    repo: &str,
+    login: &str,
+    permission: &str,
+) -> Result<(), ApiError> {
+    let perm = Permission::parse(permission)
+        .ok_or_else(|| ApiError::validation("Collaborator", "permission", "invalid"))?;
+    let mut w = shared.lock();
+    let user_id = w.user_by_login(login).ok_or_else(ApiError::not_found)?.id;
+    let repo_id = w
+        .repo_id_by_name(owner, repo)
+        .ok_or_else(ApiError::not_found)?;
+    w.repo_mut(repo_id)?.collaborators.insert(user_id, perm);
+    shared.mark_dirty();
+    Ok(())
+}
+
+pub async fn create_app(shared: &Shared, new: &NewApp) -> Result<CreatedApp, ApiError> {
+    let (private, public) = tokio::task::spawn_blocking(generate_app_key)
+        .await
+        .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let mut w = shared.lock();
+    if w.apps.values().any(|a| a.slug == new.slug) {
+        return Err(ApiError::validation(
+            "Integration",
+            "slug",
+            "already_exists",
+        ));
+    }
+    let bot_login = format!("{}[bot]", new.slug);
+    let bot_user_id = w.insert_user(&bot_login, UserKind::Bot)?;
+    let owner_id = match &new.owner {
+        Some(login) => {
+            w.user_by_login(login)
+                .ok_or_else(|| ApiError::validation("Integration", "owner", "missing"))?
+                .id
+        }
+        None => bot_user_id,
+    };
+    let id = w.alloc_id();
+    let hook_id = w.alloc_id();
+    w.apps.insert(
+        id,
+        App {
+            id,
+            slug: new.slug.clone(),
+            name: new.slug.clone(),
+            owner_id,
+            bot_user_id,
+            hook_id,
+            webhook_url: new.webhook_url.clone(),
+            webhook_secret: new.webhook_secret.clone(),
+            permissions: new.permissions.clone(),
+            events: new.events.clone(),
+            public_key_pem: public,
+            created_at: Utc::now(),
+        },
+    );
+    shared.mark_dirty();
+    Ok(CreatedApp {
+        id,
+        slug: new.slug.clone(),
+        bot_login,
+        private_key_pem: SecretString::from(private),
+    })
+}
+
+pub fn install(shared: &Arc<Shared>, app_id: u64, new: &NewInstallation) -> Result<u64, ApiError> {
+    let mut w = shared.lock();
+    w.app(app_id)?;
+    let account_id = w
+        .user_by_login(&new.account)
+        .ok_or_else(|| ApiError::validation("Installation", "account", "missing"))?
+        .id;
+    let mut repository_ids = Vec::new();
+    for name in &new.repositories {
+        let (owner, repo) = name.split_once('/').unwrap_or((&new.account, name));
+        repository_ids.push(
+            w.repo_id_by_name(owner, repo)
+                .ok_or_else(|| ApiError::validation("Installation", "repositories", "missing"))?,
+        );
+    }
+    let id = w.alloc_id();
+    w.installations.insert(
+        id,
+        Installation {
+            id,
+            app_id,
+            account_id,
+            repository_ids: repository_ids.clone(),
+            created_at: Utc::now(),
+        },
+    );
+    let ctx = Ctx {
+        base: &shared.base,
+        world: &w,
+    };
+    let inst = render_installation(ctx, w.installation(id)?);
+    let repos: Vec<Value> = repository_ids
+        .iter()
+        .filter_map(|r| w.repos.get(r))
+        .map(|r| {
+            let full = render_repo(ctx, r);
+            json!({"id": r.id, "node_id": full["node_id"], "name": r.name, "full_name": full["full_name"], "private": r.private})
+        })
+        .collect();
+    emit(
+        shared,
+        &mut w,
+        Event {
+            name: "installation",
+            action: Some("created"),
+            repo_id: None,
+            only_installation: Some(id),
+            sender_id: account_id,
+            body: json!({"installation": inst, "repositories": repos, "requester": null}),
+        },
+    );
+    shared.mark_dirty();
+    Ok(id)
+}
+
+pub fn add_check(shared: &Arc<Shared>, spec: &CheckSpec) -> Result<Value, ApiError> {
+    let mut w = shared.lock();
+    let repo_id = w
+        .repo_id_by_name(&spec.owner, &spec.repo)
+        .ok_or_else(ApiError::not_found)?;
+    let new = NewCheck {
+        head_sha: spec.sha.clone(),
+        name: spec.name.clone(),
+        status: spec.status.clone(),
+        conclusion: spec.conclusion.clone(),
+        external_id: None,
+        details_url: None,
+    };
+    let id = w.insert_check(repo_id, None, new)?;
+    let owner = w.repo(repo_id)?.owner_id;
+    crate::routes::checks::emit_check_events(shared, &mut w, id, owner, true);
+    let api = format!("{}/repos/{}/{}", shared.base, spec.owner, spec.repo);
+    let check = w.check_runs.get(&id).ok_or_else(ApiError::not_found)?;
+    Ok(render_check_run(
+        Ctx {
+            base: &shared.base,
+            world: &w,
+        },
+        &api,
+        check,
+    ))
+}
+
+// ---- HTTP handlers ------------------------------------------------------
+
+type S = State<Arc<Shared>>;
+
+fn parse<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, ApiError> {
+    serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            format!("Problems parsing JSON: {e}"),
+        )
+    })
+}
+
+pub async fn http_create_user(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    let u = create_user(&s, &parse(body)?)?;
+    created(json!({"id": u.id, "login": u.login, "token": u.token.expose_secret()}))
+}
+
+pub async fn http_create_repo(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    created(create_repo(&s, &parse(body)?).await?)
+}
+
+pub async fn http_set_collaborator(
+    State(s): S,
+    Path((owner, repo, login)): Path<(String, String, String)>,
+    Json(body): Json<Value>,
+) -> ApiResult {
+    let permission = body["permission"].as_str().unwrap_or("write").to_string();
+    set_collaborator(&s, &owner, &repo, &login, &permission)?;
+    Ok(axum::http::StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn http_create_app(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    let a = create_app(&s, &parse(body)?).await?;
+    created(
+        json!({"id": a.id, "slug": a.slug, "bot_login": a.bot_login, "private_key_pem": a.private_key_pem.expose_secret()}),
+    )
+}
+
+pub async fn http_install(
+    State(s): S,
+    Path(app_id): Path<u64>,
+    Json(body): Json<Value>,
+) -> ApiResult {
+    created(json!({"id": install(&s, app_id, &parse(body)?)?}))
+}
+
+pub async fn http_add_check(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    created(add_check(&s, &parse(body)?)?)
+}
+
+pub async fn http_set_faults(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    let rules: Vec<FaultRule> = parse(body.get("rules").cloned().unwrap_or(body))?;
+    s.faults().set(rules);
+    ok(json!({"rules": s.faults().rules()}))
+}
+
+pub async fn http_requests(State(s): S) -> ApiResult {
+    ok(json!(s.lock().requests))
+}
+
+pub async fn http_state(State(s): S) -> Response {
+    Json(json!(&*s.lock())).into_response()
+}
+
+impl Handle {
+    /// Create a user (or bot) with a personal access token.
+    pub fn create_user(&self, login: &str, kind: UserKind) -> Result<CreatedUser, ApiError> {
+        create_user(
+            &self.shared,
+            &NewUser {
+                login: login.to_string(),
+                kind: Some(kind.as_str().to_string()),
+            },
+        )
+    }
+
+    /// Create a repository with a real bare git repository behind it.
+    pub async fn create_repo(&self, spec: &RepoSpec) -> Result<Value, ApiError> {
+        create_repo(&self.shared, spec).await
+    }
+
+    pub fn set_collaborator(
+        &self,
+        owner: &str,
+        repo: &str,
+        login: &str,
+        permission: &str,
+    ) -> Result<(), ApiError> {
+        set_collaborator(&self.shared, owner, repo, login, permission)
+    }
+
+    /// Register a GitHub App with a fresh RSA key pair and a `<slug>[bot]` user.
+    pub async fn create_app(&self, new: &NewApp) -> Result<CreatedApp, ApiError> {
+        create_app(&self.shared, new).await
+    }
+
+    /// Install an app on an account's repositories (emits `installation.created`).
+    pub fn install(&self, app_id: u64, new: &NewInstallation) -> Result<u64, ApiError> {
+        install(&self.shared, app_id, new)
+    }
+
+    /// Record a check run from a CI app (emits `check_run` / `check_suite`).
+    pub fn add_check(&self, spec: &CheckSpec) -> Result<Value, ApiError> {
+        add_check(&self.shared, spec)
+    }
+
+    /// Replace the active fault rules.
+    pub fn set_faults(&self, rules: Vec<FaultRule>) {
+        self.shared.faults().set(rules);
+    }
+
+    /// The request log.
+    pub fn requests(&self) -> Vec<crate::world::RequestRecord> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Webhook deliveries recorded so far.
+    pub fn deliveries(&self) -> Vec<crate::world::Delivery> {
+        self.shared.lock().deliveries.clone()
+    }
+
+    /// The whole world as JSON.
+    pub fn state(&self) -> Value {
+        json!(&*self.shared.lock())
+    }
+}

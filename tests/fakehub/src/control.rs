@@ -273,7 +273,11 @@ pub fn install(shared: &Arc<Shared>, app_id: u64, new: &NewInstallation) -> Resu
         base: &shared.base,
         world: &w,
     };
-    let inst = render_installation(ctx, w.installation(id)?);
+    let mut inst = render_installation(ctx, w.installation(id)?);
+    // Installation webhooks carry these two as Unix timestamps.
+    let created = w.installation(id)?.created_at.timestamp();
+    inst["created_at"] = json!(created);
+    inst["updated_at"] = json!(created);
     let repos: Vec<Value> = repository_ids
         .iter()
         .filter_map(|r| w.repos.get(r))

@@ -258,7 +258,38 @@ pub async fn commit_info(repo: &Path, sha: &str) -> anyhow::Result<CommitInfo> {
     let mut cmd = git(repo);
     cmd.args(["cat-file", "commit", sha]);
     let text = run(cmd).await?;
-    let (head, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+    Ok(parse_commit(sha, &text))
+}
+
+fn parse_ident(text: &str) -> (String, String, i64) {
+    let (name, rest) = text.split_once(" <").unwrap_or((text, ""));
+    let (email, rest) = rest.split_once("> ").unwrap_or((rest, ""));
+    let when = rest
+        .split_whitespace()
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    (name.to_string(), email.to_string(), when)
+}
+
+/// [`commit_info`] for callers that hold the world lock and cannot await;
+/// `None` when git cannot read the commit.
+pub fn commit_info_blocking(repo: &Path, sha: &str) -> Option<CommitInfo> {
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(repo)
+        .args(["cat-file", "commit", sha])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| parse_commit(sha, &String::from_utf8_lossy(&out.stdout)))
+}
+
+fn parse_commit(sha: &str, text: &str) -> CommitInfo {
+    let (head, message) = text.split_once("\n\n").unwrap_or((text, ""));
     let mut info = CommitInfo {
         sha: sha.to_string(),
         message: message.trim_end().to_string(),
@@ -274,18 +305,7 @@ pub async fn commit_info(repo: &Path, sha: &str) -> anyhow::Result<CommitInfo> {
             _ => {}
         }
     }
-    Ok(info)
-}
-
-fn parse_ident(text: &str) -> (String, String, i64) {
-    let (name, rest) = text.split_once(" <").unwrap_or((text, ""));
-    let (email, rest) = rest.split_once("> ").unwrap_or((rest, ""));
-    let when = rest
-        .split_whitespace()
-        .next()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(0);
-    (name.to_string(), email.to_string(), when)
+    info
 }
 
 /// One changed file between two commits.
@@ -371,9 +391,14 @@ pub async fn commit_file(
     let index_path = index.path().to_path_buf();
     // git refuses an existing empty file as an index; let it create one.
     drop(index);
+    // Index operations such as --force-remove insist on a work tree; an
+    // empty scratch directory satisfies them without touching any file.
+    let scratch = tempfile::tempdir()?;
     let with_index = |args: &[&str]| {
         let mut cmd = git(repo);
-        cmd.env("GIT_INDEX_FILE", &index_path).args(args);
+        cmd.env("GIT_INDEX_FILE", &index_path)
+            .env("GIT_WORK_TREE", scratch.path())
+            .args(args);
         cmd
     };
     run(with_index(&["read-tree", parent])).await?;

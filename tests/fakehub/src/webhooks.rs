@@ -79,6 +79,14 @@ pub fn emit(shared: &Arc<Shared>, world: &mut World, event: Event) {
                 // GitHub's push payload carries these two as Unix timestamps.
                 payload["repository"]["created_at"] = json!(repo.created_at.timestamp());
                 payload["repository"]["pushed_at"] = json!(repo.pushed_at.timestamp());
+                payload["repository"]["master_branch"] = json!(repo.default_branch);
+                payload["repository"]["stargazers"] = json!(0);
+                let login = payload["repository"]["owner"]["login"].clone();
+                payload["repository"]["owner"]["name"] = login.clone();
+                payload["repository"]["owner"]["email"] = json!(format!(
+                    "{}@users.noreply.fakehub",
+                    login.as_str().unwrap_or_default()
+                ));
             }
         }
         if let Some(sender) = world.users.get(&event.sender_id) {

@@ -33,9 +33,19 @@ pub fn render_app(ctx: Ctx<'_>, app: &App) -> Value {
 pub fn render_installation(ctx: Ctx<'_>, inst: &Installation) -> Value {
     let app = ctx.world.apps.get(&inst.app_id);
     let account = ctx.world.users.get(&inst.account_id);
+    // GitHub documents `account` as both a simple user and an enterprise
+    // (allOf), so the enterprise's required fields are present too.
+    let account_json = account.map(|u| {
+        let mut v = render_user(ctx, u);
+        v["name"] = json!(u.login);
+        v["slug"] = json!(u.login.to_ascii_lowercase());
+        v["created_at"] = json!(ts(u.created_at));
+        v["updated_at"] = json!(ts(u.created_at));
+        v
+    });
     json!({
         "id": inst.id,
-        "account": account.map(|u| render_user(ctx, u)),
+        "account": account_json,
         "repository_selection": "selected",
         "access_tokens_url": format!("{}/app/installations/{}/access_tokens", ctx.base, inst.id),
         "repositories_url": format!("{}/installation/repositories", ctx.base),

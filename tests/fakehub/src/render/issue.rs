@@ -142,6 +142,7 @@ pub fn render_issue(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> Value {
         "reactions": reaction_rollup(format!("{url}/reactions"), &issue.reactions),
         "timeline_url": format!("{url}/timeline"),
         "performed_via_github_app": null,
+        "draft": false,
         "sub_issues_summary": {
             "total": total_subs,
             "completed": total_subs - open_subs,

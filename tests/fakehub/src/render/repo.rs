@@ -108,6 +108,7 @@ pub fn render_repo(ctx: Ctx<'_>, repo: &Repo) -> Value {
         "watchers": 0,
         "default_branch": repo.default_branch,
         "network_count": 0,
+        "custom_properties": {},
         "subscribers_count": 0,
     });
     if let Value::Object(r) = rest {

@@ -53,6 +53,22 @@ fn suite_json(s: &Shared, w: &World, check_id: u64) -> Value {
         Some("success")
     };
     let api = repo_api(s, w, check.repo_id);
+    let head_commit = w.repo(check.repo_id).ok().and_then(|r| {
+        let owner = w.users.get(&r.owner_id)?;
+        let info = git::commit_info_blocking(
+            &git::repo_path(&s.repos_dir, &owner.login, &r.name),
+            &check.head_sha,
+        )?;
+        let person = |p: &(String, String, i64)| json!({"name": p.0, "email": p.1});
+        Some(json!({
+            "id": info.sha,
+            "tree_id": info.tree,
+            "message": info.message,
+            "timestamp": chrono::DateTime::from_timestamp(info.committer.2, 0).map(ts),
+            "author": person(&info.author),
+            "committer": person(&info.committer),
+        }))
+    });
     let head_branch = w.repo(check.repo_id).ok().and_then(|r| {
         r.issues.values().find_map(|i| {
             i.pull
@@ -71,6 +87,7 @@ fn suite_json(s: &Shared, w: &World, check_id: u64) -> Value {
         "url": format!("{api}/check-suites/{}", check.check_suite_id),
         "before": null,
         "after": check.head_sha,
+        "head_commit": head_commit,
         "pull_requests": [],
         "app": check.app_id.and_then(|a| w.apps.get(&a)).map(|a| render_app(ctx(s, w), a)),
         "created_at": check.started_at.map(ts),

@@ -105,7 +105,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             &format!("{R}/pulls/{{number}}/commits"),
             get(compare::commits),
         )
-        .route(&format!("{R}/compare/{{basehead}}"), get(compare::compare))
+        .route(&format!("{R}/compare/{{*basehead}}"), get(compare::compare))
         .route(
             &format!("{R}/commits/{{ref}}/check-runs"),
             get(checks::list_for_ref),

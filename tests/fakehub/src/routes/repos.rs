@@ -215,6 +215,7 @@ pub async fn branch(
             "required_status_checks": {
                 "enforcement_level": if protected { "non_admins" } else { "off" },
                 "contexts": if protected { json!(r.required_checks) } else { json!([]) },
+                "checks": r.required_checks.iter().filter(|_| protected).map(|c| json!({"context": c, "app_id": null})).collect::<Vec<_>>(),
             },
         },
         "protection_url": format!("{api}/branches/{name}/protection"),

@@ -1,0 +1,8 @@
+//! Integration tests: fakehub over real HTTP, git and webhooks.
+
+#![allow(clippy::unwrap_used)]
+
+mod conformance;
+mod flows;
+mod support;
+mod webhook_shapes;

@@ -42,6 +42,8 @@ pub struct Config {
     pub state_file: Option<PathBuf>,
     /// Seed of the fault RNG.
     pub seed: u64,
+    /// Primary rate limit per token and hour (GitHub: 5,000; anonymous callers get 60).
+    pub rate_limit: u64,
 }
 
 impl Default for Config {
@@ -50,6 +52,7 @@ impl Default for Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             state_file: None,
             seed: 0,
+            rate_limit: 5000,
         }
     }
 }
@@ -64,6 +67,7 @@ pub struct Shared {
     faults: Mutex<faults::Faults>,
     client: reqwest::Client,
     state_file: Option<PathBuf>,
+    rate_limit: u64,
     dirty: AtomicBool,
     _tmp: Option<tempfile::TempDir>,
 }
@@ -152,6 +156,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
         faults: Mutex::new(faults::Faults::new(config.seed)),
         client,
         state_file: config.state_file.clone(),
+        rate_limit: config.rate_limit,
         dirty: AtomicBool::new(false),
         _tmp: tmp,
     });

@@ -31,6 +31,9 @@ enum Command {
         /// Seed of the fault-injection RNG.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Primary rate limit per token and hour.
+        #[arg(long, default_value_t = 5000)]
+        rate_limit: u64,
     },
 }
 
@@ -40,11 +43,17 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let Command::Serve { addr, state, seed } = Cli::parse().command;
+    let Command::Serve {
+        addr,
+        state,
+        seed,
+        rate_limit,
+    } = Cli::parse().command;
     let handle = fakehub::start(fakehub::Config {
         addr,
         state_file: state,
         seed,
+        rate_limit,
     })
     .await?;
     let mut out = std::io::stdout().lock();

@@ -197,7 +197,11 @@ pub async fn rate_limit(
 ) -> ApiResult {
     let key = crate::auth::credential(&headers).unwrap_or_else(|| "anonymous".into());
     let w = s.lock();
-    let limit = if c == Caller::Anonymous { 60 } else { 5000 };
+    let limit = if c == Caller::Anonymous {
+        60
+    } else {
+        s.rate_limit
+    };
     let (limit, used, reset) = w
         .rate
         .get(&key)

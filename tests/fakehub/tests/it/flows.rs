@@ -536,3 +536,107 @@ fn the_binary_prints_its_base_url_first_and_serves() {
     let _ = child.wait();
     assert_eq!(status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_faults_drop_and_duplicate_and_a_redelivery_recovers_the_drop() {
+    let w = world().await;
+    let base = w.hub.base_url();
+    w.hub.set_faults(serde_json::from_value(json!([{"type": "webhook_drop", "route": "issues", "count": 1}, {"type": "webhook_duplicate", "route": "issue_comment", "count": 1}])).unwrap());
+    w.http
+        .post(format!("{base}/repos/alice/widgets/issues"))
+        .bearer_auth(&w.alice)
+        .json(&json!({"title": "quiet"}))
+        .send()
+        .await
+        .unwrap();
+    w.http
+        .post(format!("{base}/repos/alice/widgets/issues/1/comments"))
+        .bearer_auth(&w.alice)
+        .json(&json!({"body": "twice"}))
+        .send()
+        .await
+        .unwrap();
+    w.wait_for_hook(|r| r.event() == "issue_comment").await;
+    let mut copies = 0;
+    for _ in 0..100 {
+        copies = w
+            .received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.event() == "issue_comment")
+            .count();
+        if copies == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(copies, 2, "a duplicated delivery arrives twice");
+    let guids: BTreeSet<String> = w
+        .received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.event() == "issue_comment")
+        .map(|r| r.headers["x-github-delivery"].to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(guids.len(), 1, "both copies carry the same delivery GUID");
+    assert!(
+        !w.received
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.event() == "issues"),
+        "the dropped delivery never arrived"
+    );
+
+    let jwt = w.jwt();
+    let list: Vec<Value> = w
+        .http
+        .get(format!("{base}/app/hook/deliveries"))
+        .bearer_auth(&jwt)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let dropped = list.iter().find(|d| d["event"] == "issues").unwrap();
+    assert_eq!(dropped["status_code"], 0);
+    let resp = w
+        .http
+        .post(format!(
+            "{base}/app/hook/deliveries/{}/attempts",
+            dropped["id"]
+        ))
+        .bearer_auth(&jwt)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let redelivered = w.wait_for_hook(|r| r.event() == "issues").await;
+    assert_eq!(
+        redelivered.headers["x-github-delivery"].to_str().unwrap(),
+        dropped["guid"].as_str().unwrap()
+    );
+    for _ in 0..100 {
+        let list: Vec<Value> = w
+            .http
+            .get(format!("{base}/app/hook/deliveries"))
+            .bearer_auth(&jwt)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if list
+            .iter()
+            .any(|d| d["redelivery"] == true && d["status_code"] == 200)
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the redelivery was never recorded as delivered");
+}

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::auth::{generate_app_key, mint_token};
 use crate::faults::FaultRule;
 use crate::http::{ApiError, ApiResult, created, ok};
-use crate::render::{Ctx, render_check_run, render_installation, render_repo};
+use crate::render::{Ctx, render_check_run, render_installation_hook, render_repo};
 use crate::webhooks::{Event, emit};
 use crate::world::{App, Grant, Installation, NewCheck, NewRepo, Permission, UserKind};
 use crate::{Handle, Shared, git};
@@ -192,7 +192,7 @@ pub fn set_collaborator(
     Ok(())
 }
 
-pub async fn create_app(shared: &Shared, new: &NewApp) -> Result<CreatedApp, ApiError> {
+pub async fn create_app(shared: &Arc<Shared>, new: &NewApp) -> Result<CreatedApp, ApiError> {
     let (private, public) = tokio::task::spawn_blocking(generate_app_key)
         .await
         .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
@@ -234,6 +234,7 @@ pub async fn create_app(shared: &Shared, new: &NewApp) -> Result<CreatedApp, Api
             created_at: Utc::now(),
         },
     );
+    crate::webhooks::ping(shared, &mut w, id);
     shared.mark_dirty();
     Ok(CreatedApp {
         id,
@@ -273,11 +274,7 @@ pub fn install(shared: &Arc<Shared>, app_id: u64, new: &NewInstallation) -> Resu
         base: &shared.base,
         world: &w,
     };
-    let mut inst = render_installation(ctx, w.installation(id)?);
-    // Installation webhooks carry these two as Unix timestamps.
-    let created = w.installation(id)?.created_at.timestamp();
-    inst["created_at"] = json!(created);
-    inst["updated_at"] = json!(created);
+    let inst = render_installation_hook(ctx, w.installation(id)?);
     let repos: Vec<Value> = repository_ids
         .iter()
         .filter_map(|r| w.repos.get(r))
@@ -300,6 +297,75 @@ pub fn install(shared: &Arc<Shared>, app_id: u64, new: &NewInstallation) -> Resu
     );
     shared.mark_dirty();
     Ok(id)
+}
+
+/// Replace an installation's repositories, emitting
+/// `installation_repositories.added` / `.removed` as GitHub does.
+pub fn set_installation_repos(
+    shared: &Arc<Shared>,
+    installation_id: u64,
+    names: &[String],
+) -> Result<(), ApiError> {
+    let mut w = shared.lock();
+    let inst = w.installation(installation_id)?.clone();
+    let account = w.user(inst.account_id)?.login.clone();
+    let mut wanted = Vec::new();
+    for name in names {
+        let (owner, repo) = name.split_once('/').unwrap_or((&account, name));
+        wanted.push(
+            w.repo_id_by_name(owner, repo)
+                .ok_or_else(|| ApiError::validation("Installation", "repositories", "missing"))?,
+        );
+    }
+    let added: Vec<u64> = wanted
+        .iter()
+        .copied()
+        .filter(|r| !inst.repository_ids.contains(r))
+        .collect();
+    let removed: Vec<u64> = inst
+        .repository_ids
+        .iter()
+        .copied()
+        .filter(|r| !wanted.contains(r))
+        .collect();
+    if let Some(i) = w.installations.get_mut(&installation_id) {
+        i.repository_ids = wanted;
+    }
+    let ctx = Ctx {
+        base: &shared.base,
+        world: &w,
+    };
+    let inst_json = render_installation_hook(ctx, w.installation(installation_id)?);
+    let brief = |ids: &[u64]| -> Vec<Value> {
+        ids.iter()
+            .filter_map(|r| w.repos.get(r))
+            .map(|r| {
+                let full = render_repo(ctx, r);
+                json!({"id": r.id, "node_id": full["node_id"], "name": r.name, "full_name": full["full_name"], "private": r.private})
+            })
+            .collect()
+    };
+    let (added_json, removed_json) = (brief(&added), brief(&removed));
+    for (action, list) in [("added", &added), ("removed", &removed)] {
+        if list.is_empty() {
+            continue;
+        }
+        let body = json!({"installation": inst_json, "repository_selection": "selected", "repositories_added": if action == "added" { json!(added_json) } else { json!([]) }, "repositories_removed": if action == "removed" { json!(removed_json) } else { json!([]) }, "requester": null});
+        emit(
+            shared,
+            &mut w,
+            Event {
+                name: "installation_repositories",
+                action: Some(action),
+                repo_id: None,
+                only_installation: Some(installation_id),
+                sender_id: inst.account_id,
+                body,
+            },
+        );
+    }
+    shared.mark_dirty();
+    Ok(())
 }
 
 pub fn add_check(shared: &Arc<Shared>, spec: &CheckSpec) -> Result<Value, ApiError> {
@@ -377,6 +443,16 @@ pub async fn http_install(
     created(json!({"id": install(&s, app_id, &parse(body)?)?}))
 }
 
+pub async fn http_set_installation_repos(
+    State(s): S,
+    Path(id): Path<u64>,
+    Json(body): Json<Value>,
+) -> ApiResult {
+    let names: Vec<String> = parse(body.get("repositories").cloned().unwrap_or(Value::Null))?;
+    set_installation_repos(&s, id, &names)?;
+    Ok(axum::http::StatusCode::NO_CONTENT.into_response())
+}
+
 pub async fn http_add_check(State(s): S, Json(body): Json<Value>) -> ApiResult {
     created(add_check(&s, &parse(body)?)?)
 }
@@ -430,6 +506,15 @@ impl Handle {
     /// Install an app on an account's repositories (emits `installation.created`).
     pub fn install(&self, app_id: u64, new: &NewInstallation) -> Result<u64, ApiError> {
         install(&self.shared, app_id, new)
+    }
+
+    /// Replace the repositories of an installation (emits `installation_repositories`).
+    pub fn set_installation_repos(
+        &self,
+        installation_id: u64,
+        repositories: &[String],
+    ) -> Result<(), ApiError> {
+        set_installation_repos(&self.shared, installation_id, repositories)
     }
 
     /// Record a check run from a CI app (emits `check_run` / `check_suite`).

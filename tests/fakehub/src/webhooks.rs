@@ -49,18 +49,68 @@ pub fn emit(shared: &Arc<Shared>, world: &mut World, event: Event) {
         .map(|i| (i.id, i.app_id))
         .collect();
     for (installation_id, app_id) in targets {
+        dispatch(shared, world, app_id, Some(installation_id), &event);
+    }
+}
+
+/// GitHub's `ping`, sent to an app's webhook when it is configured.
+pub fn ping(shared: &Arc<Shared>, world: &mut World, app_id: u64) {
+    let Some(app) = world.apps.get(&app_id) else {
+        return;
+    };
+    let hook = json!({
+        "type": "App",
+        "id": app.hook_id,
+        "name": "web",
+        "active": true,
+        "events": app.events,
+        "config": {"content_type": "json", "insecure_ssl": "0", "url": app.webhook_url},
+        "updated_at": crate::render::ts(app.created_at),
+        "created_at": crate::render::ts(app.created_at),
+        "app_id": app.id,
+        "deliveries_url": format!("{}/app/hook/deliveries", shared.base),
+        "ping_url": format!("{}/app/hook/pings", shared.base),
+        "url": format!("{}/app/hook/config", shared.base),
+    });
+    let body = json!({"zen": "Keep it logically awesome.", "hook_id": app.hook_id, "hook": hook});
+    let sender_id = app.owner_id;
+    dispatch(
+        shared,
+        world,
+        app_id,
+        None,
+        &Event {
+            name: "ping",
+            action: None,
+            repo_id: None,
+            only_installation: None,
+            sender_id,
+            body,
+        },
+    );
+}
+
+/// Build, record and send one delivery of `event` to one app.
+fn dispatch(
+    shared: &Arc<Shared>,
+    world: &mut World,
+    app_id: u64,
+    installation: Option<u64>,
+    event: &Event,
+) {
+    {
         let Some(app) = world.apps.get(&app_id) else {
-            continue;
+            return;
         };
         let always = matches!(
             event.name,
             "installation" | "installation_repositories" | "ping"
         );
         if !always && !app.events.is_empty() && !app.events.iter().any(|e| e == event.name) {
-            continue;
+            return;
         }
         if app.webhook_url.is_none() {
-            continue;
+            return;
         }
         let ctx = Ctx {
             base: &shared.base,
@@ -92,7 +142,10 @@ pub fn emit(shared: &Arc<Shared>, world: &mut World, event: Event) {
         if let Some(sender) = world.users.get(&event.sender_id) {
             payload["sender"] = render_user(ctx, sender);
         }
-        if event.name != "installation" {
+        // Installation events carry the full installation object already.
+        if let Some(installation_id) =
+            installation.filter(|_| payload.get("installation").is_none())
+        {
             payload["installation"] =
                 json!({"id": installation_id, "node_id": node_id("MDIz", installation_id)});
         }
@@ -103,7 +156,7 @@ pub fn emit(shared: &Arc<Shared>, world: &mut World, event: Event) {
             app_id,
             event: event.name.to_string(),
             action: event.action.map(str::to_string),
-            installation_id: Some(installation_id),
+            installation_id: installation,
             repository_id: event.repo_id,
             payload,
             redelivery: false,

@@ -66,6 +66,15 @@ pub fn render_installation(ctx: Ctx<'_>, inst: &Installation) -> Value {
     })
 }
 
+/// The installation object of `installation*` webhooks, where GitHub sends
+/// the timestamps as Unix seconds.
+pub fn render_installation_hook(ctx: Ctx<'_>, inst: &Installation) -> Value {
+    let mut v = render_installation(ctx, inst);
+    v["created_at"] = json!(inst.created_at.timestamp());
+    v["updated_at"] = json!(inst.created_at.timestamp());
+    v
+}
+
 pub fn render_check_run(ctx: Ctx<'_>, api: &str, check: &CheckRun) -> Value {
     let app = check
         .app_id

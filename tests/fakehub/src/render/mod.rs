@@ -9,7 +9,9 @@ mod pull;
 mod repo;
 mod user;
 
-pub use app::{render_app, render_check_run, render_delivery, render_installation};
+pub use app::{
+    render_app, render_check_run, render_delivery, render_installation, render_installation_hook,
+};
 pub use commit::{render_commit, render_file};
 pub use issue::{render_comment, render_event, render_issue, render_label, render_reaction};
 pub use pull::{mergeability, render_pull};

@@ -6,7 +6,7 @@ use axum::response::IntoResponse;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::issues::react;
+use super::issue_relations::react;
 use super::{S, Who, ctx};
 use crate::Shared;
 use crate::http::{ApiError, ApiResult, JsonBody, created, ok, paginated, query_value};

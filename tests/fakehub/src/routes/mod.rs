@@ -5,6 +5,8 @@ pub mod apps;
 pub mod checks;
 pub mod comments;
 pub mod compare;
+pub mod issue_labels;
+pub mod issue_relations;
 pub mod issues;
 pub mod merge;
 pub mod pulls;
@@ -62,34 +64,34 @@ pub fn router(shared: Arc<Shared>) -> Router {
         )
         .route(
             &format!("{R}/issues/{{number}}/events"),
-            get(issues::events),
+            get(issue_relations::events),
         )
         .route(
             &format!("{R}/issues/{{number}}/timeline"),
-            get(issues::timeline),
+            get(issue_relations::timeline),
         )
         .route(
             &format!("{R}/issues/{{number}}/labels"),
-            get(issues::labels)
-                .post(issues::add_labels)
-                .put(issues::set_labels)
-                .delete(issues::clear_labels),
+            get(issue_labels::labels)
+                .post(issue_labels::add_labels)
+                .put(issue_labels::set_labels)
+                .delete(issue_labels::clear_labels),
         )
         .route(
             &format!("{R}/issues/{{number}}/labels/{{name}}"),
-            axum::routing::delete(issues::remove_label),
+            axum::routing::delete(issue_labels::remove_label),
         )
         .route(
             &format!("{R}/issues/{{number}}/reactions"),
-            get(issues::list_reactions).post(issues::add_reaction),
+            get(issue_relations::list_reactions).post(issue_relations::add_reaction),
         )
         .route(
             &format!("{R}/issues/{{number}}/sub_issues"),
-            get(issues::sub_issues).post(issues::add_sub_issue),
+            get(issue_relations::sub_issues).post(issue_relations::add_sub_issue),
         )
         .route(
             &format!("{R}/issues/{{number}}/parent"),
-            get(issues::parent),
+            get(issue_relations::parent),
         )
         .route(&format!("{R}/pulls"), get(pulls::list).post(pulls::create))
         .route(
@@ -162,6 +164,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/_fakehub/apps/{id}/installations",
             post(control::http_install),
+        )
+        .route(
+            "/_fakehub/installations/{id}/repositories",
+            put(control::http_set_installation_repos),
         )
         .route("/_fakehub/checks", post(control::http_add_check))
         .route("/_fakehub/faults", post(control::http_set_faults))

@@ -246,12 +246,32 @@ async fn emitted_webhooks_match_githubs_example_payloads() {
     .await
     .unwrap();
     w.wait_for_hook(|r| r.event() == "check_suite").await;
+    w.hub
+        .create_repo(&fakehub::RepoSpec {
+            owner: "alice".into(),
+            name: "gadgets".into(),
+            default_branch: "main".into(),
+            private: true,
+            files: Default::default(),
+            required_checks: vec![],
+        })
+        .await
+        .unwrap();
+    w.hub
+        .set_installation_repos(w.installation_id, &["widgets".into(), "gadgets".into()])
+        .unwrap();
+    w.hub
+        .set_installation_repos(w.installation_id, &["widgets".into()])
+        .unwrap();
     w.wait_for_hook(|r| {
         r.event() == "issue_comment" && r.json()["sender"]["login"] == "autoforge[bot]"
     })
     .await;
 
     let wanted = [
+        "ping.-",
+        "installation_repositories.added",
+        "installation_repositories.removed",
         "installation.created",
         "label.created",
         "issues.opened",

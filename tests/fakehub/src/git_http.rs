@@ -230,10 +230,9 @@ pub fn push_hook(
     s: &Arc<Shared>,
     w: &mut World,
     rid: u64,
-    name: &str,
-    before: &str,
-    after: &str,
+    (name, before, after): (&str, &str, &str),
     pusher: u64,
+    commits: Vec<serde_json::Value>,
 ) {
     let login = w
         .users
@@ -265,8 +264,8 @@ pub fn push_hook(
         "forced": false,
         "base_ref": null,
         "compare": compare,
-        "commits": [],
-        "head_commit": null,
+        "head_commit": commits.last().cloned(),
+        "commits": commits,
         "pusher": {"name": login, "email": format!("{login}@users.noreply.fakehub")},
     });
     if let Ok(r) = w.repo_mut(rid) {
@@ -286,6 +285,66 @@ pub fn push_hook(
     );
 }
 
+/// Most commits a `push` payload lists, as on GitHub.
+const PUSH_COMMITS: usize = 20;
+
+/// The `commits` of a push payload for `before..after` (for a new branch,
+/// the commits not on the default branch), oldest first.
+pub async fn push_commits(
+    path: &std::path::Path,
+    html: &str,
+    before: &str,
+    after: &str,
+    default_tip: Option<&str>,
+) -> Vec<serde_json::Value> {
+    if after == ZERO_SHA {
+        return Vec::new();
+    }
+    let range = if before == ZERO_SHA {
+        match default_tip {
+            Some(tip) if tip != after => git::rev_list(path, tip, after).await,
+            _ => Ok(vec![after.to_string()]),
+        }
+    } else {
+        git::rev_list(path, before, after).await
+    };
+    let shas = range.unwrap_or_default();
+    let mut out = Vec::new();
+    for sha in shas.iter().rev().take(PUSH_COMMITS).rev() {
+        let Ok(info) = git::commit_info(path, sha).await else {
+            continue;
+        };
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        let mut modified = Vec::new();
+        if let Some(parent) = info.parents.first() {
+            for change in git::diff(path, parent, sha).await.unwrap_or_default() {
+                match change.status.as_str() {
+                    "added" => added.push(change.path),
+                    "removed" => removed.push(change.path),
+                    _ => modified.push(change.path),
+                }
+            }
+        }
+        let person =
+            |p: &(String, String, i64)| json!({"name": p.0, "email": p.1, "username": p.0});
+        out.push(json!({
+            "id": info.sha,
+            "tree_id": info.tree,
+            "distinct": true,
+            "message": info.message,
+            "timestamp": chrono::DateTime::from_timestamp(info.committer.2, 0).map(crate::render::ts),
+            "url": format!("{html}/commit/{}", info.sha),
+            "author": person(&info.author),
+            "committer": person(&info.committer),
+            "added": added,
+            "removed": removed,
+            "modified": modified,
+        }));
+    }
+    out
+}
+
 /// Everything a ref move causes: `push` events, PR heads following their
 /// branch (`pull_request.synchronize`), and fresh mergeability.
 pub async fn on_refs_changed(
@@ -294,11 +353,30 @@ pub async fn on_refs_changed(
     changes: Vec<(String, String, String)>,
     pusher: u64,
 ) {
+    let (path, html, default_tip) = {
+        let w = s.lock();
+        let Ok(r) = w.repo(rid) else { return };
+        let owner = w
+            .users
+            .get(&r.owner_id)
+            .map(|u| u.login.clone())
+            .unwrap_or_default();
+        (
+            git::repo_path(&s.repos_dir, &owner, &r.name),
+            format!("{}/{owner}/{}", s.base, r.name),
+            r.default_branch.clone(),
+        )
+    };
+    let default_tip = git::rev_parse(&path, &format!("refs/heads/{default_tip}")).await;
+    let mut listed = Vec::new();
+    for (_, before, after) in &changes {
+        listed.push(push_commits(&path, &html, before, after, default_tip.as_deref()).await);
+    }
     let mut synced = Vec::new();
     {
         let mut w = s.lock();
-        for (name, before, after) in &changes {
-            push_hook(s, &mut w, rid, name, before, after, pusher);
+        for ((name, before, after), commits) in changes.iter().zip(listed) {
+            push_hook(s, &mut w, rid, (name, before, after), pusher, commits);
             let Some(branch) = name.strip_prefix("refs/heads/") else {
                 continue;
             };

@@ -163,6 +163,14 @@ pub async fn merge(
             "Base branch was modified. Review and try the merge again.",
         )
     })?;
+    let html = format!(
+        "{}/{head_owner}/{}",
+        s.base,
+        path.file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+    );
+    let pushed = crate::git_http::push_commits(&path, &html, &base_sha, &new_tip, None).await;
     {
         let mut w = s.lock();
         let actor = w.actor(&c)?;
@@ -184,10 +192,13 @@ pub async fn merge(
             &s,
             &mut w,
             rid,
-            &format!("refs/heads/{}", pull.base_ref),
-            &base_sha,
-            &new_tip,
+            (
+                &format!("refs/heads/{}", pull.base_ref),
+                &base_sha,
+                &new_tip,
+            ),
             actor.0,
+            pushed,
         );
         issue_hook(&s, &mut w, rid, number, "closed", actor.0, json!({}));
         let default_branch = w.repo(rid)?.default_branch.clone();

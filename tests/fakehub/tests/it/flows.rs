@@ -81,6 +81,12 @@ async fn git_clone_and_push_use_tokens_and_the_refs_api_follows() {
         .unwrap();
     assert_eq!(r["object"]["sha"].as_str(), Some(head.as_str()));
     let push = w.wait_for_hook(|h| h.event() == "push").await.json();
+    assert_eq!(push["head_commit"]["id"].as_str(), Some(head.as_str()));
+    assert_eq!(
+        push["commits"][0]["added"],
+        json!(["b.txt"]),
+        "a new branch lists the commits not on the default branch"
+    );
     assert_eq!(
         (
             push["ref"].as_str(),

@@ -111,7 +111,8 @@ async fn write_tree(repo: &Path, entries: &[(String, String)]) -> anyhow::Result
     let mut cmd = git(repo);
     cmd.arg("mktree")
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
         use tokio::io::AsyncWriteExt;
@@ -420,6 +421,48 @@ pub async fn commit_file(
     let tree = run(with_index(&["write-tree"])).await?.trim().to_string();
     let _ = tokio::fs::remove_file(&index_path).await;
     commit_tree(repo, &tree, &[parent], message, author, author).await
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone)]
+pub struct TreeEntry {
+    pub name: String,
+    pub kind: String,
+    pub sha: String,
+    pub size: usize,
+}
+
+/// The entries of directory `dir` at `rev`, or `None` when it is not a directory.
+pub async fn list_dir(repo: &Path, rev: &str, dir: &str) -> anyhow::Result<Option<Vec<TreeEntry>>> {
+    let spec = format!("{rev}:{}", dir.trim_end_matches('/'));
+    let mut cmd = git(repo);
+    cmd.args(["cat-file", "-t", &spec]);
+    match run(cmd).await {
+        Ok(t) if t.trim() == "tree" => {}
+        _ => return Ok(None),
+    }
+    let mut cmd = git(repo);
+    cmd.args(["ls-tree", "-l", &spec]);
+    let mut entries = Vec::new();
+    for line in run(cmd).await?.lines() {
+        let Some((meta, name)) = line.split_once('\t') else {
+            continue;
+        };
+        let fields: Vec<&str> = meta.split_whitespace().collect();
+        let kind = match fields.get(1).copied() {
+            Some("tree") => "dir",
+            Some("commit") => "submodule",
+            _ if fields.first() == Some(&"120000") => "symlink",
+            _ => "file",
+        };
+        entries.push(TreeEntry {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            sha: fields.get(2).unwrap_or(&"").to_string(),
+            size: fields.get(3).and_then(|s| s.parse().ok()).unwrap_or(0),
+        });
+    }
+    Ok(Some(entries))
 }
 
 #[cfg(test)]

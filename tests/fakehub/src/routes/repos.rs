@@ -278,19 +278,42 @@ pub async fn get_contents(
             )
         })?,
     };
-    let (bytes, sha) = git::read_file(&path, &commit, &file)
+    let internal =
+        |e: anyhow::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    if let Some((bytes, sha)) = git::read_file(&path, &commit, &file)
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(internal)?
+    {
+        return ok(content_json(
+            &api,
+            &html,
+            &rev,
+            &file,
+            &sha,
+            Some(&bytes),
+            bytes.len(),
+        ));
+    }
+    let entries = git::list_dir(&path, &commit, &file)
+        .await
+        .map_err(internal)?
         .ok_or_else(ApiError::not_found)?;
-    ok(content_json(
-        &api,
-        &html,
-        &rev,
-        &file,
-        &sha,
-        Some(&bytes),
-        bytes.len(),
-    ))
+    let dir = file.trim_end_matches('/');
+    let listing: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let child = format!("{dir}/{}", e.name);
+            let mut v = content_json(&api, &html, &rev, &child, &e.sha, None, e.size);
+            v["type"] = json!(e.kind);
+            if e.kind == "dir" {
+                v["download_url"] = Value::Null;
+                v["html_url"] = json!(format!("{html}/tree/{rev}/{child}"));
+                v["git_url"] = json!(format!("{api}/git/trees/{}", e.sha));
+            }
+            v
+        })
+        .collect();
+    ok(json!(listing))
 }
 
 /// Shared by PUT and DELETE: the branch, its tip, and the file's current blob.

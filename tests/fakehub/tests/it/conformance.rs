@@ -502,6 +502,19 @@ async fn every_operation_answers_with_githubs_documented_shape() {
         .0,
         404
     );
+    let (s, dir) = w
+        .call(
+            "GET",
+            &t("/contents/{path}"),
+            &format!("{p}/contents/src"),
+            &a,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, dir[0]["name"].as_str(), dir[0]["type"].as_str()),
+        (200, Some("lib.rs"), Some("file"))
+    );
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let (s, put) = w

@@ -256,3 +256,48 @@ pub fn str_list(value: &Value, resource: &str, field: &str) -> Result<Vec<String
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn middle_page_links_next_last_first_and_prev_keeping_other_filters() {
+        let uri: Uri = "/repos/o/r/issues?state=all&per_page=10&page=2"
+            .parse()
+            .unwrap();
+        let items: Vec<u32> = (0..25).collect();
+        let (slice, link) = page_of(&items, &uri, "http://h");
+        assert_eq!(slice, (10..20).collect::<Vec<_>>());
+        let link = link.unwrap().to_str().unwrap().to_string();
+        assert!(
+            link.contains("<http://h/repos/o/r/issues?state=all&per_page=10&page=3>; rel=\"next\""),
+            "{link}"
+        );
+        assert!(link.contains("page=3>; rel=\"last\""), "{link}");
+        assert!(link.contains("page=1>; rel=\"first\""), "{link}");
+        assert!(link.contains("page=1>; rel=\"prev\""), "{link}");
+    }
+
+    #[test]
+    fn a_single_page_has_no_link_header_and_per_page_is_capped_at_100() {
+        let uri: Uri = "/x?per_page=1000".parse().unwrap();
+        assert_eq!(Page::from_uri(&uri).per_page, 100);
+        let (slice, link) = page_of(&[1, 2, 3], &uri, "http://h");
+        assert_eq!((slice.len(), link.is_none()), (3, true));
+    }
+
+    #[test]
+    fn query_values_are_percent_decoded_without_panicking_on_bad_escapes() {
+        let uri: Uri = "/x?head=alice%3Aautoforge%2F1&bad=%zz&utf=%C3%A9"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            query_value(&uri, "head").as_deref(),
+            Some("alice:autoforge/1")
+        );
+        assert_eq!(query_value(&uri, "bad").as_deref(), Some("%zz"));
+        assert_eq!(query_value(&uri, "utf").as_deref(), Some("é"));
+    }
+}

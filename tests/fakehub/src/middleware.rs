@@ -20,6 +20,9 @@ use crate::faults::FaultKind;
 use crate::http::ApiError;
 use crate::world::{RateWindow, RequestRecord};
 
+/// Most request records kept for `GET /_fakehub/requests`.
+const MAX_LOGGED_REQUESTS: usize = 100_000;
+
 /// Largest response body the ETag layer buffers.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
@@ -40,7 +43,12 @@ pub async fn api_layer(
     let caller = authenticate(&shared.lock(), token.as_deref(), Utc::now());
     let caller_kind = caller.as_ref().map(Caller::kind).unwrap_or("invalid");
     let log = |status: StatusCode, hit: bool| {
-        shared.lock().requests.push(RequestRecord {
+        let mut w = shared.lock();
+        // Keep the log bounded for long-running demos: drop the oldest tenth.
+        if w.requests.len() >= MAX_LOGGED_REQUESTS {
+            w.requests.drain(..MAX_LOGGED_REQUESTS / 10);
+        }
+        w.requests.push(RequestRecord {
             method: method.to_string(),
             route: route.clone(),
             path: path.clone(),

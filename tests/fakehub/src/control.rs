@@ -396,6 +396,44 @@ pub fn add_check(shared: &Arc<Shared>, spec: &CheckSpec) -> Result<Value, ApiErr
     ))
 }
 
+/// `POST /_fakehub/statuses`: a commit status as an external CI reports it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StatusSpec {
+    pub owner: String,
+    pub repo: String,
+    pub sha: String,
+    pub context: String,
+    pub state: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub target_url: Option<String>,
+}
+
+pub fn add_status(shared: &Shared, spec: &StatusSpec) -> Result<u64, ApiError> {
+    if !["error", "failure", "pending", "success"].contains(&spec.state.as_str()) {
+        return Err(ApiError::validation("Status", "state", "invalid"));
+    }
+    let mut w = shared.lock();
+    let repo_id = w
+        .repo_id_by_name(&spec.owner, &spec.repo)
+        .ok_or_else(ApiError::not_found)?;
+    let id = w.alloc_id();
+    w.statuses.push(crate::world::CommitStatus {
+        id,
+        repo_id,
+        sha: spec.sha.clone(),
+        context: spec.context.clone(),
+        state: spec.state.clone(),
+        description: spec.description.clone(),
+        target_url: spec.target_url.clone(),
+        creator_id: None,
+        created_at: Utc::now(),
+    });
+    shared.mark_dirty();
+    Ok(id)
+}
+
 // ---- HTTP handlers ------------------------------------------------------
 
 type S = State<Arc<Shared>>;
@@ -451,6 +489,10 @@ pub async fn http_set_installation_repos(
     let names: Vec<String> = parse(body.get("repositories").cloned().unwrap_or(Value::Null))?;
     set_installation_repos(&s, id, &names)?;
     Ok(axum::http::StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn http_add_status(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    created(json!({"id": add_status(&s, &parse(body)?)?}))
 }
 
 pub async fn http_add_check(State(s): S, Json(body): Json<Value>) -> ApiResult {
@@ -520,6 +562,11 @@ impl Handle {
     /// Record a check run from a CI app (emits `check_run` / `check_suite`).
     pub fn add_check(&self, spec: &CheckSpec) -> Result<Value, ApiError> {
         add_check(&self.shared, spec)
+    }
+
+    /// Record a commit status (feeds the combined status and required checks).
+    pub fn add_status(&self, spec: &StatusSpec) -> Result<u64, ApiError> {
+        add_status(&self.shared, spec)
     }
 
     /// Replace the active fault rules.

@@ -29,7 +29,9 @@ use anyhow::Context;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use control::{CreatedApp, CreatedUser, NewApp, NewInstallation, RepoSpec};
+pub use control::{
+    CheckSpec, CreatedApp, CreatedUser, NewApp, NewInstallation, RepoSpec, StatusSpec,
+};
 pub use faults::{FaultKind, FaultRule};
 use world::World;
 

@@ -37,10 +37,18 @@ pub fn mergeability(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> (Option<bool>, 
             Some("success" | "neutral" | "skipped")
         )
     };
+    let status_state = |context: &str| {
+        ctx.world
+            .statuses
+            .iter()
+            .rev()
+            .find(|st| st.repo_id == repo.id && st.sha == pull.head_sha && st.context == context)
+            .map(|st| st.state.as_str())
+    };
     for required in &repo.required_checks {
-        match latest(required) {
-            Some(c) if c.status == "completed" && passed(c) => {}
-            _ => return (Some(true), "blocked"),
+        let check_ok = latest(required).is_some_and(|c| c.status == "completed" && passed(c));
+        if !check_ok && status_state(required) != Some("success") {
+            return (Some(true), "blocked");
         }
     }
     if stats.behind {
@@ -51,7 +59,13 @@ pub fn mergeability(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> (Option<bool>, 
         .check_runs
         .values()
         .filter(|c| c.repo_id == repo.id && c.head_sha == pull.head_sha)
-        .any(|c| c.status != "completed" || !passed(c));
+        .any(|c| latest(&c.name).is_some_and(|l| l.status != "completed" || !passed(l)))
+        || ctx
+            .world
+            .statuses
+            .iter()
+            .filter(|st| st.repo_id == repo.id && st.sha == pull.head_sha)
+            .any(|st| status_state(&st.context) != Some("success"));
     (Some(true), if unstable { "unstable" } else { "clean" })
 }
 

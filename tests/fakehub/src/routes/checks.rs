@@ -200,11 +200,50 @@ pub async fn combined_status(
         .await
         .map_err(|_| ApiError::not_found())?;
     let w = s.lock();
+    // The latest status per context, as GitHub combines them.
+    let mut latest: Vec<&crate::world::CommitStatus> = Vec::new();
+    for st in w
+        .statuses
+        .iter()
+        .rev()
+        .filter(|st| st.repo_id == rid && st.sha == sha)
+    {
+        if !latest.iter().any(|l| l.context == st.context) {
+            latest.push(st);
+        }
+    }
+    let state = if latest
+        .iter()
+        .any(|st| st.state == "failure" || st.state == "error")
+    {
+        "failure"
+    } else if latest.is_empty() || latest.iter().any(|st| st.state == "pending") {
+        "pending"
+    } else {
+        "success"
+    };
+    let statuses: Vec<Value> = latest
+        .iter()
+        .map(|st| {
+            json!({
+                "id": st.id,
+                "node_id": node_id("SC", st.id),
+                "url": format!("{api}/statuses/{sha}"),
+                "state": st.state,
+                "description": st.description,
+                "target_url": st.target_url,
+                "context": st.context,
+                "avatar_url": null,
+                "created_at": ts(st.created_at),
+                "updated_at": ts(st.created_at),
+            })
+        })
+        .collect();
     ok(json!({
-        "state": "pending",
-        "statuses": [],
+        "state": state,
+        "total_count": statuses.len(),
+        "statuses": statuses,
         "sha": sha,
-        "total_count": 0,
         "repository": render_repo(ctx(&s, &w), w.repo(rid)?),
         "commit_url": format!("{api}/commits/{sha}"),
         "url": format!("{api}/commits/{sha}/status"),

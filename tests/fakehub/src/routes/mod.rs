@@ -170,6 +170,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             put(control::http_set_installation_repos),
         )
         .route("/_fakehub/checks", post(control::http_add_check))
+        .route("/_fakehub/statuses", post(control::http_add_status))
         .route("/_fakehub/faults", post(control::http_set_faults))
         .route("/_fakehub/requests", get(control::http_requests))
         .route("/_fakehub/state", get(control::http_state));

@@ -210,6 +210,20 @@ pub struct Repo {
     pub pushed_at: DateTime<Utc>,
 }
 
+/// A commit status (the older statuses API), as CI systems report it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitStatus {
+    pub id: u64,
+    pub repo_id: u64,
+    pub sha: String,
+    pub context: String,
+    pub state: String,
+    pub description: Option<String>,
+    pub target_url: Option<String>,
+    pub creator_id: Option<u64>,
+    pub created_at: DateTime<Utc>,
+}
+
 /// One webhook delivery attempt as `/app/hook/deliveries` lists it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Delivery {
@@ -259,6 +273,8 @@ pub struct World {
     pub repos: BTreeMap<u64, Repo>,
     pub comments: BTreeMap<u64, Comment>,
     pub check_runs: BTreeMap<u64, CheckRun>,
+    #[serde(default)]
+    pub statuses: Vec<CommitStatus>,
     pub deliveries: Vec<Delivery>,
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,

@@ -646,3 +646,140 @@ async fn webhook_faults_drop_and_duplicate_and_a_redelivery_recovers_the_drop() 
     }
     panic!("the redelivery was never recorded as delivered");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_checks_block_a_merge_until_they_pass_and_statuses_combine() {
+    let w = world().await;
+    let files = [("a.txt".to_string(), "a\n".to_string())].into();
+    w.hub
+        .create_repo(&fakehub::RepoSpec {
+            owner: "alice".into(),
+            name: "guarded".into(),
+            default_branch: "main".into(),
+            private: true,
+            files,
+            required_checks: vec!["ci".into()],
+        })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("w");
+    clone(&w.hub, "alice", "guarded", &w.alice, &work);
+    git(&work, &["checkout", "-q", "-b", "topic"]);
+    std::fs::write(work.join("b.txt"), "b\n").unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "b"]);
+    git(&work, &["push", "-q", "origin", "topic"]);
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let base = w.hub.base_url();
+    let created = w
+        .http
+        .post(format!("{base}/repos/alice/guarded/pulls"))
+        .bearer_auth(&w.alice)
+        .json(&json!({"title": "b", "head": "topic", "base": "main"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let state = || async {
+        for _ in 0..100 {
+            let v: Value = w
+                .http
+                .get(format!("{base}/repos/alice/guarded/pulls/1"))
+                .bearer_auth(&w.alice)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if !v["mergeable"].is_null() {
+                return v["mergeable_state"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("mergeable stayed null");
+    };
+    assert_eq!(state().await, "blocked");
+    let merge = || {
+        w.http
+            .put(format!("{base}/repos/alice/guarded/pulls/1/merge"))
+            .bearer_auth(&w.alice)
+            .json(&json!({"sha": head}))
+            .send()
+    };
+    assert_eq!(merge().await.unwrap().status(), 405);
+
+    let status = |state: &str| fakehub::StatusSpec {
+        owner: "alice".into(),
+        repo: "guarded".into(),
+        sha: head.clone(),
+        context: "lint".into(),
+        state: state.into(),
+        description: None,
+        target_url: None,
+    };
+    w.hub.add_status(&status("failure")).unwrap();
+    let combined: Value = w
+        .http
+        .get(format!("{base}/repos/alice/guarded/commits/{head}/status"))
+        .bearer_auth(&w.alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (combined["state"].as_str(), combined["total_count"].as_u64()),
+        (Some("failure"), Some(1))
+    );
+    w.hub
+        .add_check(&fakehub::CheckSpec {
+            owner: "alice".into(),
+            repo: "guarded".into(),
+            sha: head.clone(),
+            name: "ci".into(),
+            status: Some("completed".into()),
+            conclusion: Some("success".into()),
+        })
+        .unwrap();
+    assert_eq!(
+        state().await,
+        "unstable",
+        "the required check passed; a non-required status still fails"
+    );
+    w.hub.add_status(&status("success")).unwrap();
+    assert_eq!(state().await, "clean");
+    assert_eq!(merge().await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latency_fault_delays_the_answer_by_at_least_its_duration() {
+    let w = world().await;
+    w.hub.set_faults(
+        serde_json::from_value(
+            json!([{"type": "latency", "ms": 150, "route": "/rate_limit", "count": 1}]),
+        )
+        .unwrap(),
+    );
+    let resp = w
+        .http
+        .get(format!("{}/rate_limit", w.hub.base_url()))
+        .bearer_auth(&w.alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let record = w
+        .hub
+        .requests()
+        .into_iter()
+        .find(|r| r.route == "/rate_limit")
+        .unwrap();
+    assert!(
+        record.duration_ms >= 150.0,
+        "recorded {} ms",
+        record.duration_ms
+    );
+}

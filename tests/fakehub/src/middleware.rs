@@ -71,7 +71,7 @@ pub async fn api_layer(
     let limit = if caller == Caller::Anonymous {
         60
     } else {
-        5000
+        shared.rate_limit
     };
     let mut ambiguous = None;
     for fault in &fired {

@@ -783,3 +783,58 @@ async fn a_latency_fault_delays_the_answer_by_at_least_its_duration() {
         record.duration_ms
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_primary_rate_limit_is_per_token_and_configurable() {
+    let hub = fakehub::start(fakehub::Config {
+        rate_limit: 3,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    use secrecy::ExposeSecret;
+    let a = hub
+        .create_user("ann", fakehub::world::UserKind::User)
+        .unwrap()
+        .token
+        .expose_secret()
+        .to_string();
+    let b = hub
+        .create_user("ben", fakehub::world::UserKind::User)
+        .unwrap()
+        .token
+        .expose_secret()
+        .to_string();
+    let http = reqwest::Client::new();
+    let get = |t: &str| {
+        http.get(format!("{}/user", hub.base_url()))
+            .bearer_auth(t.to_string())
+            .send()
+    };
+    for left in [2, 1, 0] {
+        let r = get(&a).await.unwrap();
+        assert_eq!(
+            (
+                r.status().as_u16(),
+                r.headers()["x-ratelimit-remaining"]
+                    .to_str()
+                    .unwrap()
+                    .to_string()
+            ),
+            (200, left.to_string())
+        );
+    }
+    let refused = get(&a).await.unwrap();
+    assert_eq!(
+        (
+            refused.status().as_u16(),
+            refused.headers()["x-ratelimit-limit"].to_str().unwrap()
+        ),
+        (403, "3")
+    );
+    assert_eq!(
+        get(&b).await.unwrap().status(),
+        200,
+        "another token has its own window"
+    );
+}

@@ -1,21 +1,18 @@
-//! The control API: setup and fault injection, as JSON under `/_fakehub/`
-//! and as methods on [`Handle`]. People then act through the ordinary REST
-//! API and git with the tokens handed out here.
+//! The control API: setup and fault injection, as methods on [`Handle`]
+//! and (through `control_http`) as JSON under `/_fakehub/`. People then act
+//! through the ordinary REST API and git with the tokens handed out here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::{generate_app_key, mint_token};
 use crate::faults::FaultRule;
-use crate::http::{ApiError, ApiResult, created, ok};
+use crate::http::ApiError;
 use crate::render::{Ctx, render_check_run, render_installation_hook, render_repo};
 use crate::webhooks::{Event, emit};
 use crate::world::{App, Grant, Installation, NewCheck, NewRepo, Permission, UserKind};
@@ -432,85 +429,6 @@ pub fn add_status(shared: &Shared, spec: &StatusSpec) -> Result<u64, ApiError> {
     });
     shared.mark_dirty();
     Ok(id)
-}
-
-// ---- HTTP handlers ------------------------------------------------------
-
-type S = State<Arc<Shared>>;
-
-fn parse<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, ApiError> {
-    serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            format!("Problems parsing JSON: {e}"),
-        )
-    })
-}
-
-pub async fn http_create_user(State(s): S, Json(body): Json<Value>) -> ApiResult {
-    let u = create_user(&s, &parse(body)?)?;
-    created(json!({"id": u.id, "login": u.login, "token": u.token.expose_secret()}))
-}
-
-pub async fn http_create_repo(State(s): S, Json(body): Json<Value>) -> ApiResult {
-    created(create_repo(&s, &parse(body)?).await?)
-}
-
-pub async fn http_set_collaborator(
-    State(s): S,
-    Path((owner, repo, login)): Path<(String, String, String)>,
-    Json(body): Json<Value>,
-) -> ApiResult {
-    let permission = body["permission"].as_str().unwrap_or("write").to_string();
-    set_collaborator(&s, &owner, &repo, &login, &permission)?;
-    Ok(axum::http::StatusCode::NO_CONTENT.into_response())
-}
-
-pub async fn http_create_app(State(s): S, Json(body): Json<Value>) -> ApiResult {
-    let a = create_app(&s, &parse(body)?).await?;
-    created(
-        json!({"id": a.id, "slug": a.slug, "bot_login": a.bot_login, "private_key_pem": a.private_key_pem.expose_secret()}),
-    )
-}
-
-pub async fn http_install(
-    State(s): S,
-    Path(app_id): Path<u64>,
-    Json(body): Json<Value>,
-) -> ApiResult {
-    created(json!({"id": install(&s, app_id, &parse(body)?)?}))
-}
-
-pub async fn http_set_installation_repos(
-    State(s): S,
-    Path(id): Path<u64>,
-    Json(body): Json<Value>,
-) -> ApiResult {
-    let names: Vec<String> = parse(body.get("repositories").cloned().unwrap_or(Value::Null))?;
-    set_installation_repos(&s, id, &names)?;
-    Ok(axum::http::StatusCode::NO_CONTENT.into_response())
-}
-
-pub async fn http_add_status(State(s): S, Json(body): Json<Value>) -> ApiResult {
-    created(json!({"id": add_status(&s, &parse(body)?)?}))
-}
-
-pub async fn http_add_check(State(s): S, Json(body): Json<Value>) -> ApiResult {
-    created(add_check(&s, &parse(body)?)?)
-}
-
-pub async fn http_set_faults(State(s): S, Json(body): Json<Value>) -> ApiResult {
-    let rules: Vec<FaultRule> = parse(body.get("rules").cloned().unwrap_or(body))?;
-    s.faults().set(rules);
-    ok(json!({"rules": s.faults().rules()}))
-}
-
-pub async fn http_requests(State(s): S) -> ApiResult {
-    ok(json!(s.lock().requests))
-}
-
-pub async fn http_state(State(s): S) -> Response {
-    Json(json!(&*s.lock())).into_response()
 }
 
 impl Handle {

@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod control;
+mod control_http;
 pub mod faults;
 pub mod git;
 mod git_http;

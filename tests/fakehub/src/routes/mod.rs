@@ -19,7 +19,7 @@ use axum::routing::{get, post, put};
 
 use crate::render::Ctx;
 use crate::world::World;
-use crate::{Shared, control, git_http, middleware};
+use crate::{Shared, control_http as control, git_http, middleware};
 
 pub type S = axum::extract::State<Arc<Shared>>;
 pub type Who = axum::Extension<crate::auth::Caller>;

@@ -838,3 +838,67 @@ async fn the_primary_rate_limit_is_per_token_and_configurable() {
         "another token has its own window"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebase_merge_replays_each_commit_onto_the_base_keeping_authors() {
+    let w = world().await;
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("w");
+    clone(&w.hub, "alice", "widgets", &w.alice, &work);
+    git(&work, &["checkout", "-q", "-b", "two"]);
+    for (file, text) in [("x.txt", "x\n"), ("y.txt", "y\n")] {
+        std::fs::write(work.join(file), text).unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", &format!("add {file}")]);
+    }
+    git(&work, &["push", "-q", "origin", "two"]);
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let base = w.hub.base_url();
+    let pr = w
+        .http
+        .post(format!("{base}/repos/alice/widgets/pulls"))
+        .bearer_auth(&w.alice)
+        .json(&json!({"title": "two", "head": "two", "base": "main"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pr.status(), 201);
+    let mut merged = None;
+    for _ in 0..100 {
+        let r = w
+            .http
+            .put(format!("{base}/repos/alice/widgets/pulls/1/merge"))
+            .bearer_auth(&w.alice)
+            .json(&json!({"sha": head, "merge_method": "rebase"}))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            merged = Some(r.json::<Value>().await.unwrap());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let merged = merged.expect("the rebase merge succeeded");
+    git(&work, &["fetch", "-q", "origin"]);
+    let tip = git(&work, &["rev-parse", "origin/main"]);
+    assert_eq!(merged["sha"].as_str(), Some(tip.as_str()));
+    assert_ne!(tip, head, "rebased commits are new commits");
+    assert_eq!(
+        git(&work, &["rev-parse", "origin/main^{tree}"]),
+        git(&work, &["rev-parse", "two^{tree}"])
+    );
+    let log = git(&work, &["log", "--format=%s|%an|%P", "-2", "origin/main"]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[0].starts_with("add y.txt|alice|") && lines[1].starts_with("add x.txt|alice|"),
+        "{log}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.split('|').nth(2).unwrap().split_whitespace().count() == 1),
+        "linear history"
+    );
+}

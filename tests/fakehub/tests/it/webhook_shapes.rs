@@ -246,6 +246,61 @@ async fn emitted_webhooks_match_githubs_example_payloads() {
     .await
     .unwrap();
     w.wait_for_hook(|r| r.event() == "check_suite").await;
+    let patch = |path: String, body: Value| {
+        http.patch(format!("{base}{path}"))
+            .bearer_auth(&w.alice)
+            .json(&body)
+            .send()
+    };
+    let n = pr["number"].as_u64().unwrap();
+    patch(
+        "/repos/alice/widgets/issues/1".into(),
+        json!({"assignees": ["bob"]}),
+    )
+    .await
+    .unwrap();
+    patch(
+        "/repos/alice/widgets/issues/1".into(),
+        json!({"assignees": []}),
+    )
+    .await
+    .unwrap();
+    patch(
+        format!("/repos/alice/widgets/pulls/{n}"),
+        json!({"title": "feature, renamed"}),
+    )
+    .await
+    .unwrap();
+    patch(
+        format!("/repos/alice/widgets/pulls/{n}"),
+        json!({"state": "closed"}),
+    )
+    .await
+    .unwrap();
+    patch(
+        format!("/repos/alice/widgets/pulls/{n}"),
+        json!({"state": "open"}),
+    )
+    .await
+    .unwrap();
+    let comment: Value = post(
+        "/repos/alice/widgets/issues/1/comments",
+        json!({"body": "to edit"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let cpath = format!("/repos/alice/widgets/issues/comments/{}", comment["id"]);
+    patch(cpath.clone(), json!({"body": "edited"}))
+        .await
+        .unwrap();
+    http.delete(format!("{base}{cpath}"))
+        .bearer_auth(&w.alice)
+        .send()
+        .await
+        .unwrap();
     w.hub
         .create_repo(&fakehub::RepoSpec {
             owner: "alice".into(),
@@ -287,6 +342,13 @@ async fn emitted_webhooks_match_githubs_example_payloads() {
         "check_run.created",
         "check_run.completed",
         "check_suite.completed",
+        "issues.assigned",
+        "issues.unassigned",
+        "pull_request.edited",
+        "pull_request.closed",
+        "pull_request.reopened",
+        "issue_comment.edited",
+        "issue_comment.deleted",
     ];
     let name = |r: &crate::support::Received| {
         format!(

@@ -162,10 +162,27 @@ async fn resolve_ref(path: &std::path::Path, rev: &str) -> Result<String, ApiErr
     Err(ApiError::validation("Commit", "ref", "invalid"))
 }
 
-pub async fn list_for_ref(
+/// `commits/{ref}/check-runs` and `commits/{ref}/status`, where the ref may
+/// itself contain slashes (`heads/main`, `feature/x`) as GitHub allows.
+pub async fn commit_views(
+    state: S,
+    who: Who,
+    Path((owner, repo, rest)): Path<(String, String, String)>,
+    uri: Uri,
+) -> ApiResult {
+    if let Some(rev) = rest.strip_suffix("/check-runs") {
+        return list_for_ref(state, who, (owner, repo, rev.to_string()), uri).await;
+    }
+    if let Some(rev) = rest.strip_suffix("/status") {
+        return combined_status(state, who, (owner, repo, rev.to_string())).await;
+    }
+    Err(ApiError::not_found())
+}
+
+async fn list_for_ref(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
-    Path((owner, repo, rev)): Path<(String, String, String)>,
+    (owner, repo, rev): (String, String, String),
     uri: Uri,
 ) -> ApiResult {
     let (rid, path, api, _) = locate(&s, &c, &owner, &repo, Access::Read("checks"))?;
@@ -190,10 +207,10 @@ pub async fn list_for_ref(
     Ok(resp)
 }
 
-pub async fn combined_status(
+async fn combined_status(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
-    Path((owner, repo, rev)): Path<(String, String, String)>,
+    (owner, repo, rev): (String, String, String),
 ) -> ApiResult {
     let (rid, path, api, _) = locate(&s, &c, &owner, &repo, Access::Read("statuses"))?;
     let sha = resolve_ref(&path, &rev)

@@ -31,6 +31,9 @@ pub fn ctx<'a>(s: &'a Shared, w: &'a World) -> Ctx<'a> {
     }
 }
 
+/// Build the router. GitHub accepts `POST` wherever it documents `PATCH`
+/// (for clients that cannot send PATCH; octocrab edits comments that way),
+/// so those routes take both.
 pub fn router(shared: Arc<Shared>) -> Router {
     const R: &str = "/repos/{owner}/{repo}";
     let api = Router::new()
@@ -38,6 +41,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             R,
             get(repos::get_repo)
                 .patch(repos::update_repo)
+                .post(repos::update_repo)
                 .delete(repos::delete_repo),
         )
         .route(
@@ -46,7 +50,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         )
         .route(
             &format!("{R}/issues/{{number}}"),
-            get(issues::get).patch(issues::update),
+            get(issues::get).patch(issues::update).post(issues::update),
         )
         .route(
             &format!("{R}/issues/{{number}}/comments"),
@@ -56,6 +60,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             &format!("{R}/issues/comments/{{id}}"),
             get(comments::get)
                 .patch(comments::update)
+                .post(comments::update)
                 .delete(comments::delete),
         )
         .route(
@@ -96,7 +101,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(&format!("{R}/pulls"), get(pulls::list).post(pulls::create))
         .route(
             &format!("{R}/pulls/{{number}}"),
-            get(pulls::get).patch(pulls::update),
+            get(pulls::get).patch(pulls::update).post(pulls::update),
         )
         .route(
             &format!("{R}/pulls/{{number}}/merge"),
@@ -109,17 +114,13 @@ pub fn router(shared: Arc<Shared>) -> Router {
         )
         .route(&format!("{R}/compare/{{*basehead}}"), get(compare::compare))
         .route(
-            &format!("{R}/commits/{{ref}}/check-runs"),
-            get(checks::list_for_ref),
-        )
-        .route(
-            &format!("{R}/commits/{{ref}}/status"),
-            get(checks::combined_status),
+            &format!("{R}/commits/{{*ref_and_view}}"),
+            get(checks::commit_views),
         )
         .route(&format!("{R}/check-runs"), post(checks::create))
         .route(
             &format!("{R}/check-runs/{{id}}"),
-            get(checks::get).patch(checks::update),
+            get(checks::get).patch(checks::update).post(checks::update),
         )
         .route(
             &format!("{R}/collaborators/{{username}}/permission"),

@@ -5,4 +5,5 @@
 mod conformance;
 mod flows;
 mod support;
+mod typed;
 mod webhook_shapes;

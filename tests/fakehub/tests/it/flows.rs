@@ -309,6 +309,85 @@ async fn credentials_decide_between_401_403_and_404() {
     )
     .unwrap();
     assert_eq!(get("/app", &stale).await.unwrap().status(), 401);
+
+    // An installation token carries only its app's permissions.
+    let reader = w
+        .hub
+        .create_app(&fakehub::NewApp {
+            slug: "reader".into(),
+            owner: None,
+            webhook_url: None,
+            webhook_secret: None,
+            permissions: [("issues".to_string(), "read".to_string())].into(),
+            events: vec![],
+        })
+        .await
+        .unwrap();
+    let reader_install = w
+        .hub
+        .install(
+            reader.id,
+            &fakehub::NewInstallation {
+                account: "alice".into(),
+                repositories: vec!["widgets".into()],
+            },
+        )
+        .unwrap();
+    use secrecy::ExposeSecret;
+    let rkey =
+        jsonwebtoken::EncodingKey::from_rsa_pem(reader.private_key_pem.expose_secret().as_bytes())
+            .unwrap();
+    let rjwt = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+        &json!({"iss": reader.id, "iat": now - 30, "exp": now + 500}),
+        &rkey,
+    )
+    .unwrap();
+    let minted: Value = w
+        .http
+        .post(format!(
+            "{base}/app/installations/{reader_install}/access_tokens"
+        ))
+        .bearer_auth(&rjwt)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let rtoken = minted["token"].as_str().unwrap().to_string();
+    assert!(rtoken.starts_with("ghs_"));
+    assert_eq!(
+        get("/repos/alice/widgets/issues", &rtoken)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let write = w
+        .http
+        .post(format!("{base}/repos/alice/widgets/issues"))
+        .bearer_auth(&rtoken)
+        .json(&json!({"title": "nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(write.status(), 403, "issues:read cannot open issues");
+    let other_app = w
+        .http
+        .post(format!(
+            "{base}/app/installations/{}/access_tokens",
+            w.installation_id
+        ))
+        .bearer_auth(&rjwt)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        other_app.status(),
+        404,
+        "an app cannot mint tokens for another app's installation"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -401,6 +401,12 @@ async fn emitted_webhooks_match_githubs_example_payloads() {
             "signature of a {event} delivery"
         );
         problems.extend(drift(&event, &payload));
+        // Consumers built on octocrab parse the payload into its typed model.
+        if let Err(e) = octocrab::models::webhook_events::WebhookEvent::try_from_header_and_body(
+            &event, &r.body,
+        ) {
+            problems.push(format!("{}: octocrab cannot parse it: {e}", name(r)));
+        }
     }
     for wanted in wanted {
         assert!(

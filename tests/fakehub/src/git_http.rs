@@ -232,7 +232,7 @@ pub fn push_hook(
     rid: u64,
     (name, before, after): (&str, &str, &str),
     pusher: u64,
-    commits: Vec<serde_json::Value>,
+    (commits, forced): (Vec<serde_json::Value>, bool),
 ) {
     let login = w
         .users
@@ -261,7 +261,7 @@ pub fn push_hook(
         "after": after,
         "created": before == ZERO_SHA,
         "deleted": after == ZERO_SHA,
-        "forced": false,
+        "forced": forced,
         "base_ref": null,
         "compare": compare,
         "head_commit": commits.last().cloned(),
@@ -370,7 +370,14 @@ pub async fn on_refs_changed(
     let default_tip = git::rev_parse(&path, &format!("refs/heads/{default_tip}")).await;
     let mut listed = Vec::new();
     for (_, before, after) in &changes {
-        listed.push(push_commits(&path, &html, before, after, default_tip.as_deref()).await);
+        // A push is forced when the old tip is not in the new history.
+        let forced = before != ZERO_SHA
+            && after != ZERO_SHA
+            && !git::is_ancestor(&path, before, after).await;
+        listed.push((
+            push_commits(&path, &html, before, after, default_tip.as_deref()).await,
+            forced,
+        ));
     }
     let mut synced = Vec::new();
     {

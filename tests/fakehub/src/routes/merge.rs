@@ -198,7 +198,7 @@ pub async fn merge(
                 &new_tip,
             ),
             actor.0,
-            pushed,
+            (pushed, false),
         );
         issue_hook(&s, &mut w, rid, number, "closed", actor.0, json!({}));
         let default_branch = w.repo(rid)?.default_branch.clone();

@@ -87,6 +87,22 @@ async fn git_clone_and_push_use_tokens_and_the_refs_api_follows() {
         json!(["b.txt"]),
         "a new branch lists the commits not on the default branch"
     );
+    git(&work, &["commit", "-q", "--amend", "-m", "add b, amended"]);
+    git(
+        &work,
+        &[
+            "push",
+            "-q",
+            "--force",
+            "origin",
+            "HEAD:refs/heads/bot-branch",
+        ],
+    );
+    let forced = w
+        .wait_for_hook(|h| h.event() == "push" && h.json()["forced"] == true)
+        .await
+        .json();
+    assert_eq!(forced["before"].as_str(), Some(head.as_str()));
     assert_eq!(
         (
             push["ref"].as_str(),

@@ -244,7 +244,9 @@ impl World {
                 }
             }
             Caller::App { .. } => {
-                return Err(ApiError::forbidden("A JSON web token could not be decoded"));
+                return Err(ApiError::forbidden(
+                    "Integration must generate an installation access token to make this request.",
+                ));
             }
             Caller::User { user_id } => {
                 let perm = self

@@ -326,6 +326,15 @@ async fn credentials_decide_between_401_403_and_404() {
     .unwrap();
     assert_eq!(get("/app", &stale).await.unwrap().status(), 401);
 
+    assert_eq!(
+        get("/repos/alice/widgets", &w.jwt())
+            .await
+            .unwrap()
+            .status(),
+        403,
+        "an App JWT is not an installation token"
+    );
+
     // An installation token carries only its app's permissions.
     let reader = w
         .hub

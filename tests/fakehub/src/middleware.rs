@@ -1,0 +1,232 @@
+//! The layer every REST request passes through: authentication, injected
+//! faults, primary rate limits with `x-ratelimit-*` headers, ETags with
+//! `If-None-Match` → 304 (free of rate limit, as on GitHub), and the request
+//! log.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use sha2::{Digest, Sha256};
+
+use crate::Shared;
+use crate::auth::{Caller, authenticate, credential};
+use crate::faults::FaultKind;
+use crate::http::ApiError;
+use crate::world::{RateWindow, RequestRecord};
+
+/// Most request records kept for `GET /_fakehub/requests`.
+const MAX_LOGGED_REQUESTS: usize = 100_000;
+
+/// Largest response body the ETag layer buffers.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+pub async fn api_layer(
+    State(shared): State<Arc<Shared>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| req.uri().path().to_string());
+    let path = req.uri().path().to_string();
+    let token = credential(req.headers());
+    let caller = authenticate(&shared.lock(), token.as_deref(), Utc::now());
+    let caller_kind = caller.as_ref().map(Caller::kind).unwrap_or("invalid");
+    let log = |status: StatusCode, hit: bool| {
+        let mut w = shared.lock();
+        // Keep the log bounded for long-running demos: drop the oldest tenth.
+        if w.requests.len() >= MAX_LOGGED_REQUESTS {
+            w.requests.drain(..MAX_LOGGED_REQUESTS / 10);
+        }
+        w.requests.push(RequestRecord {
+            method: method.to_string(),
+            route: route.clone(),
+            path: path.clone(),
+            status: status.as_u16(),
+            token_kind: caller_kind.to_string(),
+            conditional_hit: hit,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        });
+    };
+    let caller = match caller {
+        Ok(c) => c,
+        Err(e) => {
+            let resp = e.into_response();
+            log(resp.status(), false);
+            return resp;
+        }
+    };
+    let fired = shared.faults().for_request(method.as_str(), &route);
+    let rate_key = token.unwrap_or_else(|| "anonymous".to_string());
+    let limit = if caller == Caller::Anonymous {
+        60
+    } else {
+        shared.rate_limit
+    };
+    let mut ambiguous = None;
+    for fault in &fired {
+        match fault {
+            FaultKind::Latency { ms } => {
+                tokio::time::sleep(std::time::Duration::from_millis(*ms)).await
+            }
+            FaultKind::Status { status } => {
+                let status =
+                    StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let resp =
+                    ApiError::new(status, status.canonical_reason().unwrap_or("Server Error"))
+                        .into_response();
+                log(resp.status(), false);
+                return resp;
+            }
+            FaultKind::SecondaryRateLimit { retry_after } => {
+                let mut resp = ApiError::forbidden("You have exceeded a secondary rate limit. Please wait a few minutes before you try again.").into_response();
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                log(resp.status(), false);
+                return resp;
+            }
+            FaultKind::ExhaustPrimary => {
+                let mut w = shared.lock();
+                let window = window(&mut w.rate, &rate_key, limit);
+                window.used = window.limit;
+            }
+            FaultKind::AmbiguousWrite { drop } => ambiguous = Some(*drop),
+            _ => {}
+        }
+    }
+    let exhausted = {
+        let mut w = shared.lock();
+        let window = window(&mut w.rate, &rate_key, limit);
+        window.used >= window.limit
+    };
+    if exhausted {
+        let mut resp = ApiError::forbidden(
+            "API rate limit exceeded. Check out the documentation for more details.",
+        )
+        .into_response();
+        add_rate_headers(&shared, &rate_key, limit, &mut resp);
+        log(resp.status(), false);
+        return resp;
+    }
+    let if_none_match = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    req.extensions_mut().insert(caller);
+    let resp = next.run(req).await;
+    let (mut parts, body) = resp.into_parts();
+    let mut hit = false;
+    let body = if method == Method::GET && parts.status == StatusCode::OK {
+        let bytes = to_bytes(body, MAX_BODY).await.unwrap_or_default();
+        let digest = Sha256::digest(&bytes);
+        let etag = format!("\"{}\"", hex::encode(&digest[..16]));
+        if let Ok(v) = HeaderValue::from_str(&etag) {
+            parts.headers.insert(header::ETAG, v);
+        }
+        parts.headers.insert(
+            header::VARY,
+            HeaderValue::from_static("Accept, Authorization, Cookie, X-GitHub-OTP"),
+        );
+        if if_none_match.as_deref().is_some_and(|inm| {
+            inm.split(',')
+                .any(|t| t.trim().trim_start_matches("W/") == etag)
+        }) {
+            hit = true;
+            parts.status = StatusCode::NOT_MODIFIED;
+            parts.headers.remove(header::CONTENT_TYPE);
+            Body::empty()
+        } else {
+            Body::from(bytes)
+        }
+    } else {
+        body
+    };
+    if !hit {
+        let mut w = shared.lock();
+        window(&mut w.rate, &rate_key, limit).used += 1;
+    }
+    let mut resp = Response::from_parts(parts, body);
+    add_rate_headers(&shared, &rate_key, limit, &mut resp);
+    if method != Method::GET {
+        shared.mark_dirty();
+    }
+    match ambiguous {
+        Some(false) => {
+            let resp = ApiError::new(StatusCode::BAD_GATEWAY, "Bad Gateway").into_response();
+            log(resp.status(), false);
+            resp
+        }
+        Some(true) => {
+            log(StatusCode::BAD_GATEWAY, false);
+            // A body that fails mid-stream makes hyper abort the connection.
+            let stream = futures_error_stream();
+            Response::builder()
+                .status(StatusCode::OK)
+                .body(Body::from_stream(stream))
+                .unwrap_or_default()
+        }
+        None => {
+            log(resp.status(), hit);
+            resp
+        }
+    }
+}
+
+fn futures_error_stream()
+-> impl futures_util::Stream<Item = Result<axum::body::Bytes, std::io::Error>> + Send + 'static {
+    futures_util::stream::once(async {
+        Err(std::io::Error::other(
+            "connection dropped by fault injection",
+        ))
+    })
+}
+
+fn window<'a>(
+    rate: &'a mut std::collections::HashMap<String, RateWindow>,
+    key: &str,
+    limit: u64,
+) -> &'a mut RateWindow {
+    let now = Utc::now().timestamp();
+    let w = rate.entry(key.to_string()).or_insert_with(|| RateWindow {
+        limit,
+        used: 0,
+        reset: now + 3600,
+    });
+    if w.reset <= now {
+        w.used = 0;
+        w.reset = now + 3600;
+    }
+    w
+}
+
+fn add_rate_headers(shared: &Shared, key: &str, limit: u64, resp: &mut Response) {
+    let (limit, used, reset) = {
+        let mut w = shared.lock();
+        let win = window(&mut w.rate, key, limit);
+        (win.limit, win.used, win.reset)
+    };
+    let h = resp.headers_mut();
+    h.insert("x-ratelimit-limit", HeaderValue::from(limit));
+    h.insert(
+        "x-ratelimit-remaining",
+        HeaderValue::from(limit.saturating_sub(used)),
+    );
+    h.insert("x-ratelimit-used", HeaderValue::from(used));
+    h.insert("x-ratelimit-reset", HeaderValue::from(reset));
+    h.insert("x-ratelimit-resource", HeaderValue::from_static("core"));
+    h.insert(
+        "x-github-api-version-selected",
+        HeaderValue::from_static("2022-11-28"),
+    );
+}

@@ -1,0 +1,235 @@
+//! GitHub App endpoints (`/app`, installations, installation tokens, hook
+//! deliveries), `/installation/repositories`, `/rate_limit` and `/user`.
+
+use axum::extract::Path;
+use axum::http::{StatusCode, Uri};
+use axum::response::IntoResponse;
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::{S, Who, ctx};
+use crate::auth::{Caller, mint_token};
+use crate::http::{ApiError, ApiResult, JsonBody, created, ok, page_of, paginated};
+use crate::render::{
+    render_app, render_delivery, render_installation, render_private_user, render_repo, ts,
+};
+use crate::world::{Grant, World};
+
+/// Lifetime of an installation token, as on GitHub.
+const TOKEN_LIFETIME_MINUTES: i64 = 60;
+
+fn app_caller(c: &Caller) -> Result<u64, ApiError> {
+    match c {
+        Caller::App { app_id } => Ok(*app_id),
+        Caller::Anonymous => Err(ApiError::requires_auth()),
+        _ => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "A JSON web token could not be decoded",
+        )),
+    }
+}
+
+pub async fn get_app(axum::extract::State(s): S, axum::Extension(c): Who) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let w = s.lock();
+    ok(render_app(ctx(&s, &w), w.app(app_id)?))
+}
+
+pub async fn installations(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    uri: Uri,
+) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let w = s.lock();
+    let items = w
+        .installations
+        .values()
+        .filter(|i| i.app_id == app_id)
+        .map(|i| render_installation(ctx(&s, &w), i))
+        .collect();
+    paginated(items, &uri, &s.base)
+}
+
+pub async fn access_token(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path(id): Path<u64>,
+    JsonBody(body): JsonBody,
+) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let mut w = s.lock();
+    let inst = w
+        .installations
+        .get(&id)
+        .filter(|i| i.app_id == app_id)
+        .ok_or_else(ApiError::not_found)?
+        .clone();
+    if let Some(names) = body.get("repositories").and_then(Value::as_array) {
+        for name in names.iter().filter_map(Value::as_str) {
+            let visible = inst
+                .repository_ids
+                .iter()
+                .filter_map(|r| w.repos.get(r))
+                .any(|r| r.name.eq_ignore_ascii_case(name));
+            if !visible {
+                return Err(ApiError::validation(
+                    "Installation",
+                    "repositories",
+                    "invalid",
+                ));
+            }
+        }
+    }
+    let token = mint_token("ghs_");
+    let expires_at = Utc::now() + chrono::Duration::minutes(TOKEN_LIFETIME_MINUTES);
+    w.tokens.insert(
+        token.clone(),
+        Grant::Installation {
+            installation_id: id,
+            expires_at,
+        },
+    );
+    let app = w.app(app_id)?;
+    let repos: Vec<Value> = inst
+        .repository_ids
+        .iter()
+        .filter_map(|r| w.repos.get(r))
+        .map(|r| render_repo(ctx(&s, &w), r))
+        .collect();
+    s.mark_dirty();
+    created(json!({
+        "token": token,
+        "expires_at": ts(expires_at),
+        "permissions": app.permissions,
+        "repository_selection": "selected",
+        "repositories": repos,
+    }))
+}
+
+pub async fn installation_repos(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    uri: Uri,
+) -> ApiResult {
+    let Caller::Installation { installation_id } = c else {
+        return Err(ApiError::forbidden(
+            "This endpoint can only be accessed with an installation token",
+        ));
+    };
+    let w = s.lock();
+    let inst = w.installation(installation_id)?;
+    let repos: Vec<Value> = inst
+        .repository_ids
+        .iter()
+        .filter_map(|r| w.repos.get(r))
+        .map(|r| render_repo(ctx(&s, &w), r))
+        .collect();
+    let (page, link) = page_of(&repos, &uri, &s.base);
+    let mut resp = ok(
+        json!({"total_count": repos.len(), "repository_selection": "selected", "repositories": page}),
+    )?;
+    if let Some(link) = link {
+        resp.headers_mut().insert(axum::http::header::LINK, link);
+    }
+    Ok(resp)
+}
+
+fn app_deliveries(w: &World, app_id: u64) -> Vec<&crate::world::Delivery> {
+    let mut list: Vec<_> = w.deliveries.iter().filter(|d| d.app_id == app_id).collect();
+    list.reverse();
+    list
+}
+
+pub async fn deliveries(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    uri: Uri,
+) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let w = s.lock();
+    paginated(
+        app_deliveries(&w, app_id)
+            .into_iter()
+            .map(render_delivery)
+            .collect(),
+        &uri,
+        &s.base,
+    )
+}
+
+pub async fn delivery(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path(id): Path<u64>,
+) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let w = s.lock();
+    let d = app_deliveries(&w, app_id)
+        .into_iter()
+        .find(|d| d.id == id)
+        .ok_or_else(ApiError::not_found)?;
+    let mut v = render_delivery(d);
+    v["url"] = json!(null);
+    v["request"] = json!({"headers": {"X-GitHub-Event": d.event, "X-GitHub-Delivery": d.guid}, "payload": d.payload});
+    v["response"] = json!({"headers": {}, "payload": null});
+    ok(v)
+}
+
+pub async fn redeliver(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path(id): Path<u64>,
+) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let mut w = s.lock();
+    if !app_deliveries(&w, app_id).iter().any(|d| d.id == id) {
+        return Err(ApiError::not_found());
+    }
+    crate::webhooks::redeliver(&s, &mut w, id).ok_or_else(ApiError::not_found)?;
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({})).into_response()).into_response())
+}
+
+pub async fn rate_limit(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    headers: axum::http::HeaderMap,
+) -> ApiResult {
+    let key = crate::auth::credential(&headers).unwrap_or_else(|| "anonymous".into());
+    let w = s.lock();
+    let limit = if c == Caller::Anonymous {
+        60
+    } else {
+        s.rate_limit
+    };
+    let (limit, used, reset) = w
+        .rate
+        .get(&key)
+        .map(|r| (r.limit, r.used, r.reset))
+        .unwrap_or((limit, 0, Utc::now().timestamp() + 3600));
+    let core = json!({"limit": limit, "used": used, "remaining": limit.saturating_sub(used), "reset": reset});
+    let search = json!({"limit": 30, "used": 0, "remaining": 30, "reset": reset});
+    ok(json!({"resources": {"core": core, "search": search, "graphql": core}, "rate": core}))
+}
+
+pub async fn user(axum::extract::State(s): S, axum::Extension(c): Who) -> ApiResult {
+    match c {
+        Caller::User { user_id } => {
+            let w = s.lock();
+            ok(render_private_user(ctx(&s, &w), w.user(user_id)?))
+        }
+        Caller::Anonymous => Err(ApiError::requires_auth()),
+        _ => Err(ApiError::forbidden(
+            "Resource not accessible by integration",
+        )),
+    }
+}
+
+pub async fn update_user(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    JsonBody(_body): JsonBody,
+) -> ApiResult {
+    // Profile fields are not modelled; GitHub answers with the profile.
+    user(axum::extract::State(s), axum::Extension(c)).await
+}

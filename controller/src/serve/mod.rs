@@ -1,0 +1,1 @@
+//! `autoforge serve`: webhook ingress into the durable inbox, the dispatcher and the poller (SPEC §14).

@@ -259,13 +259,15 @@ async fn credentials_decide_between_401_403_and_404() {
             .bearer_auth(token)
             .send()
     };
+    let bogus = get("/repos/alice/widgets", "ghp_bogus").await.unwrap();
     assert_eq!(
-        get("/repos/alice/widgets", "ghp_bogus")
-            .await
-            .unwrap()
-            .status(),
-        401
+        (
+            bogus.status().as_u16(),
+            bogus.headers()["x-ratelimit-limit"].to_str().unwrap()
+        ),
+        (401, "60")
     );
+    assert!(bogus.headers().contains_key("x-github-request-id"));
     assert_eq!(
         get("/repos/alice/widgets", &w.carol)
             .await

@@ -61,7 +61,9 @@ pub async fn api_layer(
     let caller = match caller {
         Ok(c) => c,
         Err(e) => {
-            let resp = e.into_response();
+            // Rejected credentials are answered with the anonymous limits, as on GitHub.
+            let mut resp = e.into_response();
+            add_rate_headers(&shared, "anonymous", 60, &mut resp);
             log(resp.status(), false);
             return resp;
         }
@@ -229,4 +231,12 @@ fn add_rate_headers(shared: &Shared, key: &str, limit: u64, resp: &mut Response)
         "x-github-api-version-selected",
         HeaderValue::from_static("2022-11-28"),
     );
+    if let Ok(id) = HeaderValue::from_str(
+        &uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .to_ascii_uppercase(),
+    ) {
+        h.insert("x-github-request-id", id);
+    }
 }

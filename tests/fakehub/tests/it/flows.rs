@@ -259,13 +259,15 @@ async fn credentials_decide_between_401_403_and_404() {
             .bearer_auth(token)
             .send()
     };
+    let bogus = get("/repos/alice/widgets", "ghp_bogus").await.unwrap();
     assert_eq!(
-        get("/repos/alice/widgets", "ghp_bogus")
-            .await
-            .unwrap()
-            .status(),
-        401
+        (
+            bogus.status().as_u16(),
+            bogus.headers()["x-ratelimit-limit"].to_str().unwrap()
+        ),
+        (401, "60")
     );
+    assert!(bogus.headers().contains_key("x-github-request-id"));
     assert_eq!(
         get("/repos/alice/widgets", &w.carol)
             .await
@@ -1004,5 +1006,157 @@ async fn a_rebase_merge_replays_each_commit_onto_the_base_keeping_authors() {
             .iter()
             .all(|l| l.split('|').nth(2).unwrap().split_whitespace().count() == 1),
         "linear history"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_control_api_sets_up_a_world_that_the_rest_api_serves() {
+    let hub = fakehub::start(fakehub::Config::default()).await.unwrap();
+    let base = hub.base_url().to_string();
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        http.post(format!("{base}/_fakehub{path}"))
+            .json(&body)
+            .send()
+    };
+    let user: Value = post("/users", json!({"login": "olga", "type": "User"}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = user["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("ghp_"));
+    assert_eq!(
+        post("/users", json!({"login": "olga"}))
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
+    assert_eq!(
+        post("/users", json!({"login": "kit", "type": "User"}))
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    let repo = post(
+        "/repos",
+        json!({"owner": "olga", "name": "site", "files": {"index.html": "<h1>hi</h1>\n"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(repo.status(), 201);
+    let collab = http
+        .put(format!("{base}/_fakehub/repos/olga/site/collaborators/kit"))
+        .json(&json!({"permission": "triage"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(collab.status(), 204);
+    let app: Value = post(
+        "/apps",
+        json!({"slug": "ci-bot", "permissions": {"checks": "write"}}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert!(
+        app["private_key_pem"]
+            .as_str()
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+    let inst = post(
+        &format!("/apps/{}/installations", app["id"]),
+        json!({"account": "olga", "repositories": ["site"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(inst.status(), 201);
+    let inst_id = inst.json::<Value>().await.unwrap()["id"].as_u64().unwrap();
+    let repos = http
+        .put(format!(
+            "{base}/_fakehub/installations/{inst_id}/repositories"
+        ))
+        .json(&json!({"repositories": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(repos.status(), 204);
+    let main: Value = http
+        .get(format!("{base}/repos/olga/site/git/ref/heads/main"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sha = main["object"]["sha"].as_str().unwrap();
+    assert_eq!(post("/checks", json!({"owner": "olga", "repo": "site", "sha": sha, "name": "ci", "conclusion": "success"})).await.unwrap().status(), 201);
+    assert_eq!(post("/statuses", json!({"owner": "olga", "repo": "site", "sha": sha, "context": "lint", "state": "success"})).await.unwrap().status(), 201);
+    assert_eq!(post("/statuses", json!({"owner": "olga", "repo": "site", "sha": sha, "context": "lint", "state": "bogus"})).await.unwrap().status(), 422);
+    let status: Value = http
+        .get(format!("{base}/repos/olga/site/commits/main/status"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["state"], "success");
+    let perm: Value = http
+        .get(format!(
+            "{base}/repos/olga/site/collaborators/kit/permission"
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (perm["permission"].as_str(), perm["role_name"].as_str()),
+        (Some("read"), Some("triage"))
+    );
+    let requests: Vec<Value> = http
+        .get(format!("{base}/_fakehub/requests"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let last = requests.last().unwrap();
+    assert_eq!(
+        (
+            last["method"].as_str(),
+            last["route"].as_str(),
+            last["token_kind"].as_str()
+        ),
+        (
+            Some("GET"),
+            Some("/repos/{owner}/{repo}/collaborators/{username}/permission"),
+            Some("personal")
+        )
+    );
+    let state: Value = http
+        .get(format!("{base}/_fakehub/state"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        state["users"].as_object().unwrap().len(),
+        3,
+        "olga, kit and ci-bot[bot]"
     );
 }

@@ -441,7 +441,7 @@ async fn env_printer_child() {
         "env",
         ProfileSpec {
             command: vec![agent("print_env.sh")],
-            env: [("AGENT_MODE".to_owned(), "scripted".to_owned())].into(),
+            env: [("AGENT_MODE".to_owned(), SecretString::from("scripted"))].into(),
             env_inherit: vec!["ANTHROPIC_API_KEY".into()],
             env_remove: vec!["TERM".into()],
             idle_timeout_seconds: 60,

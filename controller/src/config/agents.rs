@@ -158,6 +158,16 @@ impl AgentSettings {
         let mut problems = Vec::new();
         let mut profiles = BTreeMap::new();
         for (name, profile) in &self.profiles {
+            // Legal at runtime (tests use it to exercise the wall clock), but
+            // in a config file it means the idle timeout was mistyped.
+            if profile.max_runtime_seconds < profile.idle_timeout_seconds {
+                problems.push((
+                    format!("/agents/profiles/{}/max_runtime_seconds", escape(name)),
+                    "runtime-covers-idle-timeout",
+                    "is shorter than idle_timeout_seconds, so the idle timeout could never fire"
+                        .to_owned(),
+                ));
+            }
             match crate::agents::profile::AgentProfile::from_spec(name, profile.to_spec()) {
                 Ok(built) => {
                     profiles.insert(name.clone(), built);
@@ -227,21 +237,22 @@ fn profile_problem(name: &str, error: &ProfileError) -> PointedProblem {
             ("command", "command")
         }
         ProfileError::ZeroTimeout { field, .. } => (*field, "minimum"),
-        ProfileError::RuntimeShorterThanIdle { .. } => {
-            ("max_runtime_seconds", "runtime-covers-idle-timeout")
-        }
         ProfileError::BadUsagePattern { .. } => ("usage_pattern", "regex"),
         ProfileError::InvalidEnvName { .. } | ProfileError::EnvSetAndRemoved { .. } => {
             ("env", "env-name")
         }
         ProfileError::CredentialEnvName { .. } => ("env", "no-controller-credential"),
     };
-    let name = name.replace('~', "~0").replace('/', "~1");
     (
-        format!("/agents/profiles/{name}/{field}"),
+        format!("/agents/profiles/{}/{field}", escape(name)),
         rule,
         error.to_string(),
     )
+}
+
+/// `name` as one JSON-pointer segment.
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
 }
 
 /// Pointers built here hold array indices only under `review`, and profile

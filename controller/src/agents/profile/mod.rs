@@ -61,10 +61,6 @@ pub enum ProfileError {
         profile: String,
         field: &'static str,
     },
-    #[error(
-        "agent profile `{profile}`: max_runtime_seconds is shorter than idle_timeout_seconds, so the idle timeout could never fire"
-    )]
-    RuntimeShorterThanIdle { profile: String },
     #[error("agent profile `{profile}`: `usage_pattern` {reason}")]
     BadUsagePattern { profile: String, reason: String },
     #[error("agent profile `{profile}`: `{name}` is not a valid environment variable name")]
@@ -117,9 +113,6 @@ impl AgentProfile {
             if value == 0 {
                 return Err(ProfileError::ZeroTimeout { profile, field });
             }
-        }
-        if spec.max_runtime_seconds < spec.idle_timeout_seconds {
-            return Err(ProfileError::RuntimeShorterThanIdle { profile });
         }
         let names = spec
             .env
@@ -345,14 +338,6 @@ mod tests {
             AgentProfile::from_spec("p", s),
             Err(ProfileError::BadUsagePattern { .. })
         ));
-        let mut s = spec(&["a"]);
-        s.idle_timeout_seconds = 4000;
-        assert_eq!(
-            AgentProfile::from_spec("p", s).err(),
-            Some(ProfileError::RuntimeShorterThanIdle {
-                profile: "p".into()
-            })
-        );
     }
 
     #[test]

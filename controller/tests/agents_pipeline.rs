@@ -1,0 +1,607 @@
+//! The agent phase pipeline end to end (issue 6 §8): scripted agents from
+//! `tests/agents/`, well-behaved and hostile, run through `run_phase` in a
+//! real worktree of a mirror fed from a bare repository. Every refusal is
+//! checked to carry a diagnosis free of the agent's own text.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use autoforge::agents::context::{ContextDoc, ContextFiles};
+use autoforge::agents::pipeline::{
+    CommitPolicy, Expectations, PhaseOutcome, PhaseReport, PhaseRequest, Timeout, run_phase,
+};
+use autoforge::agents::profile::AgentCatalog;
+use autoforge::agents::prompt::{PromptSet, TemplateId, Value, limit_value};
+use autoforge::agents::result::{Phase, PhaseResult, ReviewObservations, UpdateEpicObservations};
+use autoforge::agents::supervisor::LaunchExit;
+use autoforge::config::AgentSettings;
+use autoforge::publish::{CommitMessageViolation, IssueRef};
+use autoforge::redact::Redactor;
+use autoforge::workspace::{CommitSha, Mirror, Workspaces, Worktree};
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+use serde_json::json;
+use tempfile::TempDir;
+
+mod support;
+use support::{Upstream, agent_script, git};
+
+/// Printed by every hostile script (`tests/agents/phase_common.sh`).
+const CANARY: &str = "CANARY-7f3e-hostile-agent-text";
+const ISSUE_URL: &str = "https://github.com/octo/widgets/issues/7";
+
+/// A bare upstream with one commit, its mirror and the issue's worktree.
+struct Repo {
+    _upstream: Upstream,
+    state: TempDir,
+    mirror: Mirror,
+    worktree: Worktree,
+    base: CommitSha,
+}
+
+impl Repo {
+    async fn new() -> Self {
+        let upstream = Upstream::bare();
+        let base = upstream.commit("README.md", "hello\n", "Initial commit");
+        let state = tempfile::tempdir().unwrap();
+        let workspaces = Workspaces::open(&state.path().join("state")).unwrap();
+        let mirror = workspaces
+            .mirror("octo", "widgets", &upstream.url())
+            .await
+            .unwrap();
+        mirror
+            .fetch_shas(std::slice::from_ref(&base), None)
+            .await
+            .unwrap();
+        let worktree = Worktree::ensure(&mirror, 7, &base).await.unwrap();
+        Self {
+            _upstream: upstream,
+            state,
+            mirror,
+            worktree,
+            base,
+        }
+    }
+
+    fn head(&self) -> String {
+        git(self.worktree.path(), &["rev-parse", "HEAD"])
+    }
+}
+
+fn issue(number: u64) -> IssueRef {
+    IssueRef {
+        owner: "octo".into(),
+        repo: "widgets".into(),
+        number,
+    }
+}
+
+/// One profile, `scripted`, serving every role, built through the config
+/// layer's conversion like the real controller does.
+fn catalog(command: Vec<String>, idle: u64, wall: u64) -> AgentCatalog {
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {"scripted": {
+            "command": command,
+            "env": {"VENDOR_API_KEY": "vendor-secret-value-0042"},
+            "idle_timeout_seconds": idle,
+            "max_runtime_seconds": wall,
+        }},
+        "roles": {"implement": "scripted", "review": "scripted", "fix": "scripted", "update_epic": "scripted"}
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}
+
+fn script(name: &str, args: &[&str]) -> Vec<String> {
+    std::iter::once(agent_script(name))
+        .chain(args.iter().map(|a| (*a).to_owned()))
+        .collect()
+}
+
+/// Every placeholder of `template` that is not a bound, with a visible
+/// stand-in value.
+fn values_for(template: TemplateId) -> BTreeMap<&'static str, Value> {
+    template
+        .placeholders()
+        .iter()
+        .filter(|name| limit_value(name).is_none())
+        .map(|name| (*name, Value::trusted(format!("<{name}>"))))
+        .collect()
+}
+
+fn template_of(phase: Phase) -> TemplateId {
+    match phase {
+        Phase::Implement => TemplateId::Implement,
+        Phase::Review => TemplateId::Review,
+        Phase::Fix => TemplateId::Fix,
+        Phase::UpdateEpic => TemplateId::UpdateEpic,
+    }
+}
+
+struct Run<'a> {
+    repo: &'a Repo,
+    phase: Phase,
+    round: u32,
+    command: Vec<String>,
+    expectations: Expectations,
+    idle: u64,
+    wall: u64,
+}
+
+impl<'a> Run<'a> {
+    fn implement(repo: &'a Repo, mode: &str) -> Self {
+        Self {
+            repo,
+            phase: Phase::Implement,
+            round: 1,
+            command: script("phase_implement.sh", &[mode, ISSUE_URL]),
+            expectations: Expectations::Implement {
+                run_issue: issue(7),
+                base_sha: repo.base.clone(),
+            },
+            idle: 60,
+            wall: 120,
+        }
+    }
+
+    fn review(repo: &'a Repo, command: Vec<String>, round: u32) -> Self {
+        Self {
+            repo,
+            phase: Phase::Review,
+            round,
+            command,
+            expectations: Expectations::Review(ReviewObservations {
+                round,
+                reviewed_head_sha: repo.base.to_string(),
+                failed_validation_index: None,
+            }),
+            idle: 60,
+            wall: 120,
+        }
+    }
+
+    async fn go(self) -> PhaseReport {
+        let catalog = catalog(self.command, self.idle, self.wall);
+        let prompts = PromptSet::embedded();
+        let context = ContextFiles {
+            issue: Some(ContextDoc {
+                facts: vec![("number".into(), "7".into())],
+                body: "Please add the feature.".into(),
+            }),
+            ..ContextFiles::default()
+        };
+        let boundary = BTreeMap::from([
+            ("REPOSITORY", Value::trusted("octo/widgets")),
+            ("ISSUE_URL", Value::trusted(ISSUE_URL)),
+        ]);
+        let redactor = Redactor::new();
+        let request = PhaseRequest {
+            phase: self.phase,
+            round: self.round,
+            catalog: &catalog,
+            prompts: &prompts,
+            boundary,
+            values: values_for(template_of(self.phase)),
+            context: &context,
+            mirror: &self.repo.mirror,
+            worktree: &self.repo.worktree,
+            launch_dir: self.repo.state.path().join("launches/1"),
+            redactor: &redactor,
+            expectations: self.expectations,
+            max_corrections: 1,
+            cancel: None,
+            kill_grace: Duration::from_millis(300),
+        };
+        run_phase(request).await.unwrap()
+    }
+}
+
+/// The diagnosis of a rejected phase, after checking it has one launch
+/// plus one correction and never quotes the agent.
+fn rejected_after_one_correction(report: &PhaseReport) -> &str {
+    let PhaseOutcome::Rejected { diagnosis } = &report.outcome else {
+        panic!("expected a rejection, got {:?}", report.outcome);
+    };
+    assert_eq!(report.launches.len(), 2, "one launch plus one correction");
+    assert!(
+        !diagnosis.contains(CANARY),
+        "the diagnosis echoes agent text: {diagnosis}"
+    );
+    diagnosis
+}
+
+/// The redacted `output.log` of one attempt (`attempt-N/` under the
+/// phase's launch directory).
+fn output_log_of_attempt(repo: &Repo, attempt: u32) -> String {
+    let dir = repo
+        .state
+        .path()
+        .join(format!("launches/1/attempt-{attempt}"));
+    std::fs::read_to_string(dir.join("output.log")).unwrap()
+}
+
+#[tokio::test]
+async fn a_well_behaved_implementer_is_accepted_with_its_commit_checked() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "good").go().await;
+    let PhaseOutcome::Accepted(PhaseResult::Implement(result)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(result.head_sha, repo.head());
+    assert_eq!(result.pr_title, "Add the feature");
+    assert_eq!(report.launches.len(), 1);
+    assert_eq!(report.launches[0].exit, LaunchExit::Exited(0));
+    assert_eq!(report.commit_policy, CommitPolicy::Passed { commits: 1 });
+    let context = repo.state.path().join("launches/1/context/issue.md");
+    assert!(
+        std::fs::read_to_string(context)
+            .unwrap()
+            .contains("Please add the feature.")
+    );
+}
+
+#[tokio::test]
+async fn a_well_behaved_reviewer_is_accepted_and_leaves_the_worktree_alone() {
+    let repo = Repo::new().await;
+    let command = script("phase_review.sh", &["findings", "2"]);
+    let report = Run::review(&repo, command, 2).go().await;
+    let PhaseOutcome::Accepted(PhaseResult::Review(review)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(review.round, 2);
+    assert_eq!(review.findings[0].id, "R2-F1");
+    assert_eq!(report.commit_policy, CommitPolicy::NotApplicable);
+}
+
+#[tokio::test]
+async fn a_well_behaved_fixer_resolves_every_open_finding() {
+    let repo = Repo::new().await;
+    let ids = ["R1-F1", "R1-F2"];
+    let report = Run {
+        command: script("phase_fix.sh", &["good", ids[0], ids[1]]),
+        ..fix_run(&repo, &ids)
+    }
+    .go()
+    .await;
+    let PhaseOutcome::Accepted(PhaseResult::Fix(fix)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(fix.previous_head_sha, repo.base.to_string());
+    assert_eq!(fix.head_sha, repo.head());
+    assert_eq!(fix.resolutions.len(), 2);
+    assert_eq!(report.commit_policy, CommitPolicy::Passed { commits: 1 });
+}
+
+fn fix_run<'a>(repo: &'a Repo, ids: &[&str]) -> Run<'a> {
+    Run {
+        repo,
+        phase: Phase::Fix,
+        round: 1,
+        command: Vec::new(),
+        expectations: Expectations::Fix {
+            run_issue: issue(7),
+            round: 1,
+            reviewed_head_sha: repo.base.clone(),
+            open_finding_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+            handed_over_follow_ups: Vec::new(),
+        },
+        idle: 60,
+        wall: 120,
+    }
+}
+
+#[tokio::test]
+async fn a_fixer_leaving_a_finding_unresolved_is_rejected() {
+    let repo = Repo::new().await;
+    let ids = ["R1-F1", "R1-F2"];
+    let report = Run {
+        command: script("phase_fix.sh", &["missing_resolution", ids[0], ids[1]]),
+        ..fix_run(&repo, &ids)
+    }
+    .go()
+    .await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("no resolution for open finding R1-F2"),
+        "{diagnosis}"
+    );
+}
+
+#[tokio::test]
+async fn a_well_behaved_epic_updater_is_accepted() {
+    let repo = Repo::new().await;
+    let report = Run {
+        repo: &repo,
+        phase: Phase::UpdateEpic,
+        round: 1,
+        command: script("phase_update_epic.sh", &["good"]),
+        expectations: Expectations::UpdateEpic(UpdateEpicObservations {
+            epic: issue(1),
+            finished_issue: issue(7),
+            roadmap_due: true,
+            merges_pending: true,
+        }),
+        idle: 60,
+        wall: 120,
+    }
+    .go()
+    .await;
+    let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(update.next_issue_url, None);
+    assert!(
+        update
+            .roadmap_section
+            .as_deref()
+            .unwrap()
+            .contains("gadgets")
+    );
+}
+
+#[tokio::test]
+async fn output_without_a_block_gets_one_correction_then_is_rejected() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "no_block").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("no complete CONTROL_RESULT block"),
+        "{diagnosis}"
+    );
+    assert!(
+        report
+            .launches
+            .iter()
+            .all(|l| l.exit == LaunchExit::Exited(0))
+    );
+    assert!(output_log_of_attempt(&repo, 2).contains("All done"));
+}
+
+#[tokio::test]
+async fn of_two_blocks_the_last_one_is_used() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "two_blocks").go().await;
+    let PhaseOutcome::Accepted(PhaseResult::Implement(result)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(result.pr_title, "Add the feature");
+    assert_eq!(report.launches.len(), 1);
+}
+
+#[tokio::test]
+async fn a_block_only_in_the_dropped_head_of_a_huge_output_is_refused() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "block_in_head_only").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("earlier output was not captured"),
+        "{diagnosis}"
+    );
+}
+
+#[tokio::test]
+async fn a_two_mebibyte_block_is_refused_by_its_size() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "huge_block").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("over the limit of 1048576 bytes"),
+        "{diagnosis}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_json_is_refused_with_its_position_only() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "invalid_json").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(diagnosis.contains("not valid JSON"), "{diagnosis}");
+}
+
+#[tokio::test]
+async fn a_result_for_another_phase_is_refused() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "wrong_phase").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("phase must be \"IMPLEMENT\""),
+        "{diagnosis}"
+    );
+}
+
+#[tokio::test]
+async fn a_head_sha_naming_another_commit_is_refused() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "other_head").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("but the worktree HEAD is"),
+        "{diagnosis}"
+    );
+    assert!(diagnosis.contains(&repo.head()), "{diagnosis}");
+}
+
+#[tokio::test]
+async fn a_review_of_another_round_is_refused() {
+    let repo = Repo::new().await;
+    let command = script("phase_review.sh", &["wrong_round", "3"]);
+    let report = Run::review(&repo, command, 3).go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(
+        diagnosis.contains("round is 4, but this is round 3"),
+        "{diagnosis}"
+    );
+}
+
+#[tokio::test]
+async fn a_credential_in_the_pr_body_is_refused_and_never_repeated() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "credential_in_body").go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(diagnosis.contains("pr_body"), "{diagnosis}");
+    assert!(!diagnosis.contains("ghp_"), "{diagnosis}");
+    let log = output_log_of_attempt(&repo, 1);
+    assert!(!log.contains("ghp_0123456789"), "the token reached the log");
+}
+
+#[tokio::test]
+async fn a_commit_message_closing_another_issue_is_refused_by_the_commit_policy() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "closes_other_issue").go().await;
+    assert!(
+        matches!(report.outcome, PhaseOutcome::Accepted(_)),
+        "{:?}",
+        report.outcome
+    );
+    let CommitPolicy::Refused(CommitMessageViolation::ClosesAnotherIssue { sha, .. }) =
+        &report.commit_policy
+    else {
+        panic!("{:?}", report.commit_policy);
+    };
+    assert_eq!(sha, &repo.head());
+}
+
+#[tokio::test]
+async fn a_reviewer_that_edits_the_worktree_voids_its_result() {
+    let repo = Repo::new().await;
+    let command = script("edits_worktree_reviewer.sh", &[]);
+    let report = Run::review(&repo, command, 1).go().await;
+    assert_eq!(report.outcome, PhaseOutcome::ReviewerMovedWorktree);
+    assert_eq!(
+        report.launches.len(),
+        1,
+        "a voided review earns no correction"
+    );
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_a_crash_even_with_a_valid_block() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "crash").go().await;
+    assert_eq!(
+        report.outcome,
+        PhaseOutcome::Crashed {
+            exit: LaunchExit::Exited(3)
+        }
+    );
+    assert_eq!(report.launches.len(), 1, "a crash earns no correction");
+}
+
+#[tokio::test]
+async fn a_blocked_answer_is_reported_with_its_message() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "blocked").go().await;
+    assert_eq!(
+        report.outcome,
+        PhaseOutcome::AgentBlocked {
+            message: "The issue asks for two incompatible things.".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_silent_agent_times_out_and_its_process_group_dies() {
+    let repo = Repo::new().await;
+    let pidfile = repo.state.path().join("grandchild.pid");
+    let report = Run {
+        command: script("sleeper_with_grandchild.sh", &[pidfile.to_str().unwrap()]),
+        idle: 1,
+        wall: 30,
+        ..Run::implement(&repo, "unused")
+    }
+    .go()
+    .await;
+    assert_eq!(report.outcome, PhaseOutcome::TimedOut(Timeout::Idle));
+    assert_eq!(report.launches.len(), 1);
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        kill(Pid::from_raw(pid), None),
+        Err(Errno::ESRCH),
+        "the grandchild {pid} outlived its launch"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_that_fixes_its_answer_on_correction_is_accepted_with_two_records() {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, "fixed_on_correction").go().await;
+    let PhaseOutcome::Accepted(PhaseResult::Implement(result)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(result.head_sha, repo.head());
+    assert_eq!(report.launches.len(), 2);
+    assert_ne!(report.launches[0].log_dir, report.launches[1].log_dir);
+    assert_eq!(report.commit_policy, CommitPolicy::Passed { commits: 1 });
+}
+
+/// The environment check runs in a child copy of this test binary, so the
+/// credential variables are set for that process alone.
+const ENV_CHILD_FLAG: &str = "AGENTS_PIPELINE_ENV_CHILD";
+
+#[test]
+fn an_agent_printing_its_environment_shows_no_controller_credential() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "env_printer_child",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(ENV_CHILD_FLAG, "1")
+        .env("GITHUB_TOKEN", "ghs_leakedtokenvalue000000000000")
+        .env("AUTOFORGE_WEBHOOK_SECRET", "leaked-webhook-secret")
+        .env("AUTOFORGE_GITHUB_TOKEN", "leaked-autoforge-token")
+        .env("DATABASE_URL", "postgres://u:leakedpassword@db/x")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child test did not run: {stdout}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "runs only as the child process of an_agent_printing_its_environment_shows_no_controller_credential"]
+async fn env_printer_child() {
+    if std::env::var_os(ENV_CHILD_FLAG).is_none() {
+        return;
+    }
+    let repo = Repo::new().await;
+    let report = Run {
+        command: script("print_env.sh", &[]),
+        ..Run::implement(&repo, "unused")
+    }
+    .go()
+    .await;
+    rejected_after_one_correction(&report);
+    let env = output_log_of_attempt(&repo, 1);
+    assert!(env.contains("PATH="), "{env}");
+    for leaked in [
+        "GITHUB_TOKEN",
+        "AUTOFORGE_",
+        "DATABASE_URL",
+        "leaked",
+        ENV_CHILD_FLAG,
+    ] {
+        assert!(
+            !env.contains(leaked),
+            "`{leaked}` reached the agent:\n{env}"
+        );
+    }
+    // The profile's own vendor key reaches the agent but not the log.
+    assert!(env.contains("VENDOR_API_KEY=[REDACTED"), "{env}");
+    assert!(!env.contains("vendor-secret-value-0042"), "{env}");
+}

@@ -26,7 +26,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 mod support;
-use support::{Upstream, agent_script, git};
+use support::{LEAKABLE_CREDENTIALS, Upstream, agent_script, git, run_child_test};
 
 /// Printed by every hostile script (`tests/agents/phase_common.sh`).
 const CANARY: &str = "CANARY-7f3e-hostile-agent-text";
@@ -212,6 +212,16 @@ fn rejected_after_one_correction(report: &PhaseReport) -> &str {
     diagnosis
 }
 
+/// Runs the IMPLEMENT script in `mode`, expects a rejection whose
+/// diagnosis names `fragment`, and returns the repository and report.
+async fn implementer_is_rejected(mode: &str, fragment: &str) -> (Repo, PhaseReport) {
+    let repo = Repo::new().await;
+    let report = Run::implement(&repo, mode).go().await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(diagnosis.contains(fragment), "{diagnosis}");
+    (repo, report)
+}
+
 /// The redacted `output.log` of one attempt (`attempt-N/` under the
 /// phase's launch directory).
 fn output_log_of_attempt(repo: &Repo, attempt: u32) -> String {
@@ -343,13 +353,8 @@ async fn a_well_behaved_epic_updater_is_accepted() {
 
 #[tokio::test]
 async fn output_without_a_block_gets_one_correction_then_is_rejected() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "no_block").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
-    assert!(
-        diagnosis.contains("no complete CONTROL_RESULT block"),
-        "{diagnosis}"
-    );
+    let (repo, report) =
+        implementer_is_rejected("no_block", "no complete CONTROL_RESULT block").await;
     assert!(
         report
             .launches
@@ -372,55 +377,32 @@ async fn of_two_blocks_the_last_one_is_used() {
 
 #[tokio::test]
 async fn a_block_only_in_the_dropped_head_of_a_huge_output_is_refused() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "block_in_head_only").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
-    assert!(
-        diagnosis.contains("earlier output was not captured"),
-        "{diagnosis}"
-    );
+    implementer_is_rejected("block_in_head_only", "earlier output was not captured").await;
 }
 
 #[tokio::test]
 async fn a_two_mebibyte_block_is_refused_by_its_size() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "huge_block").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
-    assert!(
-        diagnosis.contains("over the limit of 1048576 bytes"),
-        "{diagnosis}"
-    );
+    implementer_is_rejected("huge_block", "over the limit of 1048576 bytes").await;
 }
 
 #[tokio::test]
 async fn invalid_json_is_refused_with_its_position_only() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "invalid_json").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
-    assert!(diagnosis.contains("not valid JSON"), "{diagnosis}");
+    implementer_is_rejected("invalid_json", "not valid JSON").await;
 }
 
 #[tokio::test]
 async fn a_result_for_another_phase_is_refused() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "wrong_phase").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
-    assert!(
-        diagnosis.contains("phase must be \"IMPLEMENT\""),
-        "{diagnosis}"
-    );
+    implementer_is_rejected("wrong_phase", "phase must be \"IMPLEMENT\"").await;
 }
 
 #[tokio::test]
 async fn a_head_sha_naming_another_commit_is_refused() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "other_head").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
+    let (repo, report) = implementer_is_rejected("other_head", "but the worktree HEAD is").await;
     assert!(
-        diagnosis.contains("but the worktree HEAD is"),
-        "{diagnosis}"
+        rejected_after_one_correction(&report).contains(&repo.head()),
+        "{:?}",
+        report.outcome
     );
-    assert!(diagnosis.contains(&repo.head()), "{diagnosis}");
 }
 
 #[tokio::test]
@@ -437,11 +419,12 @@ async fn a_review_of_another_round_is_refused() {
 
 #[tokio::test]
 async fn a_credential_in_the_pr_body_is_refused_and_never_repeated() {
-    let repo = Repo::new().await;
-    let report = Run::implement(&repo, "credential_in_body").go().await;
-    let diagnosis = rejected_after_one_correction(&report);
-    assert!(diagnosis.contains("pr_body"), "{diagnosis}");
-    assert!(!diagnosis.contains("ghp_"), "{diagnosis}");
+    let (repo, report) = implementer_is_rejected("credential_in_body", "pr_body").await;
+    assert!(
+        !rejected_after_one_correction(&report).contains("ghp_"),
+        "{:?}",
+        report.outcome
+    );
     let log = output_log_of_attempt(&repo, 1);
     assert!(!log.contains("ghp_0123456789"), "the token reached the log");
 }
@@ -546,31 +529,7 @@ const ENV_CHILD_FLAG: &str = "AGENTS_PIPELINE_ENV_CHILD";
 
 #[test]
 fn an_agent_printing_its_environment_shows_no_controller_credential() {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "env_printer_child",
-            "--ignored",
-            "--test-threads=1",
-        ])
-        .env(ENV_CHILD_FLAG, "1")
-        .env("GITHUB_TOKEN", "ghs_leakedtokenvalue000000000000")
-        .env("AUTOFORGE_WEBHOOK_SECRET", "leaked-webhook-secret")
-        .env("AUTOFORGE_GITHUB_TOKEN", "leaked-autoforge-token")
-        .env("DATABASE_URL", "postgres://u:leakedpassword@db/x")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "the child test did not run: {stdout}"
-    );
+    run_child_test("env_printer_child", ENV_CHILD_FLAG, &LEAKABLE_CREDENTIALS);
 }
 
 #[tokio::test]

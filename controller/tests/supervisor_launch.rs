@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
 use std::time::Duration;
 
 use autoforge::agents::profile::{AgentProfile, ProfileSpec, Role};
@@ -19,7 +18,7 @@ use secrecy::SecretString;
 use tokio::sync::watch;
 
 mod support;
-use support::{agent_script, git};
+use support::{LEAKABLE_CREDENTIALS, agent_script, git, run_child_test};
 
 /// The agent's working directory, beside (not above) the launch logs.
 fn work(dir: &tempfile::TempDir) -> PathBuf {
@@ -387,35 +386,12 @@ const ENV_CHILD_FLAG: &str = "SUPERVISOR_ENV_CHILD";
 
 #[test]
 fn env_printer_sees_no_controller_credentials() {
-    let exe = std::env::current_exe().unwrap();
-    let out = StdCommand::new(exe)
-        .args([
-            "--exact",
-            "env_printer_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV_CHILD_FLAG, "1")
-        .env("GITHUB_TOKEN", "ghs_leakedtokenvalue000000000000")
-        .env("GH_TOKEN", "leaked-gh-token-value")
-        .env("AUTOFORGE_GITHUB_TOKEN", "leaked-autoforge-token")
-        .env("AUTOFORGE_WEBHOOK_SECRET", "leaked-webhook-secret")
-        .env("DATABASE_URL", "postgres://u:leakedpassword@db/x")
-        .env("ANTHROPIC_API_KEY", "vendor-key-for-the-agent")
-        .env("SOME_RANDOM_VARIABLE", "not-allow-listed")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "the child test did not run: {stdout}"
-    );
+    let mut env = LEAKABLE_CREDENTIALS.to_vec();
+    env.extend([
+        ("ANTHROPIC_API_KEY", "vendor-key-for-the-agent"),
+        ("SOME_RANDOM_VARIABLE", "not-allow-listed"),
+    ]);
+    run_child_test("env_printer_child", ENV_CHILD_FLAG, &env);
 }
 
 #[tokio::test]

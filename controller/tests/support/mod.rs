@@ -91,3 +91,43 @@ impl Upstream {
         CommitSha::parse(&git(&self.path, &["rev-parse", "HEAD"])).unwrap()
     }
 }
+
+/// Controller credentials a child test process is started with, so that an
+/// agent launched there could leak them if the allow-list failed.
+pub const LEAKABLE_CREDENTIALS: [(&str, &str); 5] = [
+    ("GITHUB_TOKEN", "ghs_leakedtokenvalue000000000000"),
+    ("GH_TOKEN", "leaked-gh-token-value"),
+    ("AUTOFORGE_GITHUB_TOKEN", "leaked-autoforge-token"),
+    ("AUTOFORGE_WEBHOOK_SECRET", "leaked-webhook-secret"),
+    ("DATABASE_URL", "postgres://u:leakedpassword@db/x"),
+];
+
+/// Runs the ignored test `name` of this test binary in a child process
+/// with `flag` and `env` set for that process alone (changing the
+/// environment of the threads running the other tests is not sound), and
+/// fails unless it ran and passed.
+pub fn run_child_test(name: &str, flag: &str, env: &[(&str, &str)]) {
+    let exe = std::env::current_exe().unwrap();
+    let out = StdCommand::new(exe)
+        .args([
+            "--exact",
+            name,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(flag, "1")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child test did not run: {stdout}"
+    );
+}

@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use autoforge::agents::context::{ContextDoc, ContextFiles};
 use autoforge::agents::pipeline::{
-    CommitPolicy, Expectations, PhaseOutcome, PhaseReport, PhaseRequest, Timeout, run_phase,
+    CommitPolicy, Expectations, PhaseOutcome, PhaseReport, PhaseRequest, PipelineError, Timeout,
+    run_phase,
 };
 use autoforge::agents::profile::AgentCatalog;
 use autoforge::agents::prompt::{PromptSet, TemplateId, Value, limit_value};
-use autoforge::agents::result::{Phase, PhaseResult, ReviewObservations, UpdateEpicObservations};
-use autoforge::agents::supervisor::LaunchExit;
+use autoforge::agents::result::{
+    Phase, PhaseResult, ReRequest, ReviewObservations, UpdateEpicObservations,
+};
+use autoforge::agents::supervisor::{CancelToken, Heartbeat, LaunchExit};
 use autoforge::config::AgentSettings;
 use autoforge::publish::{CommitMessageViolation, IssueRef};
 use autoforge::redact::Redactor;
@@ -24,6 +27,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::json;
 use tempfile::TempDir;
+use tokio::sync::watch;
 
 mod support;
 use support::{LEAKABLE_CREDENTIALS, Upstream, agent_script, git, run_child_test};
@@ -126,8 +130,11 @@ struct Run<'a> {
     round: u32,
     command: Vec<String>,
     expectations: Expectations,
+    rerequest: Option<ReRequest>,
     idle: u64,
     wall: u64,
+    cancel: Option<&'a CancelToken>,
+    heartbeat: Option<&'a watch::Sender<Heartbeat>>,
 }
 
 impl<'a> Run<'a> {
@@ -141,8 +148,11 @@ impl<'a> Run<'a> {
                 run_issue: issue(7),
                 base_sha: repo.base.clone(),
             },
+            rerequest: None,
             idle: 60,
             wall: 120,
+            cancel: None,
+            heartbeat: None,
         }
     }
 
@@ -157,12 +167,19 @@ impl<'a> Run<'a> {
                 reviewed_head_sha: repo.base.to_string(),
                 failed_validation_index: None,
             }),
+            rerequest: None,
             idle: 60,
             wall: 120,
+            cancel: None,
+            heartbeat: None,
         }
     }
 
     async fn go(self) -> PhaseReport {
+        self.try_go().await.unwrap()
+    }
+
+    async fn try_go(self) -> Result<PhaseReport, PipelineError> {
         let catalog = catalog(self.command, self.idle, self.wall);
         let prompts = PromptSet::embedded();
         let context = ContextFiles {
@@ -183,7 +200,11 @@ impl<'a> Run<'a> {
             catalog: &catalog,
             prompts: &prompts,
             boundary,
-            values: values_for(template_of(self.phase)),
+            rerequest: self.rerequest,
+            values: values_for(match self.rerequest {
+                Some(_) => TemplateId::UpdateEpicReRequest,
+                None => template_of(self.phase),
+            }),
             context: &context,
             mirror: &self.repo.mirror,
             worktree: &self.repo.worktree,
@@ -191,10 +212,11 @@ impl<'a> Run<'a> {
             redactor: &redactor,
             expectations: self.expectations,
             max_corrections: 1,
-            cancel: None,
+            cancel: self.cancel,
+            heartbeat: self.heartbeat,
             kill_grace: Duration::from_millis(300),
         };
-        run_phase(request).await.unwrap()
+        run_phase(request).await
     }
 }
 
@@ -297,8 +319,11 @@ fn fix_run<'a>(repo: &'a Repo, ids: &[&str]) -> Run<'a> {
             open_finding_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
             handed_over_follow_ups: Vec::new(),
         },
+        rerequest: None,
         idle: 60,
         wall: 120,
+        cancel: None,
+        heartbeat: None,
     }
 }
 
@@ -319,25 +344,32 @@ async fn a_fixer_leaving_a_finding_unresolved_is_rejected() {
     );
 }
 
-#[tokio::test]
-async fn a_well_behaved_epic_updater_is_accepted() {
-    let repo = Repo::new().await;
-    let report = Run {
-        repo: &repo,
+fn update_epic_run<'a>(repo: &'a Repo, mode: &str, rerequest: Option<ReRequest>) -> Run<'a> {
+    // A re-request that does not ask for the roadmap cannot require it.
+    let roadmap_asked = rerequest.is_none_or(|asked| asked.roadmap);
+    Run {
         phase: Phase::UpdateEpic,
-        round: 1,
-        command: script("phase_update_epic.sh", &["good"]),
+        command: script("phase_update_epic.sh", &[mode]),
         expectations: Expectations::UpdateEpic(UpdateEpicObservations {
             epic: issue(1),
             finished_issue: issue(7),
-            roadmap_due: true,
-            merges_pending: true,
+            roadmap_due: roadmap_asked,
+            merges_pending: roadmap_asked,
         }),
-        idle: 60,
-        wall: 120,
+        rerequest,
+        ..Run::implement(repo, "unused")
     }
-    .go()
-    .await;
+}
+
+const NEXT_ISSUE_ONLY: ReRequest = ReRequest {
+    next_issue: true,
+    roadmap: false,
+};
+
+#[tokio::test]
+async fn a_well_behaved_epic_updater_is_accepted() {
+    let repo = Repo::new().await;
+    let report = update_epic_run(&repo, "good", None).go().await;
     let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
@@ -348,6 +380,89 @@ async fn a_well_behaved_epic_updater_is_accepted() {
             .as_deref()
             .unwrap()
             .contains("gadgets")
+    );
+}
+
+#[tokio::test]
+async fn a_rerequest_for_the_next_issue_accepts_just_that_field() {
+    let repo = Repo::new().await;
+    let report = update_epic_run(&repo, "rerequest_next", Some(NEXT_ISSUE_ONLY))
+        .go()
+        .await;
+    let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert_eq!(
+        update.next_issue_url.as_deref(),
+        Some("https://github.com/octo/widgets/issues/8")
+    );
+    assert_eq!(update.progress, None);
+}
+
+#[tokio::test]
+async fn a_rerequest_answer_repeating_the_progress_is_refused() {
+    let repo = Repo::new().await;
+    let report = update_epic_run(&repo, "rerequest_with_progress", Some(NEXT_ISSUE_ONLY))
+        .go()
+        .await;
+    let diagnosis = rejected_after_one_correction(&report);
+    assert!(diagnosis.contains("not asked for"), "{diagnosis}");
+}
+
+#[tokio::test]
+async fn expectations_of_another_phase_are_a_caller_error_before_any_launch() {
+    let repo = Repo::new().await;
+    let run = Run {
+        phase: Phase::Review,
+        ..Run::implement(&repo, "good")
+    };
+    assert!(matches!(
+        run.try_go().await,
+        Err(PipelineError::ExpectationsOfAnotherPhase("REVIEW"))
+    ));
+    assert_eq!(repo.head(), repo.base.to_string(), "nothing was launched");
+}
+
+#[tokio::test]
+async fn cancelling_a_running_agent_kills_its_group_and_reports_cancelled() {
+    let repo = Repo::new().await;
+    let pidfile = repo.state.path().join("grandchild.pid");
+    let cancel = CancelToken::new();
+    let (heartbeat, beats) = watch::channel(Heartbeat::default());
+    let run = Run {
+        command: script("sleeper_with_grandchild.sh", &[pidfile.to_str().unwrap()]),
+        cancel: Some(&cancel),
+        heartbeat: Some(&heartbeat),
+        ..Run::implement(&repo, "unused")
+    };
+    let canceller = async {
+        while !pidfile.exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cancel.cancel();
+    };
+    let (report, ()) = tokio::join!(run.go(), canceller);
+    assert_eq!(report.outcome, PhaseOutcome::Cancelled);
+    assert_eq!(report.launches.len(), 1);
+    assert_eq!(report.launches[0].exit, LaunchExit::Cancelled);
+    assert_grandchild_dead(&pidfile);
+    assert!(
+        beats.borrow().output_bytes > 0,
+        "no heartbeat was published"
+    );
+}
+
+fn assert_grandchild_dead(pidfile: &std::path::Path) {
+    let pid: i32 = std::fs::read_to_string(pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        kill(Pid::from_raw(pid), None),
+        Err(Errno::ESRCH),
+        "the grandchild {pid} outlived its launch"
     );
 }
 
@@ -498,16 +613,7 @@ async fn a_silent_agent_times_out_and_its_process_group_dies() {
     .await;
     assert_eq!(report.outcome, PhaseOutcome::TimedOut(Timeout::Idle));
     assert_eq!(report.launches.len(), 1);
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert_eq!(
-        kill(Pid::from_raw(pid), None),
-        Err(Errno::ESRCH),
-        "the grandchild {pid} outlived its launch"
-    );
+    assert_grandchild_dead(&pidfile);
 }
 
 #[tokio::test]

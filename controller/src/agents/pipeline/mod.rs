@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use secrecy::SecretString;
+use tokio::sync::watch;
 
 use crate::agents::context::{
     ContextError, ContextFiles, ContextLimits, ensure_outside_worktree, write_context,
@@ -28,10 +29,11 @@ use crate::agents::context::{
 use crate::agents::profile::{AgentCatalog, AgentProfile, Role};
 use crate::agents::prompt::{PromptSet, RenderError, TemplateId, Value, correction_values};
 use crate::agents::result::{
-    CapturedOutput, Phase, PhaseResult, ResultError, correction_allowed, cross_check, parse_result,
+    CapturedOutput, Phase, PhaseResult, ReRequest, ResultError, correction_allowed, cross_check,
+    parse_result, parse_update_epic_rerequest,
 };
 use crate::agents::supervisor::{
-    self, CancelToken, LaunchError, LaunchExit, LaunchRecord, LaunchRequest,
+    self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchRequest,
 };
 use crate::redact::Redactor;
 use crate::workspace::{Mirror, WorkspaceError, Worktree};
@@ -49,6 +51,9 @@ pub struct PhaseRequest<'a> {
     /// `REPOSITORY` and `ISSUE_URL` of the trust-boundary section; `PHASE`
     /// and `CONTEXT_DIR` are filled in here.
     pub boundary: BTreeMap<&'static str, Value>,
+    /// For UPDATE_EPIC only: ask again for just these fields (SPEC §4),
+    /// with the re-request template, whose values `values` then holds.
+    pub rerequest: Option<ReRequest>,
     /// The phase template's values.
     pub values: BTreeMap<&'static str, Value>,
     pub context: &'a ContextFiles,
@@ -63,6 +68,8 @@ pub struct PhaseRequest<'a> {
     /// Correction relaunches allowed (`limits.corrections_per_launch`).
     pub max_corrections: u32,
     pub cancel: Option<&'a CancelToken>,
+    /// Receives the progress of the running launch, for the journal.
+    pub heartbeat: Option<&'a watch::Sender<Heartbeat>>,
     /// Time between SIGTERM and SIGKILL when a launch's group is ended.
     pub kill_grace: Duration,
 }
@@ -119,6 +126,8 @@ pub enum PipelineError {
     NoProfile(Role),
     #[error("the expectations given are for another phase than {0}")]
     ExpectationsOfAnotherPhase(&'static str),
+    #[error("only UPDATE_EPIC can be asked again for some fields, not {0}")]
+    ReRequestOutsideUpdateEpic(&'static str),
     #[error(transparent)]
     Render(#[from] RenderError),
     #[error(transparent)]
@@ -139,12 +148,13 @@ pub fn role_for(phase: Phase) -> Role {
     }
 }
 
-fn template_for(phase: Phase) -> TemplateId {
-    match phase {
-        Phase::Implement => TemplateId::Implement,
-        Phase::Review => TemplateId::Review,
-        Phase::Fix => TemplateId::Fix,
-        Phase::UpdateEpic => TemplateId::UpdateEpic,
+fn template_for(phase: Phase, rerequest: Option<ReRequest>) -> TemplateId {
+    match (phase, rerequest) {
+        (Phase::Implement, _) => TemplateId::Implement,
+        (Phase::Review, _) => TemplateId::Review,
+        (Phase::Fix, _) => TemplateId::Fix,
+        (Phase::UpdateEpic, None) => TemplateId::UpdateEpic,
+        (Phase::UpdateEpic, Some(_)) => TemplateId::UpdateEpicReRequest,
     }
 }
 
@@ -163,6 +173,9 @@ pub async fn run_phase(request: PhaseRequest<'_>) -> Result<PhaseReport, Pipelin
     let phase = request.phase;
     if !expectations_fit(phase, &request.expectations) {
         return Err(PipelineError::ExpectationsOfAnotherPhase(phase.as_str()));
+    }
+    if request.rerequest.is_some() && phase != Phase::UpdateEpic {
+        return Err(PipelineError::ReRequestOutsideUpdateEpic(phase.as_str()));
     }
     let role = role_for(phase);
     let profile = request
@@ -185,10 +198,11 @@ pub async fn run_phase(request: PhaseRequest<'_>) -> Result<PhaseReport, Pipelin
         "CONTEXT_DIR",
         Value::trusted(context_dir.display().to_string()),
     );
-    let first_prompt =
-        request
-            .prompts
-            .render_launch(&boundary, template_for(phase), &request.values)?;
+    let first_prompt = request.prompts.render_launch(
+        &boundary,
+        template_for(phase, request.rerequest),
+        &request.values,
+    )?;
 
     let mut launches = Vec::new();
     let mut prompt = first_prompt.clone();
@@ -292,6 +306,7 @@ async fn attempt_once(
         redactor,
     );
     launch.cancel = request.cancel;
+    launch.heartbeat = request.heartbeat;
     launch.kill_grace = request.kill_grace;
     let outcome = supervisor::launch(launch).await?;
     let exit = outcome.record.exit;
@@ -332,7 +347,12 @@ async fn judge(
     if !exit.is_success() {
         return Ok(Verdict::Final(PhaseOutcome::Crashed { exit }));
     }
-    let result = match parse_result(request.phase, &captured_result(outcome)) {
+    let captured = captured_result(outcome);
+    let parsed = match request.rerequest {
+        Some(asked) => parse_update_epic_rerequest(&captured, asked),
+        None => parse_result(request.phase, &captured),
+    };
+    let result = match parsed {
         Ok(result) => result,
         Err(error) => return Ok(Verdict::Refused(error)),
     };

@@ -172,7 +172,7 @@ impl AgentSettings {
                 Ok(built) => {
                     profiles.insert(name.clone(), built);
                 }
-                Err(error) => problems.push(profile_problem(name, &error)),
+                Err(error) => problems.push(profile_problem(name, profile, &error)),
             }
         }
         let roles = &self.roles;
@@ -231,17 +231,26 @@ impl AgentSettings {
     }
 }
 
-fn profile_problem(name: &str, error: &ProfileError) -> PointedProblem {
+fn profile_problem(name: &str, profile: &AgentProfile, error: &ProfileError) -> PointedProblem {
+    // A variable name may come from `env` or from `env_inherit`.
+    let env_key = |variable: &String| {
+        if profile.env_inherit.contains(variable) {
+            "env_inherit"
+        } else {
+            "env"
+        }
+    };
     let (field, rule) = match error {
         ProfileError::EmptyCommand { .. } | ProfileError::MissingPlaceholderPath { .. } => {
             ("command", "command")
         }
         ProfileError::ZeroTimeout { field, .. } => (*field, "minimum"),
         ProfileError::BadUsagePattern { .. } => ("usage_pattern", "regex"),
-        ProfileError::InvalidEnvName { .. } | ProfileError::EnvSetAndRemoved { .. } => {
-            ("env", "env-name")
+        ProfileError::InvalidEnvName { name: variable, .. }
+        | ProfileError::EnvSetAndRemoved { name: variable, .. } => (env_key(variable), "env-name"),
+        ProfileError::CredentialEnvName { name: variable, .. } => {
+            (env_key(variable), "no-controller-credential")
         }
-        ProfileError::CredentialEnvName { .. } => ("env", "no-controller-credential"),
     };
     (
         format!("/agents/profiles/{}/{field}", escape(name)),

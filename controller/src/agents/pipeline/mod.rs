@@ -214,7 +214,7 @@ pub async fn run_phase(request: PhaseRequest<'_>) -> Result<PhaseReport, Pipelin
         let attempt = launches.len() + 1;
         let log_dir = request.launch_dir.join(format!("attempt-{attempt}"));
         let attempt_outcome = attempt_once(&request, profile, &prompt, log_dir, &redactor).await?;
-        let exited_zero = attempt_outcome.exit.is_success();
+        let exited_zero = attempt_outcome.record.exit.is_success();
         launches.push(attempt_outcome.record);
         let refusal = match attempt_outcome.verdict {
             Verdict::Final(outcome) => return Ok(report(outcome, launches)),
@@ -278,7 +278,6 @@ enum Verdict {
 
 struct Attempt {
     record: LaunchRecord,
-    exit: LaunchExit,
     verdict: Verdict,
 }
 
@@ -309,11 +308,9 @@ async fn attempt_once(
     launch.heartbeat = request.heartbeat;
     launch.kill_grace = request.kill_grace;
     let outcome = supervisor::launch(launch).await?;
-    let exit = outcome.record.exit;
     let verdict = judge(request, &outcome, before).await?;
     Ok(Attempt {
         record: outcome.record,
-        exit,
         verdict,
     })
 }
@@ -380,5 +377,69 @@ fn captured_result(outcome: &supervisor::LaunchOutcome) -> CapturedOutput {
             head_truncated: outcome.stdout.is_truncated(),
             total_bytes: outcome.stdout.total_bytes,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_phase_runs_its_own_role_and_template() {
+        let pairs: Vec<_> = Phase::ALL
+            .into_iter()
+            .map(|phase| (role_for(phase), template_for(phase, None)))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (Role::Implement, TemplateId::Implement),
+                (Role::Review, TemplateId::Review),
+                (Role::Fix, TemplateId::Fix),
+                (Role::UpdateEpic, TemplateId::UpdateEpic),
+            ]
+        );
+        let asked = ReRequest {
+            next_issue: true,
+            roadmap: false,
+        };
+        assert_eq!(
+            template_for(Phase::UpdateEpic, Some(asked)),
+            TemplateId::UpdateEpicReRequest
+        );
+    }
+
+    #[test]
+    fn a_final_message_is_parsed_whole_and_stdout_by_its_captured_end() {
+        let stdout = supervisor::CapturedOutput {
+            head: "start\n".into(),
+            tail: "end\n".into(),
+            total_bytes: 100,
+            omitted_bytes: 90,
+        };
+        let mut outcome = supervisor::LaunchOutcome {
+            record: LaunchRecord {
+                profile: "p".into(),
+                role: Role::Implement,
+                started_at: chrono::Utc::now(),
+                duration: Duration::ZERO,
+                exit: LaunchExit::Exited(0),
+                output_bytes: 100,
+                tokens: None,
+                log_dir: PathBuf::new(),
+                descendants_killed: false,
+                group_survived: false,
+            },
+            stdout,
+            stderr: supervisor::CapturedOutput::default(),
+            final_message: None,
+        };
+        let from_stdout = captured_result(&outcome);
+        assert_eq!(from_stdout.tail, "end\n");
+        assert!(from_stdout.head_truncated);
+        outcome.final_message = Some("final".into());
+        let from_file = captured_result(&outcome);
+        assert_eq!(from_file.tail, "final");
+        assert!(!from_file.head_truncated);
     }
 }

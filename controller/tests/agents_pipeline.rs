@@ -288,6 +288,18 @@ async fn a_well_behaved_reviewer_is_accepted_and_leaves_the_worktree_alone() {
 }
 
 #[tokio::test]
+async fn a_clean_review_is_accepted_without_findings() {
+    let repo = Repo::new().await;
+    let command = script("phase_review.sh", &["clean", "1"]);
+    let report = Run::review(&repo, command, 1).go().await;
+    let PhaseOutcome::Accepted(PhaseResult::Review(review)) = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert!(!review.needs_fix_round && review.findings.is_empty());
+    assert_eq!(review.reviewed_head_sha, repo.base.to_string());
+}
+
+#[tokio::test]
 async fn a_well_behaved_fixer_resolves_every_open_finding() {
     let repo = Repo::new().await;
     let ids = ["R1-F1", "R1-F2"];

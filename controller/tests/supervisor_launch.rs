@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
 use std::time::Duration;
 
 use autoforge::agents::profile::{AgentProfile, ProfileSpec, Role};
@@ -18,9 +17,8 @@ use nix::unistd::Pid;
 use secrecy::SecretString;
 use tokio::sync::watch;
 
-fn agent(script: &str) -> String {
-    format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+use support::{LEAKABLE_CREDENTIALS, agent_script, git, run_child_test};
 
 /// The agent's working directory, beside (not above) the launch logs.
 fn work(dir: &tempfile::TempDir) -> PathBuf {
@@ -78,7 +76,7 @@ async fn grandchild_ignoring_sigterm_is_dead_after_a_wall_timeout() {
     let pidfile = dir.path().join("grandchild.pid");
     let p = profile(
         &[
-            &agent("sleeper_with_grandchild.sh"),
+            &agent_script("sleeper_with_grandchild.sh"),
             pidfile.to_str().unwrap(),
         ],
         60,
@@ -109,7 +107,7 @@ async fn cancellation_kills_the_whole_group() {
     let pidfile = dir.path().join("grandchild.pid");
     let p = profile(
         &[
-            &agent("sleeper_with_grandchild.sh"),
+            &agent_script("sleeper_with_grandchild.sh"),
             pidfile.to_str().unwrap(),
         ],
         60,
@@ -195,7 +193,7 @@ async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
 #[tokio::test]
 async fn idle_timeout_fires_when_the_agent_goes_silent() {
     let dir = tempfile::tempdir().unwrap();
-    let p = profile(&[&agent("silent_idle.sh")], 1, 60);
+    let p = profile(&[&agent_script("silent_idle.sh")], 1, 60);
     let out = run(
         &p,
         &work(&dir),
@@ -213,7 +211,11 @@ async fn idle_timeout_fires_when_the_agent_goes_silent() {
 async fn output_over_the_bound_keeps_head_and_tail_with_counts() {
     let dir = tempfile::tempdir().unwrap();
     let lines = 20_000;
-    let p = profile(&[&agent("huge_output.sh"), &lines.to_string()], 60, 120);
+    let p = profile(
+        &[&agent_script("huge_output.sh"), &lines.to_string()],
+        60,
+        120,
+    );
     let redactor = Redactor::new();
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
     let workdir = work(&dir);
@@ -260,21 +262,6 @@ async fn output_over_the_bound_keeps_head_and_tail_with_counts() {
     assert_eq!(hb_rx.borrow().output_bytes, expected_total);
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = StdCommand::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 #[tokio::test]
 async fn well_behaved_implementer_commits_and_reports_its_head_and_usage() {
     let dir = tempfile::tempdir().unwrap();
@@ -287,7 +274,7 @@ async fn well_behaved_implementer_commits_and_reports_its_head_and_usage() {
     let base = git(&repo, &["rev-parse", "HEAD"]);
     git(&repo, &["checkout", "-q", "--detach"]);
 
-    let p = profile(&[&agent("well_behaved_implement.sh")], 60, 60);
+    let p = profile(&[&agent_script("well_behaved_implement.sh")], 60, 60);
     let out = run(
         &p,
         &repo,
@@ -315,7 +302,7 @@ async fn secrets_never_reach_the_launch_logs_or_captures() {
     let token = format!("ghp_{}", "A1b2C3d4E5".repeat(4));
     let redactor = Redactor::new().with_secret(SecretString::from(known));
     let prompt = format!("known {known}\ntoken {token}\nplain words\n");
-    let p = profile(&[&agent("echo_prompt.sh")], 60, 60);
+    let p = profile(&[&agent_script("echo_prompt.sh")], 60, 60);
     let log_dir = dir.path().join("log");
     let out = run(&p, &work(&dir), log_dir.clone(), &redactor, &prompt).await;
     assert_eq!(out.record.exit, LaunchExit::Exited(0));
@@ -335,7 +322,7 @@ async fn secrets_never_reach_the_launch_logs_or_captures() {
 async fn prompt_file_and_output_file_profiles_get_paths_in_the_log_dir() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(
-        &[&agent("echo_prompt.sh"), "{prompt_file}", "{output}"],
+        &[&agent_script("echo_prompt.sh"), "{prompt_file}", "{output}"],
         60,
         60,
     );
@@ -375,7 +362,7 @@ async fn a_missing_program_is_a_launch_error_not_a_result() {
 #[tokio::test]
 async fn a_log_dir_inside_the_worktree_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let p = profile(&[&agent("print_env.sh")], 60, 60);
+    let p = profile(&[&agent_script("print_env.sh")], 60, 60);
     let redactor = Redactor::new();
     let workdir = work(&dir);
     let request = LaunchRequest::new(
@@ -399,35 +386,12 @@ const ENV_CHILD_FLAG: &str = "SUPERVISOR_ENV_CHILD";
 
 #[test]
 fn env_printer_sees_no_controller_credentials() {
-    let exe = std::env::current_exe().unwrap();
-    let out = StdCommand::new(exe)
-        .args([
-            "--exact",
-            "env_printer_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV_CHILD_FLAG, "1")
-        .env("GITHUB_TOKEN", "ghs_leakedtokenvalue000000000000")
-        .env("GH_TOKEN", "leaked-gh-token-value")
-        .env("AUTOFORGE_GITHUB_TOKEN", "leaked-autoforge-token")
-        .env("AUTOFORGE_WEBHOOK_SECRET", "leaked-webhook-secret")
-        .env("DATABASE_URL", "postgres://u:leakedpassword@db/x")
-        .env("ANTHROPIC_API_KEY", "vendor-key-for-the-agent")
-        .env("SOME_RANDOM_VARIABLE", "not-allow-listed")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "the child test did not run: {stdout}"
-    );
+    let mut env = LEAKABLE_CREDENTIALS.to_vec();
+    env.extend([
+        ("ANTHROPIC_API_KEY", "vendor-key-for-the-agent"),
+        ("SOME_RANDOM_VARIABLE", "not-allow-listed"),
+    ]);
+    run_child_test("env_printer_child", ENV_CHILD_FLAG, &env);
 }
 
 #[tokio::test]
@@ -440,8 +404,8 @@ async fn env_printer_child() {
     let p = AgentProfile::from_spec(
         "env",
         ProfileSpec {
-            command: vec![agent("print_env.sh")],
-            env: [("AGENT_MODE".to_owned(), "scripted".to_owned())].into(),
+            command: vec![agent_script("print_env.sh")],
+            env: [("AGENT_MODE".to_owned(), SecretString::from("scripted"))].into(),
             env_inherit: vec!["ANTHROPIC_API_KEY".into()],
             env_remove: vec!["TERM".into()],
             idle_timeout_seconds: 60,

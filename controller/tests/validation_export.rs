@@ -3,8 +3,6 @@
 //! works with an untracked worktree file fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Command as StdCommand;
 use std::time::Duration;
 
 use autoforge::redact::Redactor;
@@ -17,20 +15,8 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use secrecy::SecretString;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = StdCommand::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
+mod support;
+use support::git;
 
 fn shell(line: &str) -> ValidationCommand {
     ValidationCommand::Shell(line.to_owned())

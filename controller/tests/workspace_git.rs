@@ -13,49 +13,8 @@ use base64::Engine as _;
 use secrecy::SecretString;
 use tempfile::TempDir;
 
-/// A plain repository playing GitHub, with helpers to commit to it.
-struct Upstream {
-    _dir: TempDir,
-    path: PathBuf,
-}
-
-impl Upstream {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("upstream");
-        std::fs::create_dir(&path).unwrap();
-        git(&path, &["init", "-q", "-b", "main"]);
-        Self { _dir: dir, path }
-    }
-
-    fn url(&self) -> String {
-        format!("file://{}", self.path.display())
-    }
-
-    fn commit(&self, file: &str, content: &str, message: &str) -> CommitSha {
-        let full = self.path.join(file);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, content).unwrap();
-        git(&self.path, &["add", file]);
-        git(&self.path, &["commit", "-q", "-m", message]);
-        CommitSha::parse(&git(&self.path, &["rev-parse", "HEAD"])).unwrap()
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = StdCommand::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
+mod support;
+use support::{Upstream, agent_script, git};
 
 async fn setup() -> (Upstream, TempDir, Workspaces, Mirror) {
     let upstream = Upstream::new();
@@ -244,10 +203,7 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
     let wt = Worktree::ensure(&mirror, 9, &sha).await.unwrap();
     let before = wt.fingerprint().await.unwrap();
 
-    let script = format!(
-        "{}/../tests/agents/edits_worktree_reviewer.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let script = agent_script("edits_worktree_reviewer.sh");
     let profile = AgentProfile::from_spec(
         "reviewer",
         ProfileSpec {

@@ -1,7 +1,9 @@
 //! Coding-agent CLIs: profiles and role routing, process supervision, prompt
-//! rendering, the per-launch read-context folder and CONTROL_RESULT parsing.
+//! rendering, the per-launch read-context folder, CONTROL_RESULT parsing,
+//! and the pipeline that ties them into one agent phase.
 
 pub mod context;
+pub mod pipeline;
 pub mod profile;
 pub mod prompt;
 pub mod result;

@@ -11,7 +11,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Repository permission levels, ordered from least to most privileged as
-/// GitHub ranks them.
+/// GitHub ranks them. The one permission type of the crate: the config's
+/// `operators.min_permission` and the collaborator-permission endpoint both
+/// use it (`none` only ever comes from the endpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Permission {
@@ -190,6 +192,16 @@ mod tests {
         use Permission::*;
         assert!(None < Read && Read < Triage && Triage < Write);
         assert!(Write < Maintain && Maintain < Admin);
+    }
+
+    #[test]
+    fn serde_names_equal_the_display_names() {
+        use Permission::*;
+        for level in [None, Read, Triage, Write, Maintain, Admin] {
+            let json = serde_json::to_string(&level).expect("serialises");
+            assert_eq!(json, format!("\"{level}\""));
+            assert_eq!(serde_json::from_str::<Permission>(&json).ok(), Some(level));
+        }
     }
 
     #[test]

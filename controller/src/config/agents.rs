@@ -1,12 +1,22 @@
-//! Agent profiles (how to launch one coding-agent CLI) and roles (which
-//! profile runs which phase, the reviewer possibly changing with the round).
+//! The `[agents]` section as the file spells it: profiles (how to launch one
+//! coding-agent CLI) and roles (which profile runs which phase, the reviewer
+//! possibly changing with the round).
+//!
+//! These types keep the file's shape; [`AgentSettings::catalog`] is the one
+//! conversion into the runtime [`AgentCatalog`], and `config check` runs the
+//! same conversion, so it reports exactly what a launch would refuse. The
+//! round-range, usage-pattern and routing rules live with the runtime types
+//! in `agents::profile`.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
-use regex::Regex;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::problem::Problem;
+use crate::agents::profile::{
+    AgentCatalog, ProfileError, ProfileSpec, ReviewRole, Role, RoleRouting, RoutingError,
+};
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -15,20 +25,26 @@ pub struct AgentSettings {
     pub roles: AgentRoles,
 }
 
-/// How to launch one coding-agent CLI.
+/// How to launch one coding-agent CLI, as written in the file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentProfile {
     /// argv prefix; never empty (schema and check enforce it).
     pub command: Vec<String>,
+    /// Values may be vendor keys, so they are secrets (redacted in `Debug`).
     #[serde(default)]
     pub env: BTreeMap<String, EnvChange>,
+    /// Names copied from the controller's own environment, so a vendor key
+    /// need not sit in this file.
+    #[serde(default)]
+    pub env_inherit: Vec<String>,
     #[serde(default = "default_idle_timeout")]
     pub idle_timeout_seconds: u64,
     #[serde(default = "default_max_runtime")]
     pub max_runtime_seconds: u64,
+    /// Checked by `agents::profile::UsagePattern` before typing.
     #[serde(default)]
-    pub usage_pattern: Option<UsagePattern>,
+    pub usage_pattern: Option<String>,
 }
 
 fn default_idle_timeout() -> u64 {
@@ -40,10 +56,10 @@ fn default_max_runtime() -> u64 {
 }
 
 /// A change a profile makes to the agent's environment.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "RawEnvChange")]
 pub enum EnvChange {
-    Set(String),
+    Set(SecretString),
     /// TOML has no null, so `false` also means "remove".
     Remove,
 }
@@ -61,7 +77,7 @@ impl TryFrom<RawEnvChange> for EnvChange {
 
     fn try_from(raw: RawEnvChange) -> Result<Self, Self::Error> {
         match raw {
-            RawEnvChange::Text(value) => Ok(EnvChange::Set(value)),
+            RawEnvChange::Text(value) => Ok(EnvChange::Set(SecretString::from(value))),
             RawEnvChange::Flag(false) | RawEnvChange::Null => Ok(EnvChange::Remove),
             RawEnvChange::Flag(true) => Err("an env value is a string, or false/null to remove"),
         }
@@ -69,59 +85,13 @@ impl TryFrom<RawEnvChange> for EnvChange {
 }
 
 impl Serialize for EnvChange {
+    /// A set value is written as a placeholder: serialised settings end up
+    /// in logs and reports, and the value may be an API key.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            EnvChange::Set(value) => serializer.serialize_str(value),
+            EnvChange::Set(_) => serializer.serialize_str("[REDACTED]"),
             EnvChange::Remove => serializer.serialize_none(),
         }
-    }
-}
-
-/// A compiled `usage_pattern`: finds the token count in an agent's output.
-#[derive(Debug, Clone)]
-pub struct UsagePattern(Regex);
-
-impl UsagePattern {
-    /// Compiles `pattern`, which must have a capture named `tokens` or at
-    /// least one capture group.
-    pub fn parse(pattern: &str) -> Result<Self, String> {
-        let regex = Regex::new(pattern).map_err(|error| error.to_string())?;
-        if regex.captures_len() < 2 {
-            return Err(
-                "needs a capture group (named `tokens`, or the first group) for the token count"
-                    .to_owned(),
-            );
-        }
-        Ok(Self(regex))
-    }
-
-    pub fn as_str(&self) -> &str {
-        self.0.as_str()
-    }
-
-    /// Tokens reported by the last match in `output` (usage summaries come
-    /// last). Digit separators `,` and `_` are ignored.
-    pub fn tokens_in(&self, output: &str) -> Option<u64> {
-        let captures = self.0.captures_iter(output).last()?;
-        let text = captures
-            .name("tokens")
-            .or_else(|| captures.get(1))?
-            .as_str();
-        let digits: String = text.chars().filter(|c| !matches!(c, ',' | '_')).collect();
-        digits.trim().parse().ok()
-    }
-}
-
-impl<'de> Deserialize<'de> for UsagePattern {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let pattern = String::deserialize(deserializer)?;
-        Self::parse(&pattern).map_err(serde::de::Error::custom)
-    }
-}
-
-impl Serialize for UsagePattern {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -136,259 +106,277 @@ pub struct AgentRoles {
     pub review: Option<ReviewRole>,
 }
 
-/// The reviewer: the same profile every round, or one per round range.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum ReviewRole {
-    Always(String),
-    ByRound(Vec<ReviewRoute>),
+/// A refusal found while building the catalog: the JSON pointer of the key
+/// it is about, the rule and the message.
+pub(crate) type PointedProblem = (String, &'static str, String);
+
+impl AgentProfile {
+    /// The runtime spec of this profile: `env` split into values to set and
+    /// names to remove.
+    pub fn to_spec(&self) -> ProfileSpec {
+        let mut env = BTreeMap::new();
+        let mut env_remove = Vec::new();
+        for (name, change) in &self.env {
+            match change {
+                EnvChange::Set(value) => {
+                    env.insert(name.clone(), value.clone());
+                }
+                EnvChange::Remove => env_remove.push(name.clone()),
+            }
+        }
+        ProfileSpec {
+            command: self.command.clone(),
+            env,
+            env_remove,
+            env_inherit: self.env_inherit.clone(),
+            idle_timeout_seconds: self.idle_timeout_seconds,
+            max_runtime_seconds: self.max_runtime_seconds,
+            usage_pattern: self.usage_pattern.clone(),
+        }
+    }
 }
 
-impl ReviewRole {
-    /// The profile reviewing `round` (counted from 1).
-    pub fn profile_for_round(&self, round: u32) -> Option<&str> {
-        match self {
-            ReviewRole::Always(profile) => Some(profile),
-            ReviewRole::ByRound(routes) => routes
+impl AgentSettings {
+    /// The runtime catalog: every profile checked, the roles routed with
+    /// review ranges covering rounds `1..=review_rounds`. On failure, every
+    /// problem found, keyed like the other config problems.
+    pub fn catalog(&self, review_rounds: u32) -> Result<AgentCatalog, Vec<Problem>> {
+        self.catalog_pointed(review_rounds).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|(pointer, rule, message)| {
+                    Problem::new(pointer_to_key(&pointer), rule, message)
+                })
+                .collect()
+        })
+    }
+
+    pub(crate) fn catalog_pointed(
+        &self,
+        review_rounds: u32,
+    ) -> Result<AgentCatalog, Vec<PointedProblem>> {
+        let mut problems = Vec::new();
+        let mut profiles = BTreeMap::new();
+        for (name, profile) in &self.profiles {
+            // Legal at runtime (tests use it to exercise the wall clock), but
+            // in a config file it means the idle timeout was mistyped.
+            if profile.max_runtime_seconds < profile.idle_timeout_seconds {
+                problems.push((
+                    format!("/agents/profiles/{}/max_runtime_seconds", escape(name)),
+                    "runtime-covers-idle-timeout",
+                    "is shorter than idle_timeout_seconds, so the idle timeout could never fire"
+                        .to_owned(),
+                ));
+            }
+            match crate::agents::profile::AgentProfile::from_spec(name, profile.to_spec()) {
+                Ok(built) => {
+                    profiles.insert(name.clone(), built);
+                }
+                Err(error) => problems.push(profile_problem(name, profile, &error)),
+            }
+        }
+        let roles = &self.roles;
+        let routing = RoleRouting::new(
+            roles.implement.clone(),
+            roles.fix.clone(),
+            roles.update_epic.clone(),
+            roles.review.as_ref(),
+            review_rounds,
+        );
+        let routing = match routing {
+            Ok(routing) => routing,
+            Err(error) => {
+                problems.push((
+                    "/agents/roles/review".to_owned(),
+                    "round-coverage",
+                    error.to_string(),
+                ));
+                return Err(problems);
+            }
+        };
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        AgentCatalog::new(profiles, routing).map_err(|error| vec![self.routing_problem(&error)])
+    }
+
+    fn routing_problem(&self, error: &RoutingError) -> PointedProblem {
+        let RoutingError::UnknownProfile { role, profile } = error else {
+            return (
+                "/agents/roles".to_owned(),
+                "round-coverage",
+                error.to_string(),
+            );
+        };
+        let pointer = match (role, &self.roles.review) {
+            (Role::Review, Some(ReviewRole::ByRound(routes))) => routes
                 .iter()
-                .find(|route| route.rounds.contains(round))
-                .map(|route| route.profile.as_str()),
-        }
-    }
-
-    /// Every profile name this role refers to.
-    pub fn profiles(&self) -> Vec<&str> {
-        match self {
-            ReviewRole::Always(profile) => vec![profile.as_str()],
-            ReviewRole::ByRound(routes) => {
-                routes.iter().map(|route| route.profile.as_str()).collect()
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReviewRoute {
-    pub rounds: RoundRange,
-    pub profile: String,
-}
-
-/// `"1"`, `"2-5"` or `"6+"`: an inclusive range of review rounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RoundRange {
-    pub first: u32,
-    /// `None` for an open range (`"6+"`).
-    pub last: Option<u32>,
-}
-
-impl RoundRange {
-    pub fn contains(&self, round: u32) -> bool {
-        round >= self.first && self.last.is_none_or(|last| round <= last)
-    }
-
-    pub fn overlaps(&self, other: &RoundRange) -> bool {
-        let ends_before =
-            |a: &RoundRange, b: &RoundRange| a.last.is_some_and(|last| last < b.first);
-        !ends_before(self, other) && !ends_before(other, self)
-    }
-}
-
-impl FromStr for RoundRange {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let round = |part: &str| -> Result<u32, String> {
-            match part.parse::<u32>() {
-                Ok(0) | Err(_) => Err(format!(
-                    "`{text}` is not a round range like \"1\", \"2-5\" or \"6+\""
-                )),
-                Ok(round) => Ok(round),
-            }
+                .position(|route| &route.profile == profile)
+                .map_or("/agents/roles/review".to_owned(), |index| {
+                    format!("/agents/roles/review/{index}/profile")
+                }),
+            _ => format!("/agents/roles/{}", role.as_str()),
         };
-        let range = if let Some(first) = text.strip_suffix('+') {
-            RoundRange {
-                first: round(first)?,
-                last: None,
-            }
-        } else if let Some((first, last)) = text.split_once('-') {
-            RoundRange {
-                first: round(first)?,
-                last: Some(round(last)?),
-            }
+        let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+        let known = if known.is_empty() {
+            "none".to_owned()
         } else {
-            let only = round(text)?;
-            RoundRange {
-                first: only,
-                last: Some(only),
-            }
+            known.join(", ")
         };
-        if range.last.is_some_and(|last| last < range.first) {
-            return Err(format!("`{text}` ends before it starts"));
+        (
+            pointer,
+            "profile-defined",
+            format!("{error} in agents.profiles (defined: {known})"),
+        )
+    }
+}
+
+fn profile_problem(name: &str, profile: &AgentProfile, error: &ProfileError) -> PointedProblem {
+    // A variable name may come from `env` or from `env_inherit`.
+    let env_key = |variable: &String| {
+        if profile.env_inherit.contains(variable) {
+            "env_inherit"
+        } else {
+            "env"
         }
-        Ok(range)
-    }
-}
-
-impl fmt::Display for RoundRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.last {
-            None => write!(f, "{}+", self.first),
-            Some(last) if last == self.first => write!(f, "{last}"),
-            Some(last) => write!(f, "{}-{last}", self.first),
+    };
+    let (field, rule) = match error {
+        ProfileError::EmptyCommand { .. } | ProfileError::MissingPlaceholderPath { .. } => {
+            ("command", "command")
         }
-    }
+        ProfileError::ZeroTimeout { field, .. } => (*field, "minimum"),
+        ProfileError::BadUsagePattern { .. } => ("usage_pattern", "regex"),
+        ProfileError::InvalidEnvName { name: variable, .. }
+        | ProfileError::EnvSetAndRemoved { name: variable, .. } => (env_key(variable), "env-name"),
+        ProfileError::CredentialEnvName { name: variable, .. } => {
+            (env_key(variable), "no-controller-credential")
+        }
+    };
+    (
+        format!("/agents/profiles/{}/{field}", escape(name)),
+        rule,
+        error.to_string(),
+    )
 }
 
-impl<'de> Deserialize<'de> for RoundRange {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
+/// `name` as one JSON-pointer segment.
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
 }
 
-impl Serialize for RoundRange {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-/// Rounds in `1..=max_round` that no range covers, and pairs of ranges that
-/// overlap, as human-readable findings.
-pub(crate) fn review_coverage_findings(ranges: &[RoundRange], max_round: u32) -> Vec<String> {
-    let mut findings = Vec::new();
-    for (index, range) in ranges.iter().enumerate() {
-        for other in &ranges[index + 1..] {
-            if range.overlaps(other) {
-                findings.push(format!("rounds {range} and {other} overlap"));
+/// Pointers built here hold array indices only under `review`, and profile
+/// names cannot be all digits there, so a plain join is exact.
+pub(crate) fn pointer_to_key(pointer: &str) -> String {
+    let mut key = String::new();
+    for segment in pointer.split('/').skip(1) {
+        if segment.chars().all(|c| c.is_ascii_digit()) {
+            key.push_str(&format!("[{segment}]"));
+        } else {
+            if !key.is_empty() {
+                key.push('.');
             }
+            key.push_str(&segment.replace("~1", "/").replace("~0", "~"));
         }
     }
-    let uncovered: Vec<u32> = (1..=max_round)
-        .filter(|round| !ranges.iter().any(|range| range.contains(*round)))
-        .collect();
-    if let (Some(first), Some(last)) = (uncovered.first(), uncovered.last()) {
-        findings.push(format!(
-            "no reviewer for round(s) {first}..={last} of limits.review_rounds = {max_round} ({} uncovered)",
-            uncovered.len()
-        ));
-    }
-    findings
+    key
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use secrecy::ExposeSecret;
     use serde_json::json;
 
-    fn range(text: &str) -> RoundRange {
-        text.parse().expect("valid range")
-    }
-
-    #[test]
-    fn round_ranges_parse_single_closed_and_open_forms() {
-        assert_eq!(
-            range("1"),
-            RoundRange {
-                first: 1,
-                last: Some(1)
-            }
-        );
-        assert_eq!(
-            range("2-5"),
-            RoundRange {
-                first: 2,
-                last: Some(5)
-            }
-        );
-        assert_eq!(
-            range("6+"),
-            RoundRange {
-                first: 6,
-                last: None
-            }
-        );
-        assert_eq!(range("2-5").to_string(), "2-5");
-        assert_eq!(range("6+").to_string(), "6+");
-        assert_eq!(range("3").to_string(), "3");
-    }
-
-    #[test]
-    fn reversed_or_zero_round_ranges_are_refused() {
-        assert!("5-2".parse::<RoundRange>().is_err());
-        assert!("0".parse::<RoundRange>().is_err());
-        assert!("0+".parse::<RoundRange>().is_err());
-        assert!("x".parse::<RoundRange>().is_err());
-    }
-
-    #[test]
-    fn overlapping_ranges_are_found() {
-        let findings = review_coverage_findings(&[range("1-3"), range("3+")], 8);
-        assert_eq!(findings, vec!["rounds 1-3 and 3+ overlap".to_owned()]);
-        assert!(review_coverage_findings(&[range("2+"), range("5")], 8)[0].contains("overlap"));
-    }
-
-    #[test]
-    fn gaps_below_the_round_limit_are_found() {
-        let findings = review_coverage_findings(&[range("1"), range("4+")], 8);
-        assert_eq!(findings.len(), 1);
-        assert!(findings[0].contains("2..=3"), "{findings:?}");
-        assert!(review_coverage_findings(&[range("1"), range("2-5"), range("6+")], 8).is_empty());
-        assert!(review_coverage_findings(&[range("1-8")], 8).is_empty());
-    }
-
-    #[test]
-    fn reviewer_is_picked_by_round() {
-        let role: ReviewRole = serde_json::from_value(json!([
-            {"rounds": "1", "profile": "a"},
-            {"rounds": "2-5", "profile": "b"},
-            {"rounds": "6+", "profile": "c"}
-        ]))
-        .expect("valid");
-        let picks: Vec<_> = [1, 2, 5, 6, 20]
-            .iter()
-            .map(|r| role.profile_for_round(*r))
-            .collect();
-        assert_eq!(
-            picks,
-            vec![Some("a"), Some("b"), Some("b"), Some("c"), Some("c")]
-        );
-        let single: ReviewRole = serde_json::from_value(json!("solo")).expect("valid");
-        assert_eq!(single.profile_for_round(7), Some("solo"));
-    }
-
-    #[test]
-    fn usage_pattern_reads_the_last_reported_count() {
-        let pattern = UsagePattern::parse(r"tokens used: (?<tokens>[\d,]+)").expect("compiles");
-        let output = "tokens used: 10\nmore work\ntokens used: 12,345\n";
-        assert_eq!(pattern.tokens_in(output), Some(12_345));
-        let unnamed = UsagePattern::parse(r"total=(\d+)").expect("compiles");
-        assert_eq!(unnamed.tokens_in("total=77"), Some(77));
-        assert_eq!(unnamed.tokens_in("nothing here"), None);
-    }
-
-    #[test]
-    fn usage_pattern_without_a_capture_or_with_bad_syntax_is_refused() {
-        assert!(
-            UsagePattern::parse(r"tokens: \d+")
-                .expect_err("refused")
-                .contains("capture group")
-        );
-        assert!(UsagePattern::parse(r"(unclosed").is_err());
+    fn settings(value: serde_json::Value) -> AgentSettings {
+        serde_json::from_value(value).expect("valid agent settings")
     }
 
     #[test]
     fn profile_env_sets_with_strings_and_removes_with_false_or_null() {
         let profile: AgentProfile = serde_json::from_value(json!({
             "command": ["claude", "-p"],
-            "env": {"MODEL": "big", "NOISE": false, "OTHER": null}
+            "env": {"MODEL": "big", "NOISE": false, "OTHER": null},
+            "env_inherit": ["ANTHROPIC_API_KEY"]
         }))
         .expect("valid");
-        assert_eq!(profile.env["MODEL"], EnvChange::Set("big".to_owned()));
-        assert_eq!(profile.env["NOISE"], EnvChange::Remove);
-        assert_eq!(profile.env["OTHER"], EnvChange::Remove);
+        assert!(matches!(&profile.env["MODEL"], EnvChange::Set(v) if v.expose_secret() == "big"));
+        assert!(matches!(profile.env["NOISE"], EnvChange::Remove));
+        assert!(matches!(profile.env["OTHER"], EnvChange::Remove));
         assert_eq!(profile.idle_timeout_seconds, 600);
         assert_eq!(profile.max_runtime_seconds, 3600);
+        let spec = profile.to_spec();
+        assert_eq!(spec.env_remove, ["NOISE", "OTHER"]);
+        assert_eq!(spec.env_inherit, ["ANTHROPIC_API_KEY"]);
+        assert_eq!(spec.env["MODEL"].expose_secret(), "big");
+        assert!(
+            serde_json::from_value::<AgentProfile>(json!({"command": ["x"], "env": {"A": true}}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn env_values_never_show_in_debug_or_serialised_settings() {
+        let agents = settings(json!({
+            "profiles": {"p": {"command": ["x"], "env": {"VENDOR_KEY": "sk-canary-value-0001"}}}
+        }));
+        assert!(!format!("{agents:?}").contains("canary"));
+        assert!(!serde_json::to_string(&agents).unwrap().contains("canary"));
+    }
+
+    #[test]
+    fn the_catalog_routes_every_role_to_its_checked_profile() {
+        let agents = settings(json!({
+            "profiles": {"a": {"command": ["a"]}, "b": {"command": ["b"], "usage_pattern": "t=(\\d+)"}},
+            "roles": {"implement": "a", "fix": "a", "update_epic": "b",
+                      "review": [{"rounds": "1", "profile": "a"}, {"rounds": "2+", "profile": "b"}]}
+        }));
+        let catalog = agents.catalog(8).expect("valid catalog");
+        assert_eq!(catalog.profile_for(Role::Review, 1).unwrap().name, "a");
+        assert_eq!(catalog.profile_for(Role::Review, 3).unwrap().name, "b");
+        assert_eq!(
+            catalog
+                .profile_for(Role::UpdateEpic, 0)
+                .unwrap()
+                .parse_tokens("t=5"),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn profile_refusals_are_keyed_by_profile_and_field() {
+        let agents = settings(json!({
+            "profiles": {
+                "slow": {"command": ["x"], "idle_timeout_seconds": 700, "max_runtime_seconds": 600},
+                "leaky": {"command": ["x"], "env": {"GITHUB_TOKEN": "v"}}
+            }
+        }));
+        let problems = agents.catalog(8).expect_err("refused");
+        let keys: Vec<(&str, &str)> = problems
+            .iter()
+            .map(|p| (p.key.as_str(), p.rule.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("agents.profiles.leaky.env", "no-controller-credential"),
+                (
+                    "agents.profiles.slow.max_runtime_seconds",
+                    "runtime-covers-idle-timeout"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn pointers_become_dotted_keys_with_indices() {
+        assert_eq!(
+            pointer_to_key("/agents/roles/review/1/profile"),
+            "agents.roles.review[1].profile"
+        );
+        assert_eq!(
+            pointer_to_key("/agents/profiles/a~1b/env"),
+            "agents.profiles.a/b.env"
+        );
     }
 }

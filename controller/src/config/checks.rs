@@ -1,15 +1,17 @@
 //! Checks the schema cannot express. Value checks run on the JSON document,
 //! before typed deserialisation, so each failure keeps its key path; cross
-//! checks run on the typed settings (roles naming defined profiles, review
-//! round ranges covering every round once).
+//! checks run on the typed settings through the same conversion into the
+//! agent catalog that the runtime uses (roles naming defined profiles,
+//! review round ranges covering every round once, profile rules).
 
 use serde_json::Value;
 
-use super::agents::{ReviewRole, RoundRange, UsagePattern, review_coverage_findings};
+use super::agents::pointer_to_key;
 use super::env::Provenance;
 use super::problem::Problem;
 use super::schema::dotted_key;
 use super::settings::Settings;
+use crate::agents::profile::{RoundRange, UsagePattern};
 
 /// Values that must parse as something richer than the schema knows.
 pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem> {
@@ -58,12 +60,12 @@ pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem>
         .and_then(Value::as_array);
     for (index, route) in routes.into_iter().flatten().enumerate() {
         if let Some(rounds) = route.get("rounds").and_then(Value::as_str)
-            && let Err(message) = rounds.parse::<RoundRange>()
+            && let Err(error) = rounds.parse::<RoundRange>()
         {
             report(
                 &format!("/agents/roles/review/{index}/rounds"),
                 "round-range",
-                message,
+                error.to_string(),
             );
         }
     }
@@ -80,72 +82,22 @@ fn check_http_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// Consistency between sections of the typed settings.
+/// Consistency between sections of the typed settings: the agent section
+/// must convert into the runtime catalog, for the configured round cap.
 pub(crate) fn check_cross_references(settings: &Settings, provenance: &Provenance) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    let agents = &settings.agents;
-    let roles = [
-        ("implement", agents.roles.implement.as_deref()),
-        ("fix", agents.roles.fix.as_deref()),
-        ("update_epic", agents.roles.update_epic.as_deref()),
-    ];
-    let mut referenced: Vec<(String, &str)> = roles
-        .iter()
-        .filter_map(|(role, profile)| {
-            profile.map(|profile| (format!("/agents/roles/{role}"), profile))
-        })
-        .collect();
-    match &agents.roles.review {
-        Some(ReviewRole::Always(profile)) => {
-            referenced.push(("/agents/roles/review".to_owned(), profile))
-        }
-        Some(ReviewRole::ByRound(routes)) => {
-            for (index, route) in routes.iter().enumerate() {
-                referenced.push((
-                    format!("/agents/roles/review/{index}/profile"),
-                    &route.profile,
-                ));
-            }
-            let ranges: Vec<RoundRange> = routes.iter().map(|route| route.rounds).collect();
-            for finding in review_coverage_findings(&ranges, settings.limits.review_rounds) {
-                problems.push(
-                    Problem::new("agents.roles.review", "round-coverage", finding)
-                        .with_env_var(provenance.var_for("/agents/roles/review")),
-                );
-            }
-        }
-        None => {}
-    }
-    for (pointer, profile) in referenced {
-        if !agents.profiles.contains_key(profile) {
-            let known: Vec<&str> = agents.profiles.keys().map(String::as_str).collect();
-            let known = if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            };
-            problems.push(
-                Problem::new(
-                    pointer_to_key(&pointer),
-                    "profile-defined",
-                    format!(
-                        "profile `{profile}` is not defined in agents.profiles (defined: {known})"
-                    ),
-                )
-                .with_env_var(provenance.var_for(&pointer)),
-            );
-        }
-    }
-    for (name, profile) in &agents.profiles {
-        if profile.max_runtime_seconds < profile.idle_timeout_seconds {
-            problems.push(Problem::new(
-                format!("agents.profiles.{name}.max_runtime_seconds"),
-                "runtime-covers-idle-timeout",
-                "is shorter than idle_timeout_seconds, so the idle timeout could never fire",
-            ));
-        }
-    }
+    let Err(problems) = settings
+        .agents
+        .catalog_pointed(settings.limits.review_rounds)
+    else {
+        return Vec::new();
+    };
     problems
+        .into_iter()
+        .map(|(pointer, rule, message)| {
+            Problem::new(pointer_to_key(&pointer), rule, message)
+                .with_env_var(provenance.var_for(&pointer))
+        })
+        .collect()
 }
 
 /// Warnings about settings that are valid but leave features unusable.
@@ -169,23 +121,6 @@ pub(crate) fn warnings(settings: &Settings) -> Vec<String> {
         ));
     }
     warnings
-}
-
-/// Pointers built here never contain array indices under objects named like
-/// numbers, so a plain join is exact.
-fn pointer_to_key(pointer: &str) -> String {
-    let mut key = String::new();
-    for segment in pointer.split('/').skip(1) {
-        if segment.chars().all(|c| c.is_ascii_digit()) {
-            key.push_str(&format!("[{segment}]"));
-        } else {
-            if !key.is_empty() {
-                key.push('.');
-            }
-            key.push_str(segment);
-        }
-    }
-    key
 }
 
 #[cfg(test)]

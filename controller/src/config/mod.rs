@@ -26,10 +26,9 @@ use std::path::{Path, PathBuf};
 use secrecy::SecretString;
 use serde_json::Value;
 
-pub use agents::{
-    AgentProfile, AgentRoles, AgentSettings, EnvChange, ReviewRole, ReviewRoute, RoundRange,
-    UsagePattern,
-};
+pub use crate::agents::profile::{ReviewRole, ReviewRoute, RoundRange, UsagePattern};
+pub use crate::commands::Permission;
+pub use agents::{AgentProfile, AgentRoles, AgentSettings, EnvChange};
 pub use env::{
     CONFIG_FILE_VAR, DATABASE_URL_VAR, ENV_PREFIX, Environment, GITHUB_PRIVATE_KEY_FILE_VAR,
     GITHUB_TOKEN_FILE_VAR, GITHUB_TOKEN_VAR, WEBHOOK_SECRET_FILE_VAR, WEBHOOK_SECRET_VAR,
@@ -39,9 +38,8 @@ pub use schema::{SCHEMA_TEXT, schema};
 pub use secrets::{DatabaseSource, GithubAuth};
 pub use settings::{
     DatabaseSettings, EpicSettings, GithubSettings, LabelSettings, Limits, LogFormat,
-    LoggingSettings, MergeMode, MergeSettings, OperatorSettings, Permission, PollSettings,
-    PromptSettings, ServerSettings, Settings, ValidationCommand, ValidationSettings,
-    WebhookSettings,
+    LoggingSettings, MergeMode, MergeSettings, OperatorSettings, PollSettings, PromptSettings,
+    ServerSettings, Settings, ValidationCommand, ValidationSettings, WebhookSettings,
 };
 
 /// Name of the config file looked for in the working directory.

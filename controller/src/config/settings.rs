@@ -11,6 +11,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
 use super::agents::AgentSettings;
+use crate::commands::{OperatorPolicy, Permission};
 
 /// Everything `autoforge.toml` can hold.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -169,24 +170,32 @@ impl Default for LabelSettings {
     }
 }
 
-/// Repository permission levels, weakest first, so `>=` compares them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Permission {
-    Read,
-    Triage,
-    #[default]
-    Write,
-    Maintain,
-    Admin,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OperatorSettings {
+    /// The schema admits `read` to `admin`; `none` exists only as an answer
+    /// of GitHub's permission endpoint.
     pub min_permission: Permission,
     /// Logins that are operators whatever their permission.
     pub allow: Vec<String>,
+}
+
+impl Default for OperatorSettings {
+    fn default() -> Self {
+        Self {
+            min_permission: Permission::Write,
+            allow: Vec::new(),
+        }
+    }
+}
+
+impl From<&OperatorSettings> for OperatorPolicy {
+    fn from(settings: &OperatorSettings) -> Self {
+        Self {
+            min_permission: settings.min_permission,
+            allow: settings.allow.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -363,10 +372,16 @@ mod tests {
     }
 
     #[test]
-    fn permissions_order_from_read_to_admin() {
-        assert!(Permission::Read < Permission::Triage);
-        assert!(Permission::Write < Permission::Maintain);
-        assert!(Permission::Maintain < Permission::Admin);
+    fn operator_settings_become_the_operator_policy_and_refuse_unknown_levels() {
+        let settings: OperatorSettings =
+            serde_json::from_value(json!({"min_permission": "maintain", "allow": ["alice"]}))
+                .expect("valid");
+        let policy = OperatorPolicy::from(&settings);
+        assert_eq!(policy.min_permission, Permission::Maintain);
+        assert_eq!(policy.allow, ["alice"]);
+        assert!(
+            serde_json::from_value::<OperatorSettings>(json!({"min_permission": "owner"})).is_err()
+        );
     }
 
     #[test]

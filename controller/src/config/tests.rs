@@ -235,6 +235,25 @@ fn cross_check_problems_and_secret_problems_are_reported_together() {
 }
 
 #[test]
+fn a_profile_inheriting_a_controller_credential_is_refused_at_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_config(
+        dir.path(),
+        "[agents.profiles.a]\ncommand = [\"a\"]\nenv_inherit = [\"ANTHROPIC_API_KEY\", \"GITHUB_TOKEN\"]\n",
+    );
+    let error = load(Some(&file), None, &env(&[("HOME", "/h")])).expect_err("refused");
+    let problems: Vec<(&str, &str)> = error
+        .problems()
+        .iter()
+        .map(|p| (p.key.as_str(), p.rule.as_str()))
+        .collect();
+    assert_eq!(
+        problems,
+        [("agents.profiles.a.env_inherit", "no-controller-credential")]
+    );
+}
+
+#[test]
 fn webhook_secret_is_required_only_when_asked_for() {
     let config = load(None, None, &env(&[("HOME", "/h")])).expect("loads");
     assert!(config.require_webhook_secret().is_err());

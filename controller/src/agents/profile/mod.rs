@@ -7,23 +7,29 @@
 //! field by field, and [`AgentProfile::from_spec`] does every check once, at
 //! load time, so a launch never discovers a broken profile.
 //!
-//! TOML has no `null`, so removing an inherited variable is spelled
-//! `env_remove = ["NAME"]` instead of `env = { NAME = null }`. Variables the
-//! profile needs from the controller's own environment (for example a vendor
-//! API key that must not sit in the config file) are listed in `env_inherit`.
+//! The config file spells a removal as `env = { NAME = false }` (TOML has no
+//! `null`); here it is the `env_remove` list. Variables the profile needs
+//! from the controller's own environment (for example a vendor API key that
+//! must not sit in the config file) are listed in `env_inherit`. Values set
+//! in `env` may be API keys too, so they are secrets: redacted in `Debug`
+//! and fed to the launch's redactor.
 
 mod routing;
+mod usage;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::time::Duration;
 
-use regex::Regex;
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_name};
 
-pub use routing::{AgentCatalog, ReviewRoutingSpec, Role, RoleRouting, RoundRange, RoutingError};
+pub use routing::{
+    AgentCatalog, ReviewRole, ReviewRoute, Role, RoleRouting, RoundRange, RoutingError,
+};
+pub use usage::UsagePattern;
 
 /// The argument placeholder replaced by the path of the prompt file. When a
 /// profile's command contains it, the prompt is not written to stdin.
@@ -32,11 +38,11 @@ pub const PROMPT_FILE_PLACEHOLDER: &str = "{prompt_file}";
 /// final message; the CONTROL_RESULT is then searched there, not in stdout.
 pub const OUTPUT_PLACEHOLDER: &str = "{output}";
 
-/// A profile as plain data, the shape the config file deserialises into.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A profile as plain data, what the config file's profile converts into.
+#[derive(Debug, Clone, Default)]
 pub struct ProfileSpec {
     pub command: Vec<String>,
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, SecretString>,
     pub env_remove: Vec<String>,
     pub env_inherit: Vec<String>,
     pub idle_timeout_seconds: u64,
@@ -55,7 +61,7 @@ pub enum ProfileError {
         profile: String,
         field: &'static str,
     },
-    #[error("agent profile `{profile}`: `usage_pattern` is not a valid regex: {reason}")]
+    #[error("agent profile `{profile}`: `usage_pattern` {reason}")]
     BadUsagePattern { profile: String, reason: String },
     #[error("agent profile `{profile}`: `{name}` is not a valid environment variable name")]
     InvalidEnvName { profile: String, name: String },
@@ -77,15 +83,16 @@ pub enum ProfileError {
 pub struct AgentProfile {
     pub name: String,
     pub command: Vec<String>,
-    /// Variables set for the agent (after the allow-list), by name.
-    pub env: BTreeMap<String, String>,
+    /// Variables set for the agent (after the allow-list), by name. Values
+    /// may be vendor keys: `Debug` shows them redacted.
+    pub env: BTreeMap<String, SecretString>,
     /// Variables removed after the allow-list and `env_inherit` are applied.
     pub env_remove: Vec<String>,
     /// Variables copied from the controller's environment when present.
     pub env_inherit: Vec<String>,
     pub idle_timeout: Duration,
     pub max_runtime: Duration,
-    pub usage_pattern: Option<Regex>,
+    pub usage_pattern: Option<UsagePattern>,
 }
 
 impl AgentProfile {
@@ -138,14 +145,12 @@ impl AgentProfile {
         }
         let usage_pattern = match spec.usage_pattern.as_deref() {
             None | Some("") => None,
-            Some(pattern) => {
-                Some(
-                    Regex::new(pattern).map_err(|e| ProfileError::BadUsagePattern {
-                        profile: profile.clone(),
-                        reason: e.to_string(),
-                    })?,
-                )
-            }
+            Some(pattern) => Some(UsagePattern::parse(pattern).map_err(|reason| {
+                ProfileError::BadUsagePattern {
+                    profile: profile.clone(),
+                    reason,
+                }
+            })?),
         };
         Ok(Self {
             name: profile,
@@ -203,28 +208,20 @@ impl AgentProfile {
             .collect())
     }
 
-    /// Token usage read from the agent's output: the last match of
-    /// `usage_pattern`, taking the named group `tokens`, else the first
-    /// capture group, else the whole match. Digits may be grouped by `,`,
-    /// `_`, `'`, `.` or spaces; anything else means "unknown".
+    /// Token usage read from the agent's output with `usage_pattern`.
     pub fn parse_tokens(&self, output: &str) -> Option<u64> {
-        let pattern = self.usage_pattern.as_ref()?;
-        let caps = pattern.captures_iter(output).last()?;
-        let text = caps
-            .name("tokens")
-            .or_else(|| caps.get(1))
-            .or_else(|| caps.get(0))?
-            .as_str()
-            .trim();
-        if text.is_empty()
-            || !text
-                .chars()
-                .all(|c| c.is_ascii_digit() || matches!(c, ',' | '_' | '\'' | '.' | ' '))
-        {
-            return None;
-        }
-        let digits: String = text.chars().filter(char::is_ascii_digit).collect();
-        digits.parse().ok()
+        self.usage_pattern.as_ref()?.tokens_in(output)
+    }
+
+    /// The values this profile sets, for the launch's redactor: a vendor
+    /// key written into the config file must not reach a log either.
+    pub fn env_secrets(&self) -> impl Iterator<Item = &SecretString> {
+        self.env.values()
+    }
+
+    /// The value of an `env` entry, for building the child's environment.
+    pub fn env_value(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(ExposeSecret::expose_secret)
     }
 }
 
@@ -352,7 +349,7 @@ mod tests {
             "DATABASE_URL",
         ] {
             let mut s = spec(&["a"]);
-            s.env.insert(name.into(), "v".into());
+            s.env.insert(name.into(), SecretString::from("v"));
             assert!(
                 matches!(
                     AgentProfile::from_spec("p", s),
@@ -363,14 +360,15 @@ mod tests {
         }
         let mut s = spec(&["a"]);
         s.env_inherit.push("ANTHROPIC_API_KEY".into());
-        s.env.insert("OPENAI_BASE_URL".into(), "http://x".into());
+        s.env
+            .insert("OPENAI_BASE_URL".into(), SecretString::from("http://x"));
         assert!(AgentProfile::from_spec("p", s).is_ok());
     }
 
     #[test]
     fn a_name_both_set_and_removed_is_refused() {
         let mut s = spec(&["a"]);
-        s.env.insert("FOO".into(), "1".into());
+        s.env.insert("FOO".into(), SecretString::from("1"));
         s.env_remove.push("FOO".into());
         assert!(matches!(
             AgentProfile::from_spec("p", s),
@@ -379,20 +377,30 @@ mod tests {
     }
 
     #[test]
-    fn tokens_come_from_the_last_match_with_separators() {
+    fn env_values_are_redacted_in_debug_and_offered_to_the_redactor() {
+        let mut s = spec(&["a"]);
+        s.env.insert(
+            "VENDOR_API_KEY".into(),
+            SecretString::from("sk-canary-1234567"),
+        );
+        let p = AgentProfile::from_spec("p", s).unwrap();
+        assert!(!format!("{p:?}").contains("canary"));
+        assert_eq!(p.env_value("VENDOR_API_KEY"), Some("sk-canary-1234567"));
+        assert_eq!(
+            p.env_secrets()
+                .map(ExposeSecret::expose_secret)
+                .collect::<Vec<_>>(),
+            ["sk-canary-1234567"]
+        );
+    }
+
+    #[test]
+    fn tokens_are_read_through_the_profile_pattern() {
         let mut s = spec(&["a"]);
         s.usage_pattern = Some(r"tokens used:\s*([0-9][0-9,]*)".into());
         let p = AgentProfile::from_spec("p", s).unwrap();
-        assert_eq!(
-            p.parse_tokens("tokens used: 12\n...\ntokens used: 1,234,567\n"),
-            Some(1_234_567)
-        );
-        assert_eq!(p.parse_tokens("no usage here"), None);
-
-        let mut s = spec(&["a"]);
-        s.usage_pattern = Some(r"total=(?<tokens>\S+)".into());
-        let p = AgentProfile::from_spec("p", s).unwrap();
-        assert_eq!(p.parse_tokens("total=9_001"), Some(9001));
-        assert_eq!(p.parse_tokens("total=lots"), None);
+        assert_eq!(p.parse_tokens("tokens used: 1,234\n"), Some(1_234));
+        let none = AgentProfile::from_spec("q", spec(&["a"])).unwrap();
+        assert_eq!(none.parse_tokens("tokens used: 1\n"), None);
     }
 }

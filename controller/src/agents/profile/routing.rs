@@ -2,20 +2,22 @@
 //! `update_epic`, and `review` by review round (e.g. round 1 on one vendor,
 //! rounds 2–5 on another, 6+ on a third).
 //!
-//! Review round ranges are checked once at load time: they must start at
-//! round 1, neither overlap nor leave a gap, and end with an open range
-//! (`"N+"`), so every round has exactly one profile and lookup cannot fail.
+//! Review round ranges are checked once, when the catalog is built from the
+//! config: they start at round 1, neither overlap nor leave a gap, and reach
+//! the review-round cap, so every round that can happen has exactly one
+//! profile. A role left unset is legal (the config check warns); a run then
+//! cannot enter that phase and the launch says so.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use super::AgentProfile;
 
 /// The agent phases a profile can serve.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Implement,
@@ -42,7 +44,8 @@ impl fmt::Display for Role {
     }
 }
 
-/// An inclusive range of review rounds; `end == None` means "and beyond".
+/// `"1"`, `"2-5"` or `"6+"`: an inclusive range of review rounds counted
+/// from 1; `end == None` means "and beyond".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoundRange {
     pub start: u32,
@@ -68,7 +71,6 @@ impl fmt::Display for RoundRange {
 impl FromStr for RoundRange {
     type Err = RoutingError;
 
-    /// Parses `"1"`, `"2-5"` or `"6+"`; rounds count from 1.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || RoutingError::BadRange(text.to_owned());
         let number = |s: &str| -> Result<u32, RoutingError> {
@@ -81,39 +83,60 @@ impl FromStr for RoundRange {
                 _ => Err(bad()),
             }
         };
-        let text_trimmed = text.trim();
-        let range = if let Some(start) = text_trimmed.strip_suffix('+') {
-            Self {
+        let trimmed = text.trim();
+        if let Some(start) = trimmed.strip_suffix('+') {
+            return Ok(Self {
                 start: number(start)?,
                 end: None,
-            }
-        } else if let Some((start, end)) = text_trimmed.split_once('-') {
+            });
+        }
+        if let Some((start, end)) = trimmed.split_once('-') {
             let (start, end) = (number(start)?, number(end)?);
             if end < start {
                 return Err(bad());
             }
-            Self {
+            return Ok(Self {
                 start,
                 end: Some(end),
-            }
-        } else {
-            let n = number(text_trimmed)?;
-            Self {
-                start: n,
-                end: Some(n),
-            }
-        };
-        Ok(range)
+            });
+        }
+        let only = number(trimmed)?;
+        Ok(Self {
+            start: only,
+            end: Some(only),
+        })
     }
 }
 
-/// How the config names the review profile(s), as plain data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReviewRoutingSpec {
-    /// One profile for every round.
-    Single(String),
-    /// `(rounds, profile)` pairs such as `("2-5", "codex")`, in any order.
-    ByRounds(Vec<(String, String)>),
+impl<'de> Deserialize<'de> for RoundRange {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for RoundRange {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// The reviewer as the config file names it: one profile for every round,
+/// or one per round range.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ReviewRole {
+    Always(String),
+    ByRound(Vec<ReviewRoute>),
+}
+
+/// One entry of a by-round reviewer list.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewRoute {
+    pub rounds: RoundRange,
+    pub profile: String,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -122,44 +145,46 @@ pub enum RoutingError {
     BadRange(String),
     #[error("review round ranges must start at round 1; the first starts at {0}")]
     DoesNotStartAtOne(u32),
-    #[error("review round ranges `{0}` and `{1}` overlap")]
+    #[error("review rounds {0} and {1} overlap")]
     Overlap(String, String),
     #[error("review round ranges leave rounds {0} uncovered")]
     Gap(String),
-    #[error("the last review round range `{0}` must be open-ended (`N+`)")]
-    NotOpenEnded(String),
     #[error("no review profile is configured")]
     NoReviewProfile,
-    #[error("role `{role}` names profile `{profile}`, which is not defined")]
+    #[error("role `{role}`: profile `{profile}` is not defined")]
     UnknownProfile { role: Role, profile: String },
 }
 
-/// Which profile serves each role.
+/// Which profile serves each role; `None` for a role left unset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoleRouting {
-    implement: String,
-    fix: String,
-    update_epic: String,
-    /// Sorted by start, contiguous from round 1, last one open-ended.
+    implement: Option<String>,
+    fix: Option<String>,
+    update_epic: Option<String>,
+    /// Sorted by start, contiguous from round 1 up to the round cap; empty
+    /// when no reviewer is configured.
     review: Vec<(RoundRange, String)>,
 }
 
 impl RoleRouting {
+    /// Checks the review ranges against `max_round` (the review-round cap).
     pub fn new(
-        implement: String,
-        fix: String,
-        update_epic: String,
-        review: ReviewRoutingSpec,
+        implement: Option<String>,
+        fix: Option<String>,
+        update_epic: Option<String>,
+        review: Option<&ReviewRole>,
+        max_round: u32,
     ) -> Result<Self, RoutingError> {
         let review = match review {
-            ReviewRoutingSpec::Single(profile) => vec![(
+            None => Vec::new(),
+            Some(ReviewRole::Always(profile)) => vec![(
                 RoundRange {
                     start: 1,
                     end: None,
                 },
-                profile,
+                profile.clone(),
             )],
-            ReviewRoutingSpec::ByRounds(pairs) => check_ranges(pairs)?,
+            Some(ReviewRole::ByRound(routes)) => check_ranges(routes, max_round)?,
         };
         Ok(Self {
             implement,
@@ -170,21 +195,19 @@ impl RoleRouting {
     }
 
     /// The profile name for `role`; `round` matters only for reviews (round
-    /// 0 is treated as round 1).
-    pub fn profile_for(&self, role: Role, round: u32) -> &str {
+    /// 0 is treated as round 1, a round past the cap as the last range).
+    pub fn profile_for(&self, role: Role, round: u32) -> Option<&str> {
         match role {
-            Role::Implement => &self.implement,
-            Role::Fix => &self.fix,
-            Role::UpdateEpic => &self.update_epic,
+            Role::Implement => self.implement.as_deref(),
+            Role::Fix => self.fix.as_deref(),
+            Role::UpdateEpic => self.update_epic.as_deref(),
             Role::Review => {
                 let round = round.max(1);
                 self.review
                     .iter()
                     .find(|(range, _)| range.contains(round))
-                    // The ranges are contiguous from 1 and open-ended, so a
-                    // miss is impossible; the last entry is the safe answer.
                     .or(self.review.last())
-                    .map_or(self.implement.as_str(), |(_, p)| p.as_str())
+                    .map(|(_, profile)| profile.as_str())
             }
         }
     }
@@ -192,20 +215,24 @@ impl RoleRouting {
     /// Every `(role, profile)` pair, for checking names against the profiles.
     fn references(&self) -> impl Iterator<Item = (Role, &str)> {
         [
-            (Role::Implement, self.implement.as_str()),
-            (Role::Fix, self.fix.as_str()),
-            (Role::UpdateEpic, self.update_epic.as_str()),
+            (Role::Implement, self.implement.as_deref()),
+            (Role::Fix, self.fix.as_deref()),
+            (Role::UpdateEpic, self.update_epic.as_deref()),
         ]
         .into_iter()
+        .filter_map(|(role, profile)| profile.map(|p| (role, p)))
         .chain(self.review.iter().map(|(_, p)| (Role::Review, p.as_str())))
     }
 }
 
-fn check_ranges(pairs: Vec<(String, String)>) -> Result<Vec<(RoundRange, String)>, RoutingError> {
-    let mut ranges = pairs
-        .into_iter()
-        .map(|(rounds, profile)| Ok((rounds.parse::<RoundRange>()?, profile)))
-        .collect::<Result<Vec<_>, RoutingError>>()?;
+fn check_ranges(
+    routes: &[ReviewRoute],
+    max_round: u32,
+) -> Result<Vec<(RoundRange, String)>, RoutingError> {
+    let mut ranges: Vec<(RoundRange, String)> = routes
+        .iter()
+        .map(|route| (route.rounds, route.profile.clone()))
+        .collect();
     ranges.sort_by_key(|(range, _)| range.start);
     let first = ranges.first().ok_or(RoutingError::NoReviewProfile)?.0;
     if first.start != 1 {
@@ -229,9 +256,14 @@ fn check_ranges(pairs: Vec<(String, String)>) -> Result<Vec<(RoundRange, String)
         }
     }
     if let Some((last, _)) = ranges.last()
-        && last.end.is_some()
+        && let Some(end) = last.end
+        && end < max_round
     {
-        return Err(RoutingError::NotOpenEnded(last.to_string()));
+        let gap = RoundRange {
+            start: end + 1,
+            end: Some(max_round),
+        };
+        return Err(RoutingError::Gap(gap.to_string()));
     }
     Ok(ranges)
 }
@@ -261,13 +293,18 @@ impl AgentCatalog {
         Ok(Self { profiles, routing })
     }
 
-    /// The profile that runs `role` in review round `round`.
+    /// The profile that runs `role` in review round `round`, or `None` when
+    /// the role is not configured.
     pub fn profile_for(&self, role: Role, round: u32) -> Option<&AgentProfile> {
-        self.profiles.get(self.routing.profile_for(role, round))
+        self.profiles.get(self.routing.profile_for(role, round)?)
     }
 
     pub fn routing(&self) -> &RoleRouting {
         &self.routing
+    }
+
+    pub fn profiles(&self) -> &BTreeMap<String, AgentProfile> {
+        &self.profiles
     }
 }
 
@@ -277,81 +314,127 @@ mod tests {
     use super::*;
     use crate::agents::profile::ProfileSpec;
 
+    fn review(pairs: &[(&str, &str)]) -> ReviewRole {
+        ReviewRole::ByRound(
+            pairs
+                .iter()
+                .map(|(r, p)| ReviewRoute {
+                    rounds: r.parse().expect("valid range"),
+                    profile: (*p).to_owned(),
+                })
+                .collect(),
+        )
+    }
+
     fn by_rounds(pairs: &[(&str, &str)]) -> Result<RoleRouting, RoutingError> {
         RoleRouting::new(
-            "impl".into(),
-            "fixer".into(),
-            "epic".into(),
-            ReviewRoutingSpec::ByRounds(
-                pairs
-                    .iter()
-                    .map(|(r, p)| ((*r).to_owned(), (*p).to_owned()))
-                    .collect(),
-            ),
+            Some("impl".into()),
+            Some("fixer".into()),
+            Some("epic".into()),
+            Some(&review(pairs)),
+            8,
         )
     }
 
     #[test]
     fn round_ranges_parse_single_closed_and_open_forms() {
+        let parsed = |t: &str| t.parse::<RoundRange>();
         assert_eq!(
-            "1".parse(),
+            parsed("1"),
             Ok(RoundRange {
                 start: 1,
                 end: Some(1)
             })
         );
         assert_eq!(
-            " 2-5 ".parse(),
+            parsed(" 2-5 "),
             Ok(RoundRange {
                 start: 2,
                 end: Some(5)
             })
         );
         assert_eq!(
-            "6+".parse(),
+            parsed("6+"),
             Ok(RoundRange {
                 start: 6,
                 end: None
             })
         );
-        for bad in ["", "0", "5-2", "a", "1-", "-3", "+", "1+2", "2--3"] {
-            assert!(bad.parse::<RoundRange>().is_err(), "{bad:?}");
+        for (text, shown) in [("2-5", "2-5"), ("6+", "6+"), ("3", "3"), ("4-4", "4")] {
+            assert_eq!(parsed(text).unwrap().to_string(), shown);
         }
+        for bad in [
+            "", "0", "0+", "5-2", "a", "x", "1-", "-3", "+", "1+2", "2--3",
+        ] {
+            assert!(parsed(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn round_ranges_round_trip_through_serde_and_refuse_bad_text() {
+        let range: RoundRange = serde_json::from_str("\"2-5\"").unwrap();
+        assert_eq!(serde_json::to_string(&range).unwrap(), "\"2-5\"");
+        assert!(serde_json::from_str::<RoundRange>("\"5-2\"").is_err());
     }
 
     #[test]
     fn reviews_route_by_round_in_any_declared_order() {
         let r = by_rounds(&[("6+", "c"), ("1", "a"), ("2-5", "b")]).unwrap();
-        assert_eq!(r.profile_for(Role::Review, 0), "a");
-        assert_eq!(r.profile_for(Role::Review, 1), "a");
-        assert_eq!(r.profile_for(Role::Review, 2), "b");
-        assert_eq!(r.profile_for(Role::Review, 5), "b");
-        assert_eq!(r.profile_for(Role::Review, 6), "c");
-        assert_eq!(r.profile_for(Role::Review, 600), "c");
-        assert_eq!(r.profile_for(Role::Implement, 3), "impl");
-        assert_eq!(r.profile_for(Role::Fix, 3), "fixer");
-        assert_eq!(r.profile_for(Role::UpdateEpic, 3), "epic");
+        let picks: Vec<_> = [0, 1, 2, 5, 6, 600]
+            .into_iter()
+            .map(|round| r.profile_for(Role::Review, round))
+            .collect();
+        assert_eq!(
+            picks,
+            [
+                Some("a"),
+                Some("a"),
+                Some("b"),
+                Some("b"),
+                Some("c"),
+                Some("c")
+            ]
+        );
+        assert_eq!(r.profile_for(Role::Implement, 3), Some("impl"));
+        assert_eq!(r.profile_for(Role::Fix, 3), Some("fixer"));
+        assert_eq!(r.profile_for(Role::UpdateEpic, 3), Some("epic"));
     }
 
     #[test]
-    fn overlapping_gapped_late_or_closed_ranges_are_refused() {
+    fn a_single_reviewer_serves_every_round_and_unset_roles_have_none() {
+        let solo = ReviewRole::Always("solo".into());
+        let r = RoleRouting::new(None, None, None, Some(&solo), 8).unwrap();
+        assert_eq!(r.profile_for(Role::Review, 7), Some("solo"));
+        assert_eq!(r.profile_for(Role::Implement, 1), None);
+        let none = RoleRouting::new(None, None, None, None, 8).unwrap();
+        assert_eq!(none.profile_for(Role::Review, 1), None);
+    }
+
+    #[test]
+    fn overlapping_gapped_late_or_short_ranges_are_refused() {
         assert_eq!(
             by_rounds(&[("1-3", "a"), ("3+", "b")]),
             Err(RoutingError::Overlap("1-3".into(), "3+".into()))
+        );
+        assert_eq!(
+            by_rounds(&[("2+", "a"), ("5", "b")]),
+            Err(RoutingError::DoesNotStartAtOne(2))
         );
         assert_eq!(
             by_rounds(&[("1", "a"), ("4+", "b")]),
             Err(RoutingError::Gap("2-3".into()))
         );
         assert_eq!(
-            by_rounds(&[("2+", "a")]),
-            Err(RoutingError::DoesNotStartAtOne(2))
-        );
-        assert_eq!(
             by_rounds(&[("1", "a"), ("2-5", "b")]),
-            Err(RoutingError::NotOpenEnded("2-5".into()))
+            Err(RoutingError::Gap("6-8".into()))
         );
         assert_eq!(by_rounds(&[]), Err(RoutingError::NoReviewProfile));
+    }
+
+    #[test]
+    fn a_closed_last_range_reaching_the_round_cap_is_enough() {
+        assert!(by_rounds(&[("1-8", "a")]).is_ok());
+        assert!(by_rounds(&[("1", "a"), ("2-5", "b"), ("6+", "c")]).is_ok());
     }
 
     #[test]

@@ -53,7 +53,16 @@ pub fn extract_block(captured: &CapturedOutput) -> Result<&str, ResultError> {
     };
     let Some(start) = tail[..end].rfind(BLOCK_START) else {
         // An end marker with no opener in the captured tail: the opener was
-        // either never written or lost with a truncated head.
+        // either never written or lost with a truncated head. When the head
+        // was dropped and everything before the end marker already exceeds
+        // the limit, the block (if there was one) is larger still, so the
+        // honest diagnosis is its size, not its absence.
+        if captured.head_truncated && end > MAX_CONTROL_RESULT_BYTES {
+            return Err(ResultError::BlockTooLarge {
+                bytes: end,
+                max: MAX_CONTROL_RESULT_BYTES,
+            });
+        }
         return Err(ResultError::NoBlock {
             head_truncated: captured.head_truncated,
             searched_bytes: tail.len(),
@@ -98,6 +107,33 @@ mod tests {
             extract_block(&CapturedOutput::complete(out)),
             Err(ResultError::IncompleteBlock)
         );
+    }
+
+    #[test]
+    fn an_end_after_more_than_the_limit_of_dropped_output_is_too_large() {
+        let captured = CapturedOutput {
+            tail: format!(
+                "{}\n{BLOCK_END}\n",
+                "x".repeat(MAX_CONTROL_RESULT_BYTES + 10)
+            ),
+            head_truncated: true,
+            total_bytes: 3 * MAX_CONTROL_RESULT_BYTES as u64,
+        };
+        assert!(matches!(
+            extract_block(&captured),
+            Err(ResultError::BlockTooLarge { bytes, .. }) if bytes > MAX_CONTROL_RESULT_BYTES
+        ));
+        let short = CapturedOutput {
+            tail: format!("short\n{BLOCK_END}"),
+            ..captured
+        };
+        assert!(matches!(
+            extract_block(&short),
+            Err(ResultError::NoBlock {
+                head_truncated: true,
+                ..
+            })
+        ));
     }
 
     #[test]

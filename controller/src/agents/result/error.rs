@@ -108,7 +108,7 @@ pub enum ResultError {
     },
     #[error("a CONTROL_RESULT block was opened but never closed with <<<END_CONTROL_RESULT>>>")]
     IncompleteBlock,
-    #[error("the CONTROL_RESULT block is {bytes} bytes, over the limit of {max}")]
+    #[error("the CONTROL_RESULT block is over the limit of {max} bytes ({bytes} bytes seen)")]
     BlockTooLarge { bytes: usize, max: usize },
     #[error("the block is not valid JSON ({category} error at line {line}, column {column})")]
     InvalidJson {
@@ -139,6 +139,10 @@ pub enum ResultError {
     UnaskedFields { count: usize },
     #[error("published-text policy: {0}")]
     Policy(PolicyViolation),
+    #[error(
+        "published-text policy: {field} held credential-shaped text, which was removed from the captured output"
+    )]
+    RedactedCredential { field: String },
     #[error("cross-check failed: {0}")]
     CrossCheck(#[from] CrossCheckError),
 }
@@ -180,7 +184,7 @@ impl ResultError {
             | Self::UnaskedFields { .. } => {
                 "Return exactly the fields of the schema in the prompt, with the documented types and bounds."
             }
-            Self::Policy(_) => {
+            Self::Policy(_) | Self::RedactedCredential { .. } => {
                 "Rewrite the named field so it follows the published-text rules in the prompt; the controller never edits it for you."
             }
             Self::CrossCheck(_) => {

@@ -8,6 +8,23 @@ use super::limits::*;
 use super::types::{PhaseResult, ResolutionKind};
 use crate::publish::policy::{self, FieldKind};
 
+/// How the supervisor's redactor marks a credential it removed from the
+/// captured output (`[REDACTED:<kind>]`). Parsing sees only redacted text,
+/// so a credential an agent put into a field arrives as this marker; the
+/// field is refused rather than published with the marker in it.
+const REDACTION_MARK: &str = "[REDACTED:";
+
+/// The policy check of one published field, after the redaction check.
+fn check_field(name: &str, text: &str, kind: FieldKind) -> Result<(), ResultError> {
+    if text.contains(REDACTION_MARK) {
+        return Err(ResultError::RedactedCredential {
+            field: name.to_owned(),
+        });
+    }
+    policy::check_field(name, text, kind)?;
+    Ok(())
+}
+
 fn one_line(max_chars: usize) -> FieldKind {
     FieldKind::OneLine { max_chars }
 }
@@ -18,27 +35,27 @@ fn multiline(max_chars: usize) -> FieldKind {
 
 /// `message` of a failure/blocked result: shown in the status comment.
 pub(super) fn check_message(message: &str) -> Result<(), ResultError> {
-    policy::check_field("message", message, multiline(MAX_MESSAGE_CHARS))?;
+    check_field("message", message, multiline(MAX_MESSAGE_CHARS))?;
     Ok(())
 }
 
 pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultError> {
     match result {
         PhaseResult::Implement(r) => {
-            policy::check_field("pr_title", &r.pr_title, one_line(MAX_PR_TITLE_CHARS))?;
-            policy::check_field("pr_body", &r.pr_body, multiline(MAX_PR_BODY_CHARS))?;
+            check_field("pr_title", &r.pr_title, one_line(MAX_PR_TITLE_CHARS))?;
+            check_field("pr_body", &r.pr_body, multiline(MAX_PR_BODY_CHARS))?;
             check_tests(&r.tests)
         }
         PhaseResult::Review(r) => {
             for (i, f) in r.findings.iter().enumerate() {
                 let name = |field: &str| format!("findings[{i}].{field}");
-                policy::check_field(&name("title"), &f.title, one_line(MAX_FINDING_TITLE_CHARS))?;
-                policy::check_field(
+                check_field(&name("title"), &f.title, one_line(MAX_FINDING_TITLE_CHARS))?;
+                check_field(
                     &name("location"),
                     &f.location,
                     one_line(MAX_FINDING_LOCATION_CHARS),
                 )?;
-                policy::check_field(
+                check_field(
                     &name("required_resolution"),
                     &f.required_resolution,
                     multiline(MAX_FINDING_RESOLUTION_CHARS),
@@ -50,19 +67,19 @@ pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultE
                 } else {
                     MAX_REVIEW_SECTION_CHARS
                 };
-                policy::check_field(field, text, multiline(max))?;
+                check_field(field, text, multiline(max))?;
             }
             Ok(())
         }
         PhaseResult::Fix(r) => {
             for (i, res) in r.resolutions.iter().enumerate() {
                 if let ResolutionKind::FollowUpNew(issue) = &res.kind {
-                    policy::check_field(
+                    check_field(
                         &format!("resolutions[{i}].follow_up_issue.title"),
                         &issue.title,
                         one_line(MAX_PR_TITLE_CHARS),
                     )?;
-                    policy::check_field(
+                    check_field(
                         &format!("resolutions[{i}].follow_up_issue.body"),
                         &issue.body,
                         multiline(MAX_PR_BODY_CHARS),
@@ -71,7 +88,7 @@ pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultE
                 // Rationales are shown to the next reviewer and kept in the
                 // journal; they follow the policy so they can be published.
                 if let Some(rationale) = &res.rationale {
-                    policy::check_field(
+                    check_field(
                         &format!("resolutions[{i}].rationale"),
                         rationale,
                         multiline(MAX_RATIONALE_CHARS),
@@ -82,11 +99,11 @@ pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultE
         }
         PhaseResult::UpdateEpic(r) => {
             if let Some(progress) = &r.progress {
-                policy::check_field("progress", progress, multiline(MAX_PROGRESS_CHARS))?;
+                check_field("progress", progress, multiline(MAX_PROGRESS_CHARS))?;
                 policy::check_no_url("progress", progress)?;
             }
             if let Some(section) = &r.roadmap_section {
-                policy::check_field(
+                check_field(
                     "roadmap_section",
                     section,
                     multiline(MAX_ROADMAP_SECTION_CHARS),
@@ -113,4 +130,26 @@ fn check_tests(tests: &[String]) -> Result<(), ResultError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redact::Redactor;
+
+    #[test]
+    fn a_credential_the_redactor_removed_refuses_its_field() {
+        let token = format!("ghp_{}", "a1B2".repeat(9));
+        let redacted = Redactor::new()
+            .redact(&format!("see {token} here"))
+            .into_owned();
+        assert!(redacted.contains(REDACTION_MARK), "{redacted}");
+        assert_eq!(
+            check_field("pr_body", &redacted, multiline(100)),
+            Err(ResultError::RedactedCredential {
+                field: "pr_body".into()
+            })
+        );
+        assert_eq!(check_field("pr_body", "plain text", multiline(100)), Ok(()));
+    }
 }

@@ -32,11 +32,13 @@ pub struct CaptureLimits {
 }
 
 impl CaptureLimits {
-    /// Agent output: 256 KiB of head, 1 MiB of tail (the CONTROL_RESULT
-    /// block may be up to 1 MiB and is searched in the tail).
+    /// Agent output: 256 KiB of head, and a tail 64 KiB larger than the
+    /// largest CONTROL_RESULT block, so a block at the limit still fits
+    /// whole with its markers and a usage line after it, and a block over
+    /// the limit is refused by its size rather than reported missing.
     pub const AGENT: Self = Self {
         head_bytes: 256 * 1024,
-        tail_bytes: 1024 * 1024,
+        tail_bytes: crate::agents::result::limits::MAX_CONTROL_RESULT_BYTES + 64 * 1024,
     };
 }
 

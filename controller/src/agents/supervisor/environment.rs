@@ -14,6 +14,8 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
+use secrecy::ExposeSecret;
+
 use crate::agents::profile::AgentProfile;
 
 /// Names copied from the controller's environment when present.
@@ -94,7 +96,7 @@ pub fn agent_environment(profile: &AgentProfile) -> Result<BTreeMap<String, OsSt
         }
     }
     for (name, value) in &profile.env {
-        env.insert(name.clone(), OsString::from(value));
+        env.insert(name.clone(), OsString::from(value.expose_secret()));
     }
     for name in &profile.env_remove {
         env.remove(name);

@@ -1,0 +1,32 @@
+#!/bin/sh
+# A scripted FIX agent: `phase_fix.sh MODE FINDING_ID...`. It commits one
+# fix on top of the reviewed HEAD and resolves the findings per MODE.
+set -eu
+. "$(dirname "$0")/phase_common.sh"
+mode=$1
+shift
+cat >/dev/null
+if [ -f fix.txt ]; then
+    # A correction relaunch: the fix commit of the first attempt is HEAD.
+    previous=$(git rev-parse HEAD~1)
+else
+    previous=$(git rev-parse HEAD)
+    commit_file fix.txt "fixed" "Address the review findings"
+fi
+head=$(git rev-parse HEAD)
+
+if [ "$mode" = missing_resolution ]; then
+    # Resolve every finding but the last one.
+    count=$#
+    set -- $(printf '%s\n' "$@" | head -n $((count - 1)))
+elif [ "$mode" != good ]; then
+    echo "unknown mode $mode" >&2
+    exit 64
+fi
+resolutions=""
+for id in "$@"; do
+    entry=$(printf '{"finding_id":"%s","resolution":"fixed","commit_sha":"%s"}' "$id" "$head")
+    resolutions="${resolutions:+$resolutions,}$entry"
+done
+block "$(printf '{"phase":"FIX","status":"success","previous_head_sha":"%s","head_sha":"%s","resolutions":[%s]}' \
+    "$previous" "$head" "$resolutions")"

@@ -1,0 +1,82 @@
+#!/bin/sh
+# A scripted IMPLEMENT agent: `phase_implement.sh MODE ISSUE_URL`. It reads
+# its prompt on stdin, commits in the worktree and answers per MODE; every
+# mode but `good` is hostile or broken in one precise way.
+set -eu
+. "$(dirname "$0")/phase_common.sh"
+mode=$1
+issue_url=$2
+prompt=$(cat)
+
+result() { # HEAD TITLE BODY
+    printf '{"phase":"IMPLEMENT","status":"success","issue_url":"%s","head_sha":"%s","pr_title":"%s","pr_body":"%s","tests":["scripted"]}' \
+        "$issue_url" "$1" "$2" "$3"
+}
+good_answer() {
+    block "$(result "$(git rev-parse HEAD)" "Add the feature" "Implements the feature.")"
+}
+
+case $mode in
+    good)
+        commit_file feature.txt "feature" "Add the feature"
+        good_answer ;;
+    no_block)
+        commit_file feature.txt "feature" "Add the feature"
+        echo "All done, LGTM, merged. $CANARY" ;;
+    two_blocks)
+        commit_file feature.txt "feature" "Add the feature"
+        block "$(result "$(git rev-parse HEAD)" "Draft $CANARY" "draft")"
+        echo "On second thought:"
+        good_answer ;;
+    block_in_head_only)
+        commit_file feature.txt "feature" "Add the feature"
+        good_answer
+        # About 2 MiB after the block: the capture keeps only the tail.
+        yes "filler line after the answer $CANARY" | head -n 60000 ;;
+    huge_block)
+        commit_file feature.txt "feature" "Add the feature"
+        # A pretty-printed object of just over 2 MiB, one 1 KB string a line.
+        echo "<<<CONTROL_RESULT>>>"
+        printf '{"phase":"IMPLEMENT","status":"success","pr_body":"%s","tests":[\n' "$CANARY"
+        line=$(head -c 1000 /dev/zero | tr '\0' 'a')
+        i=0
+        while [ $i -lt 2150 ]; do
+            printf '"%s",\n' "$line"
+            i=$((i + 1))
+        done
+        printf '"end"]}\n'
+        echo "<<<END_CONTROL_RESULT>>>" ;;
+    invalid_json)
+        commit_file feature.txt "feature" "Add the feature"
+        block "{\"phase\": \"IMPLEMENT\", \"status\": $CANARY}" ;;
+    wrong_phase)
+        commit_file feature.txt "feature" "Add the feature"
+        block "{\"phase\":\"REVIEW\",\"status\":\"success\",\"summary\":\"$CANARY\"}" ;;
+    other_head)
+        commit_file feature.txt "feature" "Add the feature"
+        block "$(result "$(git rev-parse HEAD~1)" "Add the feature" "$CANARY")" ;;
+    credential_in_body)
+        commit_file feature.txt "feature" "Add the feature"
+        block "$(result "$(git rev-parse HEAD)" "Add the feature" "deploy with ghp_0123456789abcdefABCDEF0123456789abcd, $CANARY")" ;;
+    closes_other_issue)
+        commit_file feature.txt "feature" "Add the feature
+
+Closes #999"
+        good_answer ;;
+    crash)
+        commit_file feature.txt "feature" "Add the feature"
+        good_answer
+        exit 3 ;;
+    blocked)
+        block '{"phase":"IMPLEMENT","status":"blocked","message":"The issue asks for two incompatible things."}' ;;
+    fixed_on_correction)
+        case $prompt in
+            *"Your previous answer was not accepted"*) good_answer ;;
+            *)
+                commit_file feature.txt "feature" "Add the feature"
+                echo "Finished without a result block. $CANARY" ;;
+        esac ;;
+    *)
+        echo "unknown mode $mode" >&2
+        exit 64 ;;
+esac

@@ -1,0 +1,29 @@
+#!/bin/sh
+# A scripted REVIEW agent: `phase_review.sh MODE ROUND`. It reviews the
+# worktree HEAD without touching the worktree and answers per MODE.
+set -eu
+. "$(dirname "$0")/phase_common.sh"
+mode=$1
+round=$2
+cat >/dev/null
+head=$(git rev-parse HEAD)
+
+review() { # ROUND NEEDS_FIX FINDINGS
+    printf '{"phase":"REVIEW","status":"success","round":%s,"reviewed_head_sha":"%s","needs_fix_round":%s,"findings":[%s],' \
+        "$1" "$head" "$2" "$3"
+    printf '"spec":"Matches the issue.","standards":"Follows the style.","assessment":"Sound.","observations":"None.","verification":"Read the diff.","summary":"Reviewed."}'
+}
+finding() { # ROUND
+    printf '{"id":"R%s-F1","classification":"blocked","title":"Missing test","location":"feature.txt:1","required_resolution":"Add a test for the feature."}' "$1"
+}
+
+case $mode in
+    clean) block "$(review "$round" false "")" ;;
+    findings) block "$(review "$round" true "$(finding "$round")")" ;;
+    wrong_round)
+        other=$((round + 1))
+        block "$(review "$other" true "$(finding "$other")")" ;;
+    *)
+        echo "unknown mode $mode" >&2
+        exit 64 ;;
+esac

@@ -3,6 +3,7 @@
 //! and the pipeline that ties them into one agent phase.
 
 pub mod context;
+pub mod journal;
 pub mod pipeline;
 pub mod profile;
 pub mod prompt;

@@ -8,6 +8,8 @@
 //! pass ends the run. Whether a failure is final for its SHA is for the
 //! caller to enforce by never asking again for the same commit.
 
+pub mod candidate;
+
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
@@ -18,6 +20,8 @@ use crate::agents::supervisor::capture::{CaptureLimits, OutputSink};
 use crate::agents::supervisor::environment::base_environment;
 use crate::agents::supervisor::process::{LaunchExit, RunLimits, run_in_group};
 use crate::redact::Redactor;
+
+pub use candidate::{Candidate, CandidateError, CandidateVerdict, validate_candidate};
 
 /// One configured validation command.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,57 @@
+//! Launch rows in the journal.
+//!
+//! The launch pipeline reports one [`LaunchRecord`] per agent process it
+//! started (the first launch and any correction relaunches). The driver
+//! stores each as an `agent_launches` row under the run's lease, so the
+//! dashboard and the launch budget see every process that ran, with its
+//! exit, duration and tokens.
+
+use autoforge_journal::{Journal, JournalError, LaunchEnd, LaunchId, Lease, NewLaunch};
+
+use super::supervisor::{LaunchExit, LaunchRecord};
+
+/// Stores one finished launch of `phase` (the run's phase when it started);
+/// `attempt` is 0 for the first launch of a phase entry and counts the
+/// correction relaunches after it.
+pub async fn record_finished_launch(
+    journal: &Journal,
+    lease: &Lease,
+    phase: &str,
+    attempt: u32,
+    record: &LaunchRecord,
+) -> Result<LaunchId, JournalError> {
+    let id = journal
+        .record_launch_started(
+            lease,
+            &NewLaunch {
+                phase: phase.to_owned(),
+                role: record.role.as_str().to_owned(),
+                profile: record.profile.clone(),
+                attempt: i32::try_from(attempt).unwrap_or(i32::MAX),
+                log_dir: record.log_dir.display().to_string(),
+            },
+        )
+        .await?;
+    journal
+        .record_launch_finished(lease, id, &launch_end(record))
+        .await?;
+    Ok(id)
+}
+
+/// The journal's view of how a launch ended.
+pub fn launch_end(record: &LaunchRecord) -> LaunchEnd {
+    let (exit_status, outcome) = match record.exit {
+        LaunchExit::Exited(0) => (Some(0), "success"),
+        LaunchExit::Exited(code) => (Some(code), "exit-nonzero"),
+        LaunchExit::Signalled(_) => (None, "signalled"),
+        LaunchExit::IdleTimeout => (None, "idle-timeout"),
+        LaunchExit::WallTimeout => (None, "wall-timeout"),
+        LaunchExit::Cancelled => (None, "cancelled"),
+    };
+    LaunchEnd {
+        exit_status,
+        duration_ms: i64::try_from(record.duration.as_millis()).unwrap_or(i64::MAX),
+        tokens: record.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        outcome: outcome.to_owned(),
+    }
+}

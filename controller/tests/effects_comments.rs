@@ -115,7 +115,7 @@ async fn an_ambiguous_write_is_reconciled_not_repeated() {
 }
 
 #[tokio::test]
-async fn a_reconcile_read_that_fails_sends_nothing_and_changes_no_stage() {
+async fn a_target_github_answers_404_for_is_a_conflict_without_a_send() {
     let mut world = world_with_issue().await;
     let intent = EffectIntent::PostCommandReply {
         thread: 404,
@@ -130,12 +130,35 @@ async fn a_reconcile_read_that_fails_sends_nothing_and_changes_no_stage() {
         .await
         .try_into()
         .unwrap();
+    let outcome = world.drive(&world.executor(), row.id).await;
+    let DriveOutcome::Conflict { reason } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        reason.contains("404") && reason.contains("issue/404"),
+        "{reason}"
+    );
+    assert_eq!(world.writes_to("POST", COMMENTS), 0);
+    let row = world.row(row.id).await;
+    assert_eq!((row.stage, row.attempts), (Stage::Conflict, 0));
+}
+
+#[tokio::test]
+async fn a_reconcile_read_that_fails_sends_nothing_and_changes_no_stage() {
+    let mut world = world_with_issue().await;
+    let [row] = world
+        .journal(vec![world.plan(&reply(51), &BTreeMap::new())])
+        .await
+        .try_into()
+        .unwrap();
+    world.fault("GET", COMMENTS, FaultKind::Status { status: 500 }, None);
     let error = world
         .executor()
         .drive(&world.lease, &row)
         .await
-        .expect_err("the comments of a missing issue cannot be listed");
-    assert!(error.to_string().contains("404"), "{error}");
+        .expect_err("the comments cannot be listed");
+    assert!(error.to_string().contains("500"), "{error}");
+    world.clear_faults();
     assert_eq!(world.writes_to("POST", COMMENTS), 0);
     let row = world.row(row.id).await;
     assert_eq!((row.stage, row.attempts), (Stage::Intended, 0));

@@ -319,7 +319,27 @@ impl EffectExecutor {
         })
     }
 
+    /// The kind's reconcile, with one shared rule: a target GitHub answers
+    /// 404 for (deleted, transferred, or no longer visible to us) is a
+    /// definitive conflict for an operator, not a read to retry forever.
     async fn reconcile(
+        &self,
+        effect: &Effect,
+        ownership: &Ownership,
+    ) -> Result<Observation, EffectError> {
+        match self.reconcile_kind(effect, ownership).await {
+            Err(EffectError::Read(error)) if error.is_not_found() => {
+                Ok(Observation::Conflict(format!(
+                    "GitHub answers 404 for the target {} of this {} (deleted, transferred \
+                     or not visible to the controller): {error}",
+                    effect.target, effect.kind
+                )))
+            }
+            other => other,
+        }
+    }
+
+    async fn reconcile_kind(
         &self,
         effect: &Effect,
         ownership: &Ownership,

@@ -15,6 +15,7 @@ use super::EffectError;
 use super::drive::{EffectExecutor, Observation, field, payload, read_failed, target_number};
 use super::issues::{BodyPayload, digest};
 use super::markers::{ROADMAP_END, ROADMAP_START, RoadmapMarkers, scan_roadmap};
+use super::plan::blank_line_after;
 
 /// The body with `section` placed between the roadmap markers: appended
 /// after one blank line when the body has none, replacing what lies between
@@ -26,16 +27,7 @@ pub fn splice_roadmap(body: &str, section: &str) -> Result<String, String> {
         section.trim_matches(['\n', '\r'])
     );
     match scan_roadmap(body) {
-        RoadmapMarkers::Absent => {
-            let separator = if body.is_empty() || body.ends_with("\n\n") {
-                ""
-            } else if body.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            };
-            Ok(format!("{body}{separator}{block}"))
-        }
+        RoadmapMarkers::Absent => Ok(format!("{body}{}{block}", blank_line_after(body))),
         RoadmapMarkers::Section { start, end, .. } => {
             Ok(format!("{}{block}{}", &body[..start], &body[end..]))
         }

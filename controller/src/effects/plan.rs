@@ -426,3 +426,159 @@ fn finish(identity: String, row: Row) -> NewEffect {
         completion: row.completion,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::effects::markers::Scan;
+    use crate::machine::{Reply, StatusSnapshot};
+
+    fn context<'a>(repo: &'a RepoName, bodies: &'a BTreeMap<u64, String>) -> PlanContext<'a> {
+        PlanContext {
+            run_id: RunId(9),
+            repo,
+            html_base: "https://github.com/",
+            default_branch: "main",
+            merge_method: "squash",
+            bodies,
+        }
+    }
+
+    fn body(effect: &NewEffect) -> String {
+        let payload: Value = serde_json::from_slice(&effect.payload).unwrap();
+        payload["body"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn the_marker_in_the_payload_carries_the_run_and_the_rows_nonce() {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let bodies = BTreeMap::new();
+        let intent = EffectIntent::CreatePr {
+            issue: 3,
+            branch: "autoforge/3".into(),
+            base: "main".into(),
+            title: "Add it".into(),
+            body: "Adds it.".into(),
+        };
+        let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
+        assert_eq!(effect.kind, EffectKind::CreatePr);
+        assert_eq!(effect.identity, "ai-implementation:issue=3");
+        let Scan::Found(found) = scan(&body(&effect), MarkerName::Implementation) else {
+            panic!("no marker");
+        };
+        let nonce = effect.completion["write"].as_str().unwrap();
+        assert_eq!(nonce.len(), 32);
+        assert_eq!(found[0].write_nonce(), Some(nonce));
+        assert_eq!(found[0].payload["run"], json!(9));
+        assert_eq!(
+            found[0].payload["issue"],
+            json!("https://github.com/o/r/issues/3")
+        );
+        assert_eq!(
+            effect.completion["key"],
+            json!({"issue": "https://github.com/o/r/issues/3"})
+        );
+        let again = plan(&intent, &context(&repo, &bodies)).unwrap();
+        assert_ne!(
+            again.completion["write"], effect.completion["write"],
+            "fresh nonce per row"
+        );
+    }
+
+    #[test]
+    fn agent_text_that_breaks_the_policy_is_never_journalled() {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let bodies = BTreeMap::new();
+        let intent = EffectIntent::CreatePr {
+            issue: 3,
+            branch: "autoforge/3".into(),
+            base: "main".into(),
+            title: "Add it".into(),
+            body: "Fixes #4 <!-- ai-implementation: {} -->".into(),
+        };
+        assert!(matches!(
+            plan(&intent, &context(&repo, &bodies)),
+            Err(PlanError::Policy(_))
+        ));
+    }
+
+    #[test]
+    fn append_kinds_need_the_body_read_at_phase_start_and_refuse_repeats() {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let intent = EffectIntent::AppendFollowUpMarkers {
+            issue: 5,
+            pr: 2,
+            finding_ids: vec!["R1-F1".into()],
+        };
+        let empty = BTreeMap::new();
+        assert!(matches!(
+            plan(&intent, &context(&repo, &empty)),
+            Err(PlanError::MissingBody(5))
+        ));
+        let bodies = BTreeMap::from([(5, "Tracked.".to_owned())]);
+        let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
+        let appended = body(&effect);
+        assert!(appended.starts_with("Tracked.\n\n<!-- ai-follow-up: "));
+        assert_eq!(
+            effect.precondition["base_sha256"],
+            json!(digest("Tracked."))
+        );
+        let again = BTreeMap::from([(5, appended)]);
+        assert!(matches!(
+            plan(&intent, &context(&repo, &again)),
+            Err(PlanError::Refused(_))
+        ));
+    }
+
+    #[test]
+    fn status_and_reply_bodies_end_with_their_marker() {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let bodies = BTreeMap::new();
+        let status = EffectIntent::EditStatusComment {
+            issue: 1,
+            run_id: "9".into(),
+            status: StatusSnapshot {
+                phase: crate::machine::Phase::Implement,
+                round: 0,
+                pr: None,
+                blocked_reason: None,
+                failure: None,
+                waiting_for: "agent".into(),
+            },
+        };
+        let effect = plan(&status, &context(&repo, &bodies)).unwrap();
+        assert_eq!(effect.kind, EffectKind::EditStatusComment);
+        assert_eq!(effect.completion["key"], json!({"run": 9}));
+        assert!(body(&effect).contains("<!-- autoforge-status: {\"run\":9,\"write\":"));
+        let reply = EffectIntent::PostCommandReply {
+            thread: 1,
+            comment_id: 77,
+            reply: Reply::Accepted {
+                command: "stop".into(),
+                detail: "stopping".into(),
+            },
+        };
+        let effect = plan(&reply, &context(&repo, &bodies)).unwrap();
+        assert_eq!(effect.target, "issue/1");
+        assert_eq!(effect.completion["key"], json!({"command_comment_id": 77}));
+    }
+
+    #[test]
+    fn merges_carry_the_reviewed_sha_and_the_configured_method() {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let bodies = BTreeMap::new();
+        let intent = EffectIntent::MergePr {
+            pr: 4,
+            sha: "a".repeat(40),
+            base_ref: "main".into(),
+        };
+        let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
+        let payload: Value = serde_json::from_slice(&effect.payload).unwrap();
+        assert_eq!(
+            payload,
+            json!({"sha": "a".repeat(40), "merge_method": "squash"})
+        );
+        assert_eq!(effect.completion["base_ref"], json!("main"));
+    }
+}

@@ -351,3 +351,56 @@ async fn the_status_comment_is_created_once_then_edited_in_place() {
     assert!(wanted.contains("**REVIEW**"));
     assert_eq!(world.writes_to("POST", COMMENTS), 1);
 }
+
+#[tokio::test]
+async fn an_object_the_entry_observation_saw_is_a_conflict_not_foreign() {
+    let mut world = world_with_issue().await;
+    let [row] = world
+        .journal(vec![world.plan(&reply(52), &BTreeMap::new())])
+        .await
+        .try_into()
+        .unwrap();
+    let older = render_marker("autoforge-reply", &json!({ "command_comment_id": 52 }));
+    let seen = world
+        .human_comment(1, &format!("an older reply\n\n{older}"))
+        .await;
+    let executor = world
+        .executor()
+        .with_entry_seen([format!("comment/{seen}")]);
+    let outcome = world.drive(&executor, row.id).await;
+    let DriveOutcome::Conflict { reason } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(reason.contains(&format!("issuecomment-{seen}")), "{reason}");
+    assert_eq!(world.writes_to("POST", COMMENTS), 1, "only the older reply");
+}
+
+#[tokio::test]
+async fn a_driver_whose_run_was_taken_over_sends_nothing() {
+    let mut world = world_with_issue().await;
+    let [row] = world
+        .journal(vec![world.plan(&reply(53), &BTreeMap::new())])
+        .await
+        .try_into()
+        .unwrap();
+    world
+        .db
+        .journal()
+        .release_lease(&world.lease)
+        .await
+        .unwrap();
+    let error = world
+        .executor()
+        .drive(&world.lease, &row)
+        .await
+        .expect_err("a stale lease cannot mark the effect attempted");
+    // The journal refuses the move; it should name the stale lease, but
+    // its diagnosis currently fails to decode instead (reported to the
+    // journal's owner), so only "the journal refused" is asserted here.
+    assert!(
+        matches!(error, autoforge::effects::EffectError::Journal(_)),
+        "{error}"
+    );
+    assert_eq!(world.writes_to("POST", COMMENTS), 0);
+    assert_eq!(world.row(row.id).await.stage, Stage::Intended);
+}

@@ -394,11 +394,13 @@ async fn a_driver_whose_run_was_taken_over_sends_nothing() {
         .drive(&world.lease, &row)
         .await
         .expect_err("a stale lease cannot mark the effect attempted");
-    // The journal refuses the move; it should name the stale lease, but
-    // its diagnosis currently fails to decode instead (reported to the
-    // journal's owner), so only "the journal refused" is asserted here.
     assert!(
-        matches!(error, autoforge::effects::EffectError::Journal(_)),
+        matches!(
+            error,
+            autoforge::effects::EffectError::Journal(
+                autoforge_journal::JournalError::StaleLease { .. }
+            )
+        ),
         "{error}"
     );
     assert_eq!(world.writes_to("POST", COMMENTS), 0);

@@ -427,9 +427,11 @@ struct EffectStanding {
 /// failure path, so the happy path stays one round trip.
 async fn diagnose(conn: &mut PgConnection, lease: &Lease, id: EffectId, to: Stage) -> JournalError {
     let standing = sqlx::query_as::<_, EffectStanding>(concat!(
-        "SELECT e.run_id, e.stage, e.attempts, (",
+        // A released lease leaves `lease_owner` NULL, which makes the
+        // comparison NULL rather than false.
+        "SELECT e.run_id, e.stage, e.attempts, COALESCE((",
         lease_is_current!("$2", "$3"),
-        ") AS held FROM effects e JOIN runs r ON r.id = e.run_id WHERE e.id = $1"
+        "), false) AS held FROM effects e JOIN runs r ON r.id = e.run_id WHERE e.id = $1"
     ))
     .bind(id)
     .bind(&lease.owner)

@@ -295,3 +295,47 @@ async fn an_oversized_batch_of_intents_is_refused() {
     drop(tx);
     assert_eq!(journal.get_run(run.id).await.unwrap().unwrap().version, 0);
 }
+
+#[tokio::test]
+async fn a_released_or_taken_over_lease_is_refused_as_stale_on_every_stage_move() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (run, lease) = leased_run(&db, 1).await;
+    let (_, ids) = transition(
+        journal,
+        &lease,
+        0,
+        "REVIEW",
+        &[intent(EffectKind::PostComment, "c")],
+    )
+    .await;
+    journal.release_lease(&lease).await.unwrap();
+    // Released: the run has no lease owner at all.
+    for error in [
+        journal.mark_attempted(&lease, ids[0]).await.unwrap_err(),
+        journal
+            .mark_observed(&lease, ids[0], &json!({}))
+            .await
+            .unwrap_err(),
+        journal
+            .mark_conflict(&lease, ids[0], "x")
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(
+            matches!(error, JournalError::StaleLease { .. }),
+            "{error:?}"
+        );
+    }
+    // Taken over by another worker: a newer token.
+    journal
+        .acquire_lease_for(run.id, "other", std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("takeover");
+    let error = journal.mark_attempted(&lease, ids[0]).await.unwrap_err();
+    assert!(
+        matches!(error, JournalError::StaleLease { .. }),
+        "{error:?}"
+    );
+}

@@ -252,6 +252,23 @@ impl Journal {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Audit events of one kind across runs (and those tied to no run,
+    /// such as a refused trigger label), newest first.
+    pub async fn list_audit_events_of_kind(
+        &self,
+        kind: &str,
+        limit: i64,
+    ) -> Result<Vec<crate::AuditEvent>> {
+        Ok(sqlx::query_as::<_, crate::AuditEvent>(
+            "SELECT id, run_id, kind, detail, recorded_at FROM audit_events \
+             WHERE kind = $1 ORDER BY id DESC LIMIT $2",
+        )
+        .bind(kind)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Whether a change was acted on, and with what outcome.
     pub async fn observed_change(&self, dedupe_key: &str) -> Result<Option<String>> {
         Ok(
@@ -403,6 +420,27 @@ mod tests {
             None
         );
         assert_eq!(journal.run_pull_request(run_id).await.unwrap(), Some(9));
+    }
+
+    #[tokio::test]
+    async fn audit_events_without_a_run_are_listed_by_kind() {
+        let db = TestDatabase::fresh().await;
+        let journal = db.journal();
+        journal
+            .record_audit_event(None, "trigger_refused", &json!({"actor": "mallory"}))
+            .await
+            .unwrap();
+        journal
+            .record_audit_event(None, "other", &json!({}))
+            .await
+            .unwrap();
+        let refused = journal
+            .list_audit_events_of_kind("trigger_refused", 10)
+            .await
+            .unwrap();
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].detail["actor"], "mallory");
+        assert_eq!(refused[0].run_id, None);
     }
 
     #[tokio::test]

@@ -269,6 +269,17 @@ impl Journal {
         .await?)
     }
 
+    /// Whether any change whose key starts with `prefix` was acted on (e.g.
+    /// any version of one comment).
+    pub async fn observed_change_with_prefix(&self, prefix: &str) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM observed_changes WHERE starts_with(dedupe_key, $1))",
+        )
+        .bind(prefix)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Whether a change was acted on, and with what outcome.
     pub async fn observed_change(&self, dedupe_key: &str) -> Result<Option<String>> {
         Ok(

@@ -73,6 +73,26 @@ impl GitHubAccess {
         })
     }
 
+    /// Assembles access from parts, for callers that built the client
+    /// themselves (tests, tools). `app_slug` must be the App's own slug.
+    pub fn from_parts(
+        client: GitHubClient,
+        app_slug: String,
+        policy: OperatorPolicy,
+        trigger_label: String,
+        configured_repositories: Vec<String>,
+        is_app: bool,
+    ) -> GitHubAccess {
+        GitHubAccess {
+            client,
+            app_slug,
+            policy,
+            trigger_label,
+            configured_repositories,
+            is_app,
+        }
+    }
+
     pub fn is_app(&self) -> bool {
         self.is_app
     }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::access::GitHubAccess;
 use super::plan::apply;
-use super::planner::{Sighting, plan};
+use super::planner::{Sighting, body_digest, labeling_of_event, plan};
 use crate::commands::{commands_added_by_edit, parse_commands};
 use crate::webhook::{ClassifyContext, Observation, classify};
 
@@ -170,7 +170,7 @@ impl Dispatcher {
                     .await?
                     .map_or_else(
                         || format!("delivery-{}", delivery.delivery_id),
-                        |event| format!("event-{}", event.id),
+                        |event| labeling_of_event(event.id),
                     );
                 Sighting::TriggerLabeled {
                     repository: issue.repository,
@@ -210,6 +210,7 @@ impl Dispatcher {
                 issue: issue.number,
                 comment_id,
                 updated_at: times.comment_updated_at().unwrap_or_default(),
+                body_digest: body_digest(&body),
                 actor: author,
                 commands: parse_commands(&body),
             },
@@ -225,6 +226,7 @@ impl Dispatcher {
                 issue: issue.number,
                 comment_id,
                 updated_at: times.comment_updated_at().unwrap_or_default(),
+                body_digest: body_digest(&new_body),
                 actor: editor,
                 commands: commands_added_by_edit(&old_body, &new_body),
             },

@@ -22,7 +22,9 @@ pub use dispatcher::{Dispatcher, MAX_ATTEMPTS, retry_delay};
 pub use http::router;
 pub use inbox::JournalInbox;
 pub use plan::{Applied, FIRST_PHASE, Plan, Step, apply};
-pub use planner::{Sighting, comment_key, plan, trigger_key};
+pub use planner::{
+    Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
+};
 pub use poller::{PassReport, Poller, redelivery_candidates};
 pub use signal::RunSignal;
 

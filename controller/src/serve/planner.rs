@@ -52,6 +52,8 @@ pub enum Sighting {
         issue: u64,
         comment_id: u64,
         updated_at: String,
+        /// Digest of the body version the commands come from.
+        body_digest: String,
         actor: Actor,
         commands: Vec<Result<Command, CommandParseError>>,
     },
@@ -120,8 +122,9 @@ impl Sighting {
                 repository,
                 comment_id,
                 updated_at,
+                body_digest,
                 ..
-            } => comment_key(repository, *comment_id, updated_at),
+            } => comment_key(repository, *comment_id, updated_at, body_digest),
             Sighting::PrHead {
                 repository,
                 pr,
@@ -153,14 +156,36 @@ impl Sighting {
     }
 }
 
-/// The dedupe key of one version of a comment.
-pub fn comment_key(repository: &str, comment_id: u64, updated_at: &str) -> String {
-    format!("comment:{repository}:{comment_id}@{updated_at}")
+/// The dedupe key of one version of a comment. `updated_at` has second
+/// resolution, so the body digest tells apart two versions of one second.
+pub fn comment_key(
+    repository: &str,
+    comment_id: u64,
+    updated_at: &str,
+    body_digest: &str,
+) -> String {
+    format!(
+        "{}{updated_at}:{body_digest}",
+        comment_key_prefix(repository, comment_id)
+    )
 }
 
-/// The dedupe key of a trigger labelling identified by its issue event.
-pub fn trigger_key(repository: &str, issue: u64, labeled_event_id: u64) -> String {
-    format!("trigger:{repository}#{issue}:event-{labeled_event_id}")
+/// The common start of the keys of every version of a comment.
+pub fn comment_key_prefix(repository: &str, comment_id: u64) -> String {
+    format!("comment:{repository}:{comment_id}@")
+}
+
+/// A short digest of a comment body for [`comment_key`].
+pub fn body_digest(body: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(body.as_bytes());
+    hex::encode(&digest[..8])
+}
+
+/// How a trigger labelling found as a `labeled` issue event is named in
+/// [`Sighting::TriggerLabeled`]; webhook and poller both use it.
+pub fn labeling_of_event(labeled_event_id: u64) -> String {
+    format!("event-{labeled_event_id}")
 }
 
 /// Works out what `sighting` does. `None`: it concerns no run and needs no
@@ -485,12 +510,19 @@ mod tests {
             issue: 1,
             comment_id: 5,
             updated_at: "2026-01-01T00:00:00Z".into(),
+            body_digest: body_digest("/autoforge retry"),
             actor: alice(),
             commands: vec![],
         };
         assert_eq!(
             sighting.key(),
-            comment_key("a/b", 5, "2026-01-01T00:00:00Z")
+            comment_key(
+                "a/b",
+                5,
+                "2026-01-01T00:00:00Z",
+                &body_digest("/autoforge retry")
+            )
         );
+        assert_ne!(body_digest("a"), body_digest("b"));
     }
 }

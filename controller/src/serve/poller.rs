@@ -17,7 +17,9 @@ use tokio::sync::watch;
 
 use super::access::{GitHubAccess, WatchedRepository, repo_name};
 use super::plan::apply;
-use super::planner::{Sighting, comment_key, plan};
+use super::planner::{
+    Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
+};
 use crate::commands::parse_commands;
 use crate::github::{GitHubApi, HookDelivery, IssueComment, writes};
 
@@ -173,7 +175,7 @@ impl Poller {
                 repository: repository.full_name.clone(),
                 issue: issue.number,
                 actor,
-                labeling: format!("event-{}", labeling.id),
+                labeling: labeling_of_event(labeling.id),
             };
             applied += self.act(&sighting, &repository.api).await?;
         }
@@ -235,12 +237,19 @@ impl Poller {
             .iter()
             .filter(|c| self.is_human_after(c, run.created_at))
         {
+            let key = comment_key(
+                &run.repository,
+                comment.id,
+                &comment.updated_at,
+                &body_digest(&comment.body),
+            );
+            if self.journal.observed_change(&key).await?.is_some() {
+                continue;
+            }
             let edited = comment.updated_at != comment.created_at;
-            if edited {
-                let original = comment_key(&run.repository, comment.id, &comment.created_at);
-                if self.journal.observed_change(&original).await?.is_some() {
-                    continue;
-                }
+            let prefix = comment_key_prefix(&run.repository, comment.id);
+            if edited && self.journal.observed_change_with_prefix(&prefix).await? {
+                continue;
             }
             let Some(user) = &comment.user else {
                 continue;
@@ -250,6 +259,7 @@ impl Poller {
                 issue: number,
                 comment_id: comment.id,
                 updated_at: comment.updated_at.clone(),
+                body_digest: body_digest(&comment.body),
                 actor: user.actor(),
                 commands: parse_commands(&comment.body),
             };

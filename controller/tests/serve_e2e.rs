@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use autoforge_journal::{RunFilter, RunId};
 use fakehub::{FaultKind, FaultRule};
-use serve_harness::{POLL_SECONDS, World, eventually};
+use serve_harness::{POLL_SECONDS, World, WorldOptions, eventually};
 
 const PERMISSION_ROUTE: &str = "/repos/{owner}/{repo}/collaborators/{username}/permission";
 
@@ -285,6 +285,87 @@ async fn serve_answers_probes_refuses_bad_signatures_and_stops_cleanly_on_sigter
 
     let status = world.terminate();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_redelivered_by_github_is_processed_once() {
+    let world = World::start().await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "redelivered").await;
+    world.add_label(&owner, issue, "autoforge").await;
+    let run_id = wait_for_run(&world, issue).await;
+    let labeled = world
+        .hub
+        .deliveries()
+        .into_iter()
+        .find(|d| d.event == "issues" && d.action.as_deref() == Some("labeled"))
+        .expect("the labeled delivery");
+
+    let client = autoforge::github::GitHubClient::new(
+        world.hub.base_url(),
+        autoforge::github::GitHubAuth::App {
+            app_id: world.app_id,
+            private_key_pem: world.app_key.clone(),
+        },
+    )
+    .unwrap();
+    autoforge::github::writes::redeliver_hook_delivery(&client.app().unwrap(), labeled.id)
+        .await
+        .unwrap();
+    let answered = eventually(Duration::from_secs(10), "the redelivery", || async {
+        world
+            .hub
+            .deliveries()
+            .into_iter()
+            .find(|d| d.guid == labeled.guid && d.redelivery && d.status_code != 0)
+            .map(|d| d.status_code)
+    })
+    .await;
+    assert_eq!(answered, 200, "a known delivery id is a duplicate");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        world.journal().list_run_events(run_id).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_runs_on_its_managed_postgres_and_stops_it_on_sigterm() {
+    let mut world = World::start_with(WorldOptions {
+        managed_database: true,
+    })
+    .await;
+    let data_dir = world.state.path().join("postgres");
+    assert!(
+        data_dir.exists(),
+        "the managed cluster lives under the state dir"
+    );
+    let status = world.terminate();
+    assert!(status.success(), "{status:?}");
+    let pid_files: Vec<_> = walk(&data_dir)
+        .into_iter()
+        .filter(|path| path.ends_with("postmaster.pid"))
+        .collect();
+    assert!(
+        pid_files.is_empty(),
+        "the managed Postgres is still running: {pid_files:?}"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
 
 #[tokio::test(flavor = "multi_thread")]

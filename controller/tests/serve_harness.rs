@@ -35,7 +35,17 @@ pub struct World {
     pub serve_url: String,
     pub owner_token: String,
     pub http: reqwest::Client,
-    _state: tempfile::TempDir,
+    /// The App's id and private key, to act as the App (e.g. redeliver).
+    pub app_id: u64,
+    pub app_key: secrecy::SecretString,
+    pub state: tempfile::TempDir,
+}
+
+/// Variations of the world.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WorldOptions {
+    /// No `DATABASE_URL`: serve starts its managed Postgres under the state dir.
+    pub managed_database: bool,
 }
 
 /// A person acting on fakehub with their own token.
@@ -54,11 +64,10 @@ fn free_port() -> u16 {
 impl World {
     /// Starts everything and waits until `/readyz` answers 200.
     pub async fn start() -> World {
-        Self::start_with(&[]).await
+        Self::start_with(WorldOptions::default()).await
     }
 
-    /// Like [`World::start`] with extra fakehub fault rules set before serve starts.
-    pub async fn start_with(extra_env: &[(&str, &str)]) -> World {
+    pub async fn start_with(options: WorldOptions) -> World {
         let db = TestDatabase::fresh().await;
         let hub = fakehub::start(fakehub::Config::default())
             .await
@@ -110,17 +119,16 @@ impl World {
         let key_file = state.path().join("app.pem");
         std::fs::write(&key_file, app.private_key_pem.expose_secret()).expect("write the key");
         let mut command = serve_command(state.path());
+        if !options.managed_database {
+            command.env("DATABASE_URL", db.url().expose_secret());
+        }
         command
-            .env("DATABASE_URL", db.url().expose_secret())
             .env("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK_SECRET)
             .env("AUTOFORGE_GITHUB_API_URL", hub.base_url())
             .env("AUTOFORGE_GITHUB_APP_ID", app.id.to_string())
             .env("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", &key_file)
             .env("AUTOFORGE_SERVER_LISTEN", format!("127.0.0.1:{port}"))
             .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
-        for (name, value) in extra_env {
-            command.env(name, value);
-        }
         let serve = spawn_and_wait_for_listening(command);
         let world = World {
             hub,
@@ -129,7 +137,9 @@ impl World {
             serve_url,
             owner_token: owner.token.expose_secret().to_owned(),
             http: reqwest::Client::new(),
-            _state: state,
+            app_id: app.id,
+            app_key: secrecy::SecretString::from(app.private_key_pem.expose_secret().to_owned()),
+            state,
         };
         world.wait_ready().await;
         world

@@ -34,3 +34,47 @@ async fn ready(State(journal): State<Journal>) -> (StatusCode, &'static str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use autoforge_journal::testing::TestDatabase;
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    async fn status_of(app: &Router, path: &str) -> StatusCode {
+        app.clone()
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap()
+            .status()
+    }
+
+    #[tokio::test]
+    async fn readyz_waits_for_current_migrations_while_healthz_is_always_ok() {
+        let db = TestDatabase::fresh_unmigrated().await;
+        let app = router(db.journal().clone(), SecretString::from("s".to_owned()));
+        assert_eq!(status_of(&app, "/healthz").await, StatusCode::OK);
+        assert_eq!(
+            status_of(&app, "/readyz").await,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        db.journal().migrate().await.unwrap();
+        assert_eq!(status_of(&app, "/readyz").await, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn readyz_is_unavailable_once_the_database_is_gone() {
+        let db = TestDatabase::fresh().await;
+        let app = router(db.journal().clone(), SecretString::from("s".to_owned()));
+        assert_eq!(status_of(&app, "/readyz").await, StatusCode::OK);
+        db.journal().close().await;
+        assert_eq!(
+            status_of(&app, "/readyz").await,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(status_of(&app, "/healthz").await, StatusCode::OK);
+    }
+}

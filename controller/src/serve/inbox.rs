@@ -42,3 +42,51 @@ impl DeliveryInbox for JournalInbox {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::webhook::DeliveryMeta;
+    use autoforge_journal::testing::TestDatabase;
+
+    fn delivery(installation_id: Option<u64>) -> ReceivedDelivery {
+        ReceivedDelivery {
+            delivery_id: "guid-1".to_owned(),
+            event: "issues".to_owned(),
+            meta: DeliveryMeta {
+                action: Some("labeled".to_owned()),
+                repository: Some("octo/widgets".to_owned()),
+                installation_id,
+            },
+            body: br#"{"action":"labeled"}"#.to_vec(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_delivery_is_stored_once_with_its_columns_and_raw_body() {
+        let db = TestDatabase::fresh().await;
+        let inbox = JournalInbox::new(db.journal().clone());
+        assert_eq!(
+            inbox.store(delivery(Some(42))).await.unwrap(),
+            StoreOutcome::Stored
+        );
+        assert_eq!(
+            inbox.store(delivery(Some(42))).await.unwrap(),
+            StoreOutcome::Duplicate
+        );
+        let row = db.journal().get_delivery("guid-1").await.unwrap().unwrap();
+        assert_eq!(row.installation_id, Some(42));
+        assert_eq!(row.repository.as_deref(), Some("octo/widgets"));
+        assert_eq!(row.payload, br#"{"action":"labeled"}"#);
+    }
+
+    #[tokio::test]
+    async fn an_installation_id_beyond_the_column_is_refused_not_wrapped() {
+        let db = TestDatabase::fresh().await;
+        let inbox = JournalInbox::new(db.journal().clone());
+        let error = inbox.store(delivery(Some(u64::MAX))).await.unwrap_err();
+        assert!(error.to_string().contains("installation id"), "{error}");
+        assert!(db.journal().get_delivery("guid-1").await.unwrap().is_none());
+    }
+}

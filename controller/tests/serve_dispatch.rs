@@ -395,3 +395,64 @@ async fn a_payload_that_cannot_be_read_is_given_up_at_once() {
     );
     assert_eq!(row.attempts, 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_labelled_listing_costs_one_conditional_request_per_pass() {
+    let setup = Setup::start().await;
+    let api = setup.owner_api();
+    let reader_labelled = writes::create_issue(&api, &repo(), "refused", "", &[])
+        .await
+        .unwrap()
+        .number;
+    let triager = setup.as_user("tia", "triage");
+    writes::add_labels(
+        &triager,
+        &repo(),
+        reader_labelled,
+        &["autoforge".to_owned()],
+    )
+    .await
+    .unwrap();
+    let mut poller = Poller::new(
+        setup.journal().clone(),
+        setup.access.clone(),
+        Duration::from_secs(60),
+    );
+    poller.pass().await.unwrap();
+    let refused = setup
+        .journal()
+        .list_audit_events_of_kind("trigger_refused", 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.len(),
+        1,
+        "the poller applies the same operator check"
+    );
+    assert_eq!(refused[0].detail["actor"], "tia");
+
+    let mark = setup.hub.requests().len();
+    poller.pass().await.unwrap();
+    let second: Vec<_> = setup.hub.requests().into_iter().skip(mark).collect();
+    let listing: Vec<_> = second
+        .iter()
+        .filter(|r| r.route == "/repos/{owner}/{repo}/issues")
+        .collect();
+    assert_eq!(listing.len(), 1);
+    assert!(listing[0].conditional_hit, "{:?}", listing[0]);
+    assert!(
+        second
+            .iter()
+            .all(|r| !r.route.ends_with("/events") && !r.route.ends_with("/permission")),
+        "nothing new, so no per-issue reads: {second:?}"
+    );
+    assert_eq!(
+        setup
+            .journal()
+            .list_audit_events_of_kind("trigger_refused", 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}

@@ -35,6 +35,10 @@ pub struct Poller {
     pub interval: Duration,
     /// Hook delivery ids we already asked GitHub to redeliver.
     redelivered: HashSet<u64>,
+    /// Repositories whose labelled issues were all handled in an earlier
+    /// pass: while their listing answers `304`, nothing there is new, so the
+    /// per-issue event and permission reads are skipped.
+    labelled_scan_done: HashSet<String>,
 }
 
 /// What one pass did, for logs and tests.
@@ -77,6 +81,7 @@ impl Poller {
             access,
             interval,
             redelivered: HashSet::new(),
+            labelled_scan_done: HashSet::new(),
         }
     }
 
@@ -144,12 +149,22 @@ impl Poller {
         Ok(report)
     }
 
-    async fn poll_labelled_issues(&self, repository: &WatchedRepository) -> anyhow::Result<usize> {
-        let issues = repository
+    async fn poll_labelled_issues(
+        &mut self,
+        repository: &WatchedRepository,
+    ) -> anyhow::Result<usize> {
+        let listing = repository
             .api
             .open_issues_with_label(&repository.name, &self.access.trigger_label)
-            .await?
-            .into_inner();
+            .await?;
+        let unchanged = !listing.is_modified();
+        if unchanged && self.labelled_scan_done.contains(&repository.full_name) {
+            return Ok(0);
+        }
+        // Marked done only once every issue was handled, so a failure half
+        // way is retried next pass even if the listing is then unchanged.
+        self.labelled_scan_done.remove(&repository.full_name);
+        let issues = listing.into_inner();
         let mut applied = 0;
         for issue in issues.iter().filter(|issue| !issue.is_pull_request()) {
             let number = i64::try_from(issue.number)?;
@@ -179,6 +194,7 @@ impl Poller {
             };
             applied += self.act(&sighting, &repository.api).await?;
         }
+        self.labelled_scan_done.insert(repository.full_name.clone());
         Ok(applied)
     }
 

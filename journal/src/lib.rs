@@ -29,6 +29,7 @@ mod ids;
 mod journal;
 pub mod localpg;
 mod records;
+mod run_events;
 mod runs;
 pub mod testing;
 
@@ -43,4 +44,5 @@ pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
     NewValidation, ValidationOutcome, ValidationRecord,
 };
+pub use run_events::{ChangeClaim, EventSource, NewRunEvent, RunEvent};
 pub use runs::{Lease, NewRun, Run, RunFilter, TERMINAL_PHASES, is_terminal};

@@ -3,6 +3,7 @@
 
 mod config_cmd;
 mod migrate_cmd;
+mod serve_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +58,9 @@ pub enum Command {
     /// Apply the database migrations (starting the managed local Postgres
     /// when no DATABASE_URL / database.url is set), then exit.
     Migrate,
+    /// Serve webhooks and poll GitHub: ingress, dispatcher and poller
+    /// (starting the managed local Postgres when no DATABASE_URL is set).
+    Serve,
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +87,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Migrate => {
             let config = load_config_and_init_logging(&cli.global)?;
             migrate_cmd::run(&config)
+        }
+        Command::Serve => {
+            let config = load_config_and_init_logging(&cli.global)?;
+            serve_cmd::run(&config)
         }
     }
 }

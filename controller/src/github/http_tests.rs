@@ -1,41 +1,30 @@
-//! End-to-end behaviour of the client against a tiny in-test HTTP server.
+//! End-to-end behaviour of the client against fakehub, the GitHub
+//! simulator: pagination, retries of 5xx, secondary and primary rate limits,
+//! conditional reads, permission reads and App installation tokens. Faults
+//! come from fakehub's fault rules and every assertion about what went over
+//! the wire reads fakehub's request log.
 //!
-//! TO MOVE TO FAKEHUB: these tests exist only because fakehub is not
-//! available yet. Each covers a behaviour a real GitHub shows (pagination
-//! links, 5xx, secondary limits, 304s, App token minting) that fakehub will
-//! simulate; once it does, port them there and delete this file.
+//! Three behaviours need answers fakehub never gives (a broken `next` link,
+//! a link to a foreign host, an Enterprise `/api/v3` prefix); they keep a
+//! tiny in-test server at the end of this file.
 #![allow(clippy::unwrap_used)]
 
 use super::*;
 use axum::Router;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use secrecy::SecretString;
-use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use axum::routing::get;
+use fakehub::{FaultKind, FaultRule};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+use std::time::{Duration, Instant};
 
-#[derive(Clone, Default)]
-struct Hits(Arc<AtomicUsize>);
-
-impl Hits {
-    fn bump(&self) -> usize {
-        self.0.fetch_add(1, Ordering::SeqCst) + 1
-    }
-    fn count(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{address}")
-}
+const OWNER: &str = "octo";
+const NAME: &str = "widgets";
+const ISSUE_ROUTE: &str = "/repos/{owner}/{repo}/issues/{number}";
+const COMMENTS_ROUTE: &str = "/repos/{owner}/{repo}/issues/{number}/comments";
+const PERMISSION_ROUTE: &str = "/repos/{owner}/{repo}/collaborators/{username}/permission";
+const TOKEN_ROUTE: &str = "/app/installations/{id}/access_tokens";
 
 fn fast_options() -> ClientOptions {
     ClientOptions {
@@ -49,74 +38,558 @@ fn fast_options() -> ClientOptions {
     }
 }
 
-fn token_client(base: &str, options: ClientOptions) -> GitHubApi {
+fn repo() -> RepoName {
+    RepoName::new(OWNER, NAME).unwrap()
+}
+
+/// A fakehub with user `octo` owning `octo/widgets` (with `dir/a.toml`),
+/// and a token client acting as `octo`.
+struct Hub {
+    hub: fakehub::Handle,
+    client: GitHubClient,
+    api: GitHubApi,
+}
+
+impl Hub {
+    async fn start() -> Hub {
+        Self::start_with(fast_options()).await
+    }
+
+    async fn start_with(options: ClientOptions) -> Hub {
+        let hub = fakehub::start(fakehub::Config::default()).await.unwrap();
+        let owner = hub
+            .create_user(OWNER, fakehub::world::UserKind::User)
+            .unwrap();
+        hub.create_repo(&fakehub::RepoSpec {
+            owner: OWNER.into(),
+            name: NAME.into(),
+            default_branch: "main".into(),
+            private: true,
+            files: [("dir/a.toml".to_owned(), "key = 1\n".to_owned())].into(),
+            required_checks: vec![],
+        })
+        .await
+        .unwrap();
+        let client = token_client(&hub, &owner.token, options);
+        let api = client.installation(0).unwrap();
+        Hub { hub, client, api }
+    }
+
+    /// A user with `permission` on the repository and a client acting as them.
+    fn person(&self, login: &str, permission: Option<&str>) -> GitHubApi {
+        let user = self
+            .hub
+            .create_user(login, fakehub::world::UserKind::User)
+            .unwrap();
+        if let Some(permission) = permission {
+            self.hub
+                .set_collaborator(OWNER, NAME, login, permission)
+                .unwrap();
+        }
+        token_client(&self.hub, &user.token, fast_options())
+            .installation(0)
+            .unwrap()
+    }
+
+    async fn issue(&self) -> u64 {
+        writes::create_issue(&self.api, &repo(), "an issue", "body", &[])
+            .await
+            .unwrap()
+            .number
+    }
+
+    async fn comments(&self, issue: u64, count: usize) {
+        for index in 0..count {
+            writes::create_comment(&self.api, &repo(), issue, &format!("comment {index}"))
+                .await
+                .unwrap();
+        }
+    }
+
+    fn fault(&self, method: &str, route: &str, kind: FaultKind, count: Option<u32>) {
+        self.hub.set_faults(vec![FaultRule {
+            method: Some(method.to_owned()),
+            route: Some(route.to_owned()),
+            kind,
+            probability: None,
+            count,
+        }]);
+    }
+
+    /// Statuses fakehub answered on `method route`, in order.
+    fn answered(&self, method: &str, route: &str) -> Vec<u16> {
+        self.hub
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.route == route)
+            .map(|r| r.status)
+            .collect()
+    }
+
+    fn reset_log(&self) -> usize {
+        self.hub.requests().len()
+    }
+
+    fn answered_since(&self, mark: usize, method: &str, route: &str) -> Vec<u16> {
+        self.hub
+            .requests()
+            .into_iter()
+            .skip(mark)
+            .filter(|r| r.method == method && r.route == route)
+            .map(|r| r.status)
+            .collect()
+    }
+}
+
+fn token_client(
+    hub: &fakehub::Handle,
+    token: &SecretString,
+    options: ClientOptions,
+) -> GitHubClient {
+    let auth = GitHubAuth::Token(SecretString::from(token.expose_secret().to_owned()));
+    GitHubClient::with_options(hub.base_url(), auth, options).unwrap()
+}
+
+#[tokio::test]
+async fn listing_follows_link_headers_to_the_last_page() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.comments(issue, 205).await;
+    let mark = hub.reset_log();
+    let comments = hub.api.issue_comments(&repo(), issue).await.unwrap();
+    let bodies: Vec<String> = comments.iter().map(|c| c.body.clone()).collect();
+    let expected: Vec<String> = (0..205).map(|i| format!("comment {i}")).collect();
+    assert_eq!(bodies, expected);
+    assert_eq!(
+        hub.answered_since(mark, "GET", COMMENTS_ROUTE),
+        [200, 200, 200]
+    );
+    let limits = hub.client.rate_limits();
+    assert_eq!(limits.len(), 1);
+    assert_eq!(limits[0].1.limit, Some(5000));
+    assert!(limits[0].1.remaining.is_some_and(|r| r < 5000));
+}
+
+#[tokio::test]
+async fn read_retries_server_errors_then_succeeds() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.fault(
+        "GET",
+        ISSUE_ROUTE,
+        FaultKind::Status { status: 502 },
+        Some(2),
+    );
+    assert_eq!(hub.api.issue(&repo(), issue).await.unwrap().number, issue);
+    assert_eq!(hub.answered("GET", ISSUE_ROUTE), [502, 502, 200]);
+}
+
+#[tokio::test]
+async fn read_gives_up_after_the_attempt_bound() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.fault("GET", ISSUE_ROUTE, FaultKind::Status { status: 503 }, None);
+    let error = hub.api.issue(&repo(), issue).await.unwrap_err();
+    assert_eq!(error.status(), Some(503));
+    assert_eq!(hub.answered("GET", ISSUE_ROUTE), [503, 503, 503]);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let stranger = hub.person("stranger", None);
+    let error = stranger.issue(&repo(), issue).await.unwrap_err();
+    assert!(error.is_not_found(), "{error}");
+    assert_eq!(hub.answered("GET", ISSUE_ROUTE), [404]);
+}
+
+#[tokio::test]
+async fn write_is_sent_once_and_a_server_error_leaves_the_outcome_unknown() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.fault(
+        "POST",
+        COMMENTS_ROUTE,
+        FaultKind::AmbiguousWrite { drop: false },
+        Some(1),
+    );
+    let error = writes::create_comment(&hub.api, &repo(), issue, "hello")
+        .await
+        .unwrap_err();
+    assert!(error.is_outcome_unknown(), "{error}");
+    assert_eq!(hub.answered("POST", COMMENTS_ROUTE), [502]);
+    // It did land: exactly why the caller must reconcile, not resend.
+    let comments = hub.api.issue_comments(&repo(), issue).await.unwrap();
+    assert_eq!(comments.len(), 1);
+}
+
+#[tokio::test]
+async fn write_refusal_is_definite_and_carries_the_message() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let reader = hub.person("reader", Some("read"));
+    let error = writes::add_labels(&reader, &repo(), issue, &["x".to_owned()])
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(403));
+    assert!(!error.is_outcome_unknown());
+    assert!(error.to_string().contains("push access"), "{error}");
+    assert_eq!(
+        hub.answered("POST", "/repos/{owner}/{repo}/issues/{number}/labels"),
+        [403]
+    );
+}
+
+#[tokio::test]
+async fn slow_write_times_out_with_unknown_outcome() {
+    let hub = Hub::start_with(ClientOptions {
+        request_timeout: Duration::from_millis(200),
+        ..fast_options()
+    })
+    .await;
+    let issue = hub.issue().await;
+    hub.fault(
+        "POST",
+        COMMENTS_ROUTE,
+        FaultKind::Latency { ms: 2_000 },
+        Some(1),
+    );
+    let error = writes::create_comment(&hub.api, &repo(), issue, "x")
+        .await
+        .unwrap_err();
+    // On a pooled connection the socket read timeout fires first and
+    // surfaces as a transport error; either way the outcome is unknown.
+    let timed_out = match &error {
+        GitHubError::Timeout { .. } => true,
+        GitHubError::Transport { message, .. } => message.contains("timed out"),
+        _ => false,
+    };
+    assert!(timed_out, "{error}");
+    assert!(error.is_outcome_unknown());
+}
+
+#[tokio::test]
+async fn after_a_secondary_rate_limit_no_request_goes_out_before_retry_after() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.fault(
+        "GET",
+        ISSUE_ROUTE,
+        FaultKind::SecondaryRateLimit { retry_after: 2 },
+        Some(1),
+    );
+    let started = Instant::now();
+    let api = hub.api.clone();
+    let limited = tokio::spawn(async move { api.issue(&repo(), issue).await });
+    // Wait until the client has seen the 403, then ask for something else
+    // on the same credentials: it too must wait for the gate.
+    let paused_until = loop {
+        let paused = hub
+            .client
+            .rate_limits()
+            .into_iter()
+            .find_map(|(_, state)| state.paused_until);
+        if let Some(until) = paused {
+            break until;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the 403 was never seen"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let mark = hub.reset_log();
+    let comments = hub.api.issue_comments(&repo(), issue).await.unwrap();
+    let other_sent_after = std::time::SystemTime::now();
+    assert!(comments.is_empty());
+    assert_eq!(limited.await.unwrap().unwrap().number, issue);
+    assert!(
+        other_sent_after >= paused_until,
+        "the second read finished before retry-after"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(1_900));
+    assert_eq!(hub.answered("GET", ISSUE_ROUTE), [403, 200]);
+    // Nothing was refused after the limit: every later request waited.
+    assert!(
+        hub.hub
+            .requests()
+            .iter()
+            .skip(mark)
+            .all(|r| r.status == 200),
+        "a request went out during the secondary limit"
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_longer_than_the_wait_bound_fails_fast() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.fault("GET", ISSUE_ROUTE, FaultKind::ExhaustPrimary, Some(1));
+    let error = hub.api.issue(&repo(), issue).await.unwrap_err();
+    assert!(matches!(error, GitHubError::RateLimited { .. }), "{error}");
+    // The gate stopped the retry and the write before they were sent.
+    let again = writes::create_comment(&hub.api, &repo(), issue, "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(again, GitHubError::RateLimited { .. }), "{again}");
+    assert_eq!(hub.answered("GET", ISSUE_ROUTE), [403]);
+    assert!(hub.answered("POST", COMMENTS_ROUTE).is_empty());
+}
+
+#[tokio::test]
+async fn conditional_read_reports_not_modified_from_the_cache() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let first = hub.api.issue_if_changed(&repo(), issue).await.unwrap();
+    assert!(first.is_modified());
+    let second = hub.api.issue_if_changed(&repo(), issue).await.unwrap();
+    assert!(!second.is_modified());
+    assert_eq!(first.into_inner(), second.into_inner());
+    let hits: Vec<bool> = hub
+        .hub
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.route == ISSUE_ROUTE)
+        .map(|r| r.conditional_hit)
+        .collect();
+    assert_eq!(hits, [false, true]);
+}
+
+#[tokio::test]
+async fn conditional_listing_is_unchanged_only_when_every_page_is() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.comments(issue, 101).await;
+    let first = hub
+        .api
+        .issue_comments_if_changed(&repo(), issue)
+        .await
+        .unwrap();
+    assert!(first.is_modified());
+    assert_eq!(first.into_inner().len(), 101);
+    let unchanged = hub
+        .api
+        .issue_comments_if_changed(&repo(), issue)
+        .await
+        .unwrap();
+    assert!(!unchanged.is_modified());
+    assert_eq!(unchanged.into_inner().len(), 101);
+
+    // A change on the second page only must still be seen.
+    hub.comments(issue, 1).await;
+    let changed = hub
+        .api
+        .issue_comments_if_changed(&repo(), issue)
+        .await
+        .unwrap();
+    assert!(changed.is_modified(), "a change on page 2 must be seen");
+    let comments = changed.into_inner();
+    assert_eq!(comments.len(), 102);
+    assert_eq!(comments[101].body, "comment 0");
+}
+
+#[tokio::test]
+async fn absent_parent_and_file_are_none_and_unknown_user_has_no_permission() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let _maintainer = hub.person("maint", Some("maintain"));
+    let _stranger = hub.person("ghost", None);
+    assert_eq!(hub.api.parent_issue(&repo(), issue).await.unwrap(), None);
+    assert_eq!(
+        hub.api
+            .file_contents(&repo(), ".github/autoforge.toml", "main")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        hub.api
+            .collaborator_permission(&repo(), "ghost")
+            .await
+            .unwrap(),
+        crate::commands::Permission::None
+    );
+    assert_eq!(
+        hub.api
+            .collaborator_permission(&repo(), "maint")
+            .await
+            .unwrap(),
+        crate::commands::Permission::Maintain
+    );
+}
+
+#[tokio::test]
+async fn operator_decision_asks_github_only_for_humans_not_allow_listed() {
+    use crate::commands::{Actor, ActorKind, OperatorPolicy};
+    let hub = Hub::start().await;
+    let _writer = hub.person("writer", Some("write"));
+    let _triager = hub.person("triager", Some("triage"));
+    let policy = OperatorPolicy {
+        allow: vec!["friend".to_owned()],
+        ..OperatorPolicy::default()
+    };
+    let person = |login: &str, kind| Actor {
+        login: login.to_owned(),
+        kind,
+    };
+    let decide = |actor: Actor| {
+        let api = hub.api.clone();
+        let policy = policy.clone();
+        async move {
+            api.operator_decision(&repo(), &actor, &policy, "autoforge")
+                .await
+                .unwrap()
+                .is_allowed()
+        }
+    };
+    assert!(!decide(person("ci", ActorKind::Bot)).await);
+    assert!(!decide(person("autoforge[bot]", ActorKind::Bot)).await);
+    assert!(decide(person("friend", ActorKind::User)).await);
+    assert!(
+        hub.answered("GET", PERMISSION_ROUTE).is_empty(),
+        "no request for bots or allow-listed logins"
+    );
+    assert!(decide(person("writer", ActorKind::User)).await);
+    assert!(!decide(person("triager", ActorKind::User)).await);
+    assert_eq!(hub.answered("GET", PERMISSION_ROUTE).len(), 2);
+}
+
+#[tokio::test]
+async fn file_contents_are_decoded_from_base64() {
+    let hub = Hub::start().await;
+    let file = hub
+        .api
+        .file_contents(&repo(), "dir/a.toml", "main")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(file.bytes, b"key = 1\n");
+    assert!(!file.sha.is_empty());
+}
+
+/// An App installed on `octo/widgets` and a client authenticating as it.
+async fn installed_app(hub: &Hub) -> (GitHubClient, u64) {
+    let app = hub
+        .hub
+        .create_app(&fakehub::NewApp {
+            slug: "autoforge-client".into(),
+            owner: Some(OWNER.into()),
+            webhook_url: None,
+            webhook_secret: None,
+            permissions: [("issues".to_owned(), "write".to_owned())].into(),
+            events: vec![],
+        })
+        .await
+        .unwrap();
+    let installation = hub
+        .hub
+        .install(
+            app.id,
+            &fakehub::NewInstallation {
+                account: OWNER.into(),
+                repositories: vec![NAME.into()],
+            },
+        )
+        .unwrap();
+    let auth = GitHubAuth::App {
+        app_id: app.id,
+        private_key_pem: SecretString::from(app.private_key_pem.expose_secret().to_owned()),
+    };
+    let client = GitHubClient::with_options(hub.hub.base_url(), auth, fast_options()).unwrap();
+    (client, installation)
+}
+
+#[tokio::test]
+async fn app_auth_mints_an_installation_token_once_and_reuses_it() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let (client, installation) = installed_app(&hub).await;
+    let api = client.installation(installation).unwrap();
+    assert_eq!(api.scope(), RateScope::Installation(installation));
+    assert_eq!(api.issue(&repo(), issue).await.unwrap().number, issue);
+    // A second handle for the same installation reuses the cached token.
+    let again = client.installation(installation).unwrap();
+    assert_eq!(again.issue(&repo(), issue).await.unwrap().number, issue);
+    assert_eq!(hub.answered("POST", TOKEN_ROUTE), [201]);
+    let kinds: Vec<String> = hub
+        .hub
+        .requests()
+        .into_iter()
+        .filter(|r| r.route == ISSUE_ROUTE && r.method == "GET")
+        .map(|r| r.token_kind)
+        .collect();
+    assert_eq!(kinds.len(), 2);
+    assert!(kinds.iter().all(|k| k == &kinds[0]), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn an_expired_installation_token_is_reminted_and_the_read_succeeds() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let (client, installation) = installed_app(&hub).await;
+    let api = client.installation(installation).unwrap();
+    assert_eq!(api.issue(&repo(), issue).await.unwrap().number, issue);
+    // Expire every installation token fakehub handed out.
+    {
+        let mut world = hub.hub.shared().lock();
+        for grant in world.tokens.values_mut() {
+            if let fakehub::world::Grant::Installation { expires_at, .. } = grant {
+                *expires_at = chrono::Utc::now() - chrono::Duration::seconds(1);
+            }
+        }
+    }
+    assert_eq!(api.issue(&repo(), issue).await.unwrap().number, issue);
+    assert_eq!(hub.answered("POST", TOKEN_ROUTE), [201, 201]);
+    assert_eq!(hub.answered("GET", ISSUE_ROUTE), [200, 401, 200]);
+}
+
+#[tokio::test]
+async fn an_installation_that_refuses_tokens_is_a_credentials_error_sent_once() {
+    let hub = Hub::start().await;
+    let (client, _installation) = installed_app(&hub).await;
+    let api = client.installation(987_654).unwrap();
+    let error = writes::create_comment(&api, &repo(), 1, "x")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, GitHubError::Credentials { status: 404, .. }),
+        "{error}"
+    );
+    assert!(!error.is_outcome_unknown(), "the comment was never sent");
+    assert!(hub.answered("POST", COMMENTS_ROUTE).is_empty());
+    let read_error = api.issue(&repo(), 1).await.unwrap_err();
+    assert!(matches!(read_error, GitHubError::Credentials { .. }));
+    assert_eq!(
+        hub.answered("POST", TOKEN_ROUTE),
+        [404, 404],
+        "a definite refusal is not retried"
+    );
+}
+
+// ---- Behaviours fakehub never shows: a tiny in-test server. ----
+
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}")
+}
+
+fn test_token_client(base: &str) -> GitHubApi {
     let auth = GitHubAuth::Token(SecretString::from("test-token".to_owned()));
-    GitHubClient::with_options(base, auth, options)
+    GitHubClient::with_options(base, auth, fast_options())
         .unwrap()
         .installation(1)
         .unwrap()
 }
 
-fn issue_json(number: u64) -> Value {
+fn issue_json(number: u64) -> serde_json::Value {
     json!({
         "id": number, "number": number, "title": format!("issue {number}"), "body": null,
         "state": "open", "labels": [{"name": "autoforge"}], "html_url": "https://example/1",
         "user": {"login": "alice", "id": 1, "type": "User"}
     })
-}
-
-fn repo() -> RepoName {
-    "o/r".parse().unwrap()
-}
-
-#[tokio::test]
-async fn listing_follows_link_headers_to_the_last_page() {
-    let app = Router::new().route(
-        "/repos/o/r/issues/1/comments",
-        get(
-            |State(base): State<Arc<std::sync::OnceLock<String>>>,
-             axum::extract::RawQuery(query): axum::extract::RawQuery| async move {
-                let page: u64 = query
-                    .unwrap_or_default()
-                    .split('&')
-                    .find_map(|kv| kv.strip_prefix("page="))
-                    .map_or(1, |p| p.parse().unwrap());
-                let base = base.get().unwrap();
-                let comment = |id: u64| {
-                    json!({"id": id, "body": format!("c{id}"), "html_url": "h",
-                           "created_at": "t", "updated_at": "t",
-                           "user": {"login": "bob", "id": 2, "type": "User"}})
-                };
-                let items = vec![comment(page * 10), comment(page * 10 + 1)];
-                let mut headers = HeaderMap::new();
-                headers.insert("x-ratelimit-remaining", "4321".parse().unwrap());
-                headers.insert("x-ratelimit-limit", "5000".parse().unwrap());
-                headers.insert("x-ratelimit-reset", "4102444800".parse().unwrap());
-                if page < 3 {
-                    let next = format!(
-                        "<{base}/repos/o/r/issues/1/comments?per_page=2&page={}>; rel=\"next\"",
-                        page + 1
-                    );
-                    headers.insert("link", next.parse().unwrap());
-                }
-                (headers, axum::Json(items))
-            },
-        ),
-    );
-    let cell = Arc::new(std::sync::OnceLock::new());
-    let base = serve(app.with_state(Arc::clone(&cell))).await;
-    cell.set(base.clone()).unwrap();
-    let auth = GitHubAuth::Token(SecretString::from("t".to_owned()));
-    let client = GitHubClient::with_options(&base, auth, fast_options()).unwrap();
-    let api = client.installation(1).unwrap();
-
-    let comments = api.issue_comments(&repo(), 1).await.unwrap();
-    let ids: Vec<u64> = comments.iter().map(|c| c.id).collect();
-    assert_eq!(ids, vec![10, 11, 20, 21, 30, 31]);
-    let limits = client.rate_limits();
-    assert_eq!(limits.len(), 1);
-    assert_eq!(limits[0].1.remaining, Some(4321));
-    assert_eq!(limits[0].1.limit, Some(5000));
 }
 
 #[tokio::test]
@@ -134,8 +607,11 @@ async fn listing_that_fails_on_a_later_page_is_an_error_not_a_truncation() {
             }),
         )
         .route("/broken", get(|| async { StatusCode::NOT_FOUND }));
-    let api = token_client(&serve(app).await, fast_options());
-    let error = api.pull_request_files(&repo(), 1).await.unwrap_err();
+    let api = test_token_client(&serve(app).await);
+    let error = api
+        .pull_request_files(&"o/r".parse().unwrap(), 1)
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, GitHubError::IncompleteListing { pages_read: 1, .. }),
         "{error}"
@@ -158,8 +634,11 @@ async fn link_to_a_foreign_host_is_not_followed() {
             (headers, axum::Json(json!([])))
         }),
     );
-    let api = token_client(&serve(app).await, fast_options());
-    let error = api.pull_request_files(&repo(), 1).await.unwrap_err();
+    let api = test_token_client(&serve(app).await);
+    let error = api
+        .pull_request_files(&"o/r".parse().unwrap(), 1)
+        .await
+        .unwrap_err();
     let GitHubError::IncompleteListing { source, .. } = error else {
         panic!("expected an incomplete listing, got {error}");
     };
@@ -167,395 +646,6 @@ async fn link_to_a_foreign_host_is_not_followed() {
         *source,
         GitHubError::Link(LinkError::ForeignHost(_))
     ));
-}
-
-#[tokio::test]
-async fn read_retries_server_errors_then_succeeds() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/7",
-            get(|State(hits): State<Hits>| async move {
-                if hits.bump() < 3 {
-                    StatusCode::BAD_GATEWAY.into_response()
-                } else {
-                    axum::Json(issue_json(7)).into_response()
-                }
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let issue = api.issue(&repo(), 7).await.unwrap();
-    assert_eq!(issue.number, 7);
-    assert_eq!(hits.count(), 3);
-}
-
-#[tokio::test]
-async fn read_gives_up_after_the_attempt_bound() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/7",
-            get(|State(hits): State<Hits>| async move {
-                hits.bump();
-                StatusCode::SERVICE_UNAVAILABLE
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let error = api.issue(&repo(), 7).await.unwrap_err();
-    assert_eq!(error.status(), Some(503));
-    assert_eq!(hits.count(), 3);
-}
-
-#[tokio::test]
-async fn client_errors_are_not_retried() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/7",
-            get(|State(hits): State<Hits>| async move {
-                hits.bump();
-                (
-                    StatusCode::FORBIDDEN,
-                    axum::Json(json!({"message": "Resource not accessible"})),
-                )
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let error = api.issue(&repo(), 7).await.unwrap_err();
-    assert!(
-        error.to_string().contains("Resource not accessible"),
-        "{error}"
-    );
-    assert_eq!(hits.count(), 1);
-}
-
-#[tokio::test]
-async fn write_is_sent_once_and_a_server_error_leaves_the_outcome_unknown() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/3/comments",
-            post(|State(hits): State<Hits>| async move {
-                hits.bump();
-                StatusCode::BAD_GATEWAY
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let error = writes::create_comment(&api, &repo(), 3, "hello")
-        .await
-        .unwrap_err();
-    assert!(error.is_outcome_unknown(), "{error}");
-    assert_eq!(hits.count(), 1);
-}
-
-#[tokio::test]
-async fn write_refusal_is_definite_and_carries_the_message() {
-    let app = Router::new().route(
-        "/repos/o/r/pulls/5/merge",
-        axum::routing::put(|| async {
-            (
-                StatusCode::CONFLICT,
-                axum::Json(json!({"message": "Head branch was modified"})),
-            )
-        }),
-    );
-    let api = token_client(&serve(app).await, fast_options());
-    let error = writes::merge_pull_request(&api, &repo(), 5, "abc", "squash")
-        .await
-        .unwrap_err();
-    assert_eq!(error.status(), Some(409));
-    assert!(!error.is_outcome_unknown());
-}
-
-#[tokio::test]
-async fn slow_write_times_out_with_unknown_outcome() {
-    let app = Router::new().route(
-        "/repos/o/r/issues/3/comments",
-        post(|| async {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            StatusCode::CREATED
-        }),
-    );
-    let options = ClientOptions {
-        request_timeout: Duration::from_millis(200),
-        ..fast_options()
-    };
-    let api = token_client(&serve(app).await, options);
-    let error = writes::create_comment(&api, &repo(), 3, "x")
-        .await
-        .unwrap_err();
-    assert!(matches!(error, GitHubError::Timeout { .. }), "{error}");
-    assert!(error.is_outcome_unknown());
-}
-
-#[tokio::test]
-async fn secondary_rate_limit_pauses_then_the_read_succeeds() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/7",
-            get(|State(hits): State<Hits>| async move {
-                if hits.bump() == 1 {
-                    let mut headers = HeaderMap::new();
-                    headers.insert("retry-after", "1".parse().unwrap());
-                    (
-                        StatusCode::FORBIDDEN,
-                        headers,
-                        axum::Json(json!({"message": "secondary rate limit"})),
-                    )
-                        .into_response()
-                } else {
-                    axum::Json(issue_json(7)).into_response()
-                }
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let started = std::time::Instant::now();
-    let issue = api.issue(&repo(), 7).await.unwrap();
-    assert_eq!(issue.number, 7);
-    assert_eq!(hits.count(), 2);
-    // The retry waited for the gate, not just the short backoff.
-    assert!(started.elapsed() >= Duration::from_millis(900));
-}
-
-#[tokio::test]
-async fn rate_limit_longer_than_the_wait_bound_fails_fast() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/7",
-            get(|State(hits): State<Hits>| async move {
-                hits.bump();
-                let mut headers = HeaderMap::new();
-                headers.insert("x-ratelimit-remaining", "0".parse().unwrap());
-                headers.insert("x-ratelimit-reset", "4102444800".parse().unwrap());
-                (StatusCode::FORBIDDEN, headers, "limit")
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let error = api.issue(&repo(), 7).await.unwrap_err();
-    assert!(matches!(error, GitHubError::RateLimited { .. }), "{error}");
-    // The gate stopped the retry before it was sent.
-    assert_eq!(hits.count(), 1);
-    let again = writes::create_comment(&api, &repo(), 7, "x")
-        .await
-        .unwrap_err();
-    assert!(matches!(again, GitHubError::RateLimited { .. }), "{again}");
-    assert_eq!(hits.count(), 1);
-}
-
-#[tokio::test]
-async fn conditional_read_reports_not_modified_from_the_cache() {
-    let hits = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/9",
-            get(|State(hits): State<Hits>, headers: HeaderMap| async move {
-                hits.bump();
-                if headers.get("if-none-match").and_then(|v| v.to_str().ok()) == Some("\"v1\"") {
-                    return StatusCode::NOT_MODIFIED.into_response();
-                }
-                let mut out = HeaderMap::new();
-                out.insert("etag", "\"v1\"".parse().unwrap());
-                (out, axum::Json(issue_json(9))).into_response()
-            }),
-        )
-        .with_state(hits.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let first = api.issue_if_changed(&repo(), 9).await.unwrap();
-    assert!(first.is_modified());
-    let second = api.issue_if_changed(&repo(), 9).await.unwrap();
-    assert!(!second.is_modified());
-    assert_eq!(first.into_inner(), second.into_inner());
-    assert_eq!(hits.count(), 2);
-}
-
-/// Two pages with ETags `"p1-<version>"` / `"p2-<version>"`; the version of
-/// page 2 is bumped through the shared counter to simulate a change there.
-#[tokio::test]
-async fn conditional_listing_is_unchanged_only_when_every_page_is() {
-    let version = Hits::default();
-    let sent_304 = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues",
-            get(
-                |State((version, sent_304)): State<(Hits, Hits)>,
-                 axum::extract::RawQuery(query): axum::extract::RawQuery,
-                 headers: HeaderMap| async move {
-                    let page2 = query.unwrap_or_default().contains("page=2");
-                    let etag = if page2 {
-                        format!("\"p2-{}\"", version.count())
-                    } else {
-                        "\"p1\"".to_owned()
-                    };
-                    if headers.get("if-none-match").and_then(|v| v.to_str().ok())
-                        == Some(etag.as_str())
-                    {
-                        sent_304.bump();
-                        return StatusCode::NOT_MODIFIED.into_response();
-                    }
-                    let mut out = HeaderMap::new();
-                    out.insert("etag", etag.parse().unwrap());
-                    let body = if page2 {
-                        json!([issue_json(20 + version.count() as u64)])
-                    } else {
-                        out.insert(
-                            "link",
-                            "</repos/o/r/issues?state=open&per_page=100&page=2>; rel=\"next\""
-                                .parse()
-                                .unwrap(),
-                        );
-                        json!([issue_json(10)])
-                    };
-                    (out, axum::Json(body)).into_response()
-                },
-            ),
-        )
-        .with_state((version.clone(), sent_304.clone()));
-    let api = token_client(&serve(app).await, fast_options());
-    let numbers = |issues: &[Issue]| issues.iter().map(|i| i.number).collect::<Vec<_>>();
-
-    let first = api
-        .get_all_if_changed::<Issue>("/repos/o/r/issues?state=open")
-        .await
-        .unwrap();
-    assert!(first.is_modified());
-    assert_eq!(numbers(&first.into_inner()), vec![10, 20]);
-
-    let unchanged = api
-        .get_all_if_changed::<Issue>("/repos/o/r/issues?state=open")
-        .await
-        .unwrap();
-    assert!(!unchanged.is_modified());
-    assert_eq!(numbers(&unchanged.into_inner()), vec![10, 20]);
-    assert_eq!(sent_304.count(), 2);
-
-    version.bump();
-    let changed = api
-        .get_all_if_changed::<Issue>("/repos/o/r/issues?state=open")
-        .await
-        .unwrap();
-    assert!(changed.is_modified(), "a change on page 2 must be seen");
-    assert_eq!(numbers(&changed.into_inner()), vec![10, 21]);
-}
-
-#[tokio::test]
-async fn absent_parent_and_file_are_none_and_unknown_user_has_no_permission() {
-    let app = Router::new()
-        .route(
-            "/repos/o/r/issues/4/parent",
-            get(|| async { StatusCode::NOT_FOUND }),
-        )
-        .route(
-            "/repos/o/r/contents/.github/autoforge.toml",
-            get(|| async { StatusCode::NOT_FOUND }),
-        )
-        .route(
-            "/repos/o/r/collaborators/{login}/permission",
-            get(
-                |axum::extract::Path(login): axum::extract::Path<String>| async move {
-                    if login == "maint" {
-                        axum::Json(
-                            json!({"permission": "write", "role_name": "maintain", "user": null}),
-                        )
-                        .into_response()
-                    } else {
-                        StatusCode::NOT_FOUND.into_response()
-                    }
-                },
-            ),
-        );
-    let api = token_client(&serve(app).await, fast_options());
-    assert_eq!(api.parent_issue(&repo(), 4).await.unwrap(), None);
-    assert_eq!(
-        api.file_contents(&repo(), ".github/autoforge.toml", "main")
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(
-        api.collaborator_permission(&repo(), "ghost").await.unwrap(),
-        crate::commands::Permission::None
-    );
-    assert_eq!(
-        api.collaborator_permission(&repo(), "maint").await.unwrap(),
-        crate::commands::Permission::Maintain
-    );
-}
-
-#[tokio::test]
-async fn operator_decision_asks_github_only_for_humans_not_allow_listed() {
-    use crate::commands::{Actor, ActorKind, OperatorPolicy};
-    let asked = Hits::default();
-    let app = Router::new()
-        .route(
-            "/repos/o/r/collaborators/{login}/permission",
-            get(
-                |State(asked): State<Hits>,
-                 axum::extract::Path(login): axum::extract::Path<String>| async move {
-                    asked.bump();
-                    let role = if login == "writer" { "write" } else { "triage" };
-                    axum::Json(json!({"permission": "read", "role_name": role, "user": null}))
-                },
-            ),
-        )
-        .with_state(asked.clone());
-    let api = token_client(&serve(app).await, fast_options());
-    let policy = OperatorPolicy {
-        allow: vec!["friend".to_owned()],
-        ..OperatorPolicy::default()
-    };
-    let person = |login: &str, kind| Actor {
-        login: login.to_owned(),
-        kind,
-    };
-    let decide = |actor: Actor| {
-        let api = api.clone();
-        let policy = policy.clone();
-        async move {
-            api.operator_decision(&repo(), &actor, &policy, "autoforge")
-                .await
-                .unwrap()
-                .is_allowed()
-        }
-    };
-    assert!(!decide(person("ci", ActorKind::Bot)).await);
-    assert!(!decide(person("autoforge[bot]", ActorKind::Bot)).await);
-    assert!(decide(person("friend", ActorKind::User)).await);
-    assert_eq!(
-        asked.count(),
-        0,
-        "no request for bots or allow-listed logins"
-    );
-    assert!(decide(person("writer", ActorKind::User)).await);
-    assert!(!decide(person("triager", ActorKind::User)).await);
-    assert_eq!(asked.count(), 2);
-}
-
-#[tokio::test]
-async fn file_contents_are_decoded_from_base64() {
-    let app = Router::new().route(
-        "/repos/o/r/contents/dir/a.toml",
-        get(|| async {
-            axum::Json(json!({"type": "file", "encoding": "base64", "sha": "s1",
-                              "content": "a2V5ID0g\nMQo=\n"}))
-        }),
-    );
-    let api = token_client(&serve(app).await, fast_options());
-    let file = api
-        .file_contents(&repo(), "dir/a.toml", "main")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(file.bytes, b"key = 1\n");
-    assert_eq!(file.sha, "s1");
 }
 
 #[tokio::test]
@@ -571,143 +661,11 @@ async fn enterprise_base_path_prefixes_every_request() {
         }),
     );
     let base = serve(app).await;
-    let api = token_client(&format!("{base}/api/v3"), fast_options());
-    assert_eq!(api.issue(&repo(), 2).await.unwrap().number, 2);
-}
-
-fn generate_rsa_pem() -> String {
-    let output = std::process::Command::new("openssl")
-        .args(["genrsa", "-traditional", "2048"])
-        .output()
-        .expect("openssl must be installed for the App auth test");
-    assert!(output.status.success(), "openssl genrsa failed");
-    String::from_utf8(output.stdout).unwrap()
-}
-
-#[tokio::test]
-async fn app_auth_mints_an_installation_token_and_sends_it_on_relative_paths() {
-    let mints = Hits::default();
-    let app = Router::new()
-        .route(
-            "/app/installations/42/access_tokens",
-            post(|State(mints): State<Hits>, headers: HeaderMap| async move {
-                let bearer = headers
-                    .get("authorization")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned();
-                // A JWT has three dot-separated parts.
-                if bearer.strip_prefix("Bearer ").map(|t| t.split('.').count()) != Some(3) {
-                    return StatusCode::UNAUTHORIZED.into_response();
-                }
-                mints.bump();
-                (
-                    StatusCode::CREATED,
-                    axum::Json(
-                        json!({"token": "ghs_inst42", "expires_at": "2099-01-01T00:00:00Z",
-                                      "permissions": {}}),
-                    ),
-                )
-                    .into_response()
-            }),
-        )
-        .route(
-            "/repos/o/r/issues/1",
-            get(|headers: HeaderMap| async move {
-                let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
-                if auth != Some("Bearer ghs_inst42") {
-                    return StatusCode::UNAUTHORIZED.into_response();
-                }
-                axum::Json(issue_json(1)).into_response()
-            }),
-        )
-        .with_state(mints.clone());
-    let base = serve(app).await;
-    let auth = GitHubAuth::App {
-        app_id: 1,
-        private_key_pem: SecretString::from(generate_rsa_pem()),
-    };
-    let client = GitHubClient::with_options(&base, auth, fast_options()).unwrap();
-    let api = client.installation(42).unwrap();
-    assert_eq!(api.scope(), RateScope::Installation(42));
-    assert_eq!(api.issue(&repo(), 1).await.unwrap().number, 1);
-    // A second handle for the same installation reuses the cached token.
-    let again = client.installation(42).unwrap();
-    assert_eq!(again.issue(&repo(), 1).await.unwrap().number, 1);
-    assert_eq!(mints.count(), 1, "the installation token is cached");
-}
-
-#[tokio::test]
-async fn a_revoked_installation_token_is_reminted_after_a_401() {
-    let mints = Hits::default();
-    let app = Router::new()
-        .route(
-            "/app/installations/42/access_tokens",
-            post(|State(mints): State<Hits>| async move {
-                // The first token is "revoked" (refused below), the second works.
-                let token = format!("ghs_{}", mints.bump());
-                (
-                    StatusCode::CREATED,
-                    axum::Json(json!({"token": token, "expires_at": "2099-01-01T00:00:00Z",
-                                      "permissions": {}})),
-                )
-            }),
-        )
-        .route(
-            "/repos/o/r/issues/1",
-            get(|headers: HeaderMap| async move {
-                let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
-                if auth != Some("Bearer ghs_2") {
-                    return StatusCode::UNAUTHORIZED.into_response();
-                }
-                axum::Json(issue_json(1)).into_response()
-            }),
-        )
-        .with_state(mints.clone());
-    let base = serve(app).await;
-    let auth = GitHubAuth::App {
-        app_id: 1,
-        private_key_pem: SecretString::from(generate_rsa_pem()),
-    };
-    let client = GitHubClient::with_options(&base, auth, fast_options()).unwrap();
-    let api = client.installation(42).unwrap();
-    assert_eq!(api.issue(&repo(), 1).await.unwrap().number, 1);
-    assert_eq!(mints.count(), 2);
-}
-
-#[tokio::test]
-async fn an_installation_that_refuses_tokens_is_a_credentials_error_sent_once() {
-    let mints = Hits::default();
-    let app = Router::new()
-        .route(
-            "/app/installations/42/access_tokens",
-            post(|State(mints): State<Hits>| async move {
-                mints.bump();
-                (
-                    StatusCode::NOT_FOUND,
-                    axum::Json(json!({"message": "Not Found"})),
-                )
-            }),
-        )
-        .with_state(mints.clone());
-    let base = serve(app).await;
-    let auth = GitHubAuth::App {
-        app_id: 1,
-        private_key_pem: SecretString::from(generate_rsa_pem()),
-    };
-    let client = GitHubClient::with_options(&base, auth, fast_options()).unwrap();
-    let api = client.installation(42).unwrap();
-    let error = writes::create_comment(&api, &repo(), 1, "x")
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error, GitHubError::Credentials { status: 404, .. }),
-        "{error}"
+    let api = test_token_client(&format!("{base}/api/v3"));
+    assert_eq!(
+        api.issue(&"o/r".parse().unwrap(), 2).await.unwrap().number,
+        2
     );
-    assert!(!error.is_outcome_unknown(), "the comment was never sent");
-    let read_error = api.issue(&repo(), 1).await.unwrap_err();
-    assert!(matches!(read_error, GitHubError::Credentials { .. }));
-    assert_eq!(mints.count(), 2, "a definite refusal is not retried");
 }
 
 #[test]

@@ -1,1 +1,114 @@
 //! `autoforge serve`: webhook ingress into the durable inbox, the dispatcher and the poller (SPEC §14).
+//!
+//! Start-up order: the webhook secret is required before anything else;
+//! then the database (the managed local Postgres when no URL is set) is
+//! opened and migrated, the GitHub client learns the App's identity, the
+//! listener is bound and the dispatcher and poller start. On SIGTERM/SIGINT
+//! the listener stops accepting, in-flight requests finish, the loops stop
+//! after the item in hand, and the database is closed (and the managed
+//! cluster stopped).
+
+mod access;
+mod dispatcher;
+mod http;
+mod inbox;
+mod plan;
+mod planner;
+mod poller;
+mod signal;
+
+pub use access::{GitHubAccess, WatchedRepository, repo_name};
+pub use dispatcher::{Dispatcher, MAX_ATTEMPTS, retry_delay};
+pub use http::router;
+pub use inbox::JournalInbox;
+pub use plan::{Applied, FIRST_PHASE, Plan, Step, apply};
+pub use planner::{
+    Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
+};
+pub use poller::{PassReport, Poller, redelivery_candidates};
+pub use signal::RunSignal;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::database::OpenDatabase;
+
+/// Runs the server until SIGTERM or SIGINT.
+pub async fn run(config: &Config) -> anyhow::Result<()> {
+    let secret = config.require_webhook_secret()?.clone();
+    let database = OpenDatabase::open(&config.database).await?;
+    let outcome = run_with_database(config, &database, secret).await;
+    database.shutdown().await;
+    outcome
+}
+
+async fn run_with_database(
+    config: &Config,
+    database: &OpenDatabase,
+    secret: secrecy::SecretString,
+) -> anyhow::Result<()> {
+    let journal = database.journal.clone();
+    journal
+        .migrate()
+        .await
+        .context("applying the database migrations failed")?;
+    let access = GitHubAccess::connect(config).await?;
+    let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;
+    let address = listener.local_addr()?;
+    // The first stdout line tells scripts and tests where we listen (the
+    // configured port may be 0).
+    println!("listening on http://{address}");
+    tracing::info!(%address, app = %access.app_slug, "autoforge serve started");
+
+    let (stop_loops, loops_stopped) = watch::channel(false);
+    let dispatcher = Dispatcher {
+        journal: journal.clone(),
+        access: access.clone(),
+        worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
+    };
+    let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
+    let poller = Poller::new(journal.clone(), access, config.settings.poll.interval());
+    let poller = tokio::spawn(poller.run(loops_stopped));
+
+    let app = router(journal, secret);
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("the HTTP server failed");
+    tracing::info!("stopped accepting requests; stopping the dispatcher and the poller");
+    let _ignored = stop_loops.send(true);
+    for task in [dispatcher, poller] {
+        if let Err(error) = task.await {
+            tracing::error!(%error, "a serve loop ended abnormally");
+        }
+    }
+    served
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = interrupt => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,196 @@
+//! The GitHub reads `serve` needs, bound to the configuration: which handle
+//! to use for a repository, the App's own slug, the operator check and the
+//! identity of a trigger labelling.
+
+use crate::commands::{Actor, OperatorDecision, OperatorPolicy};
+use crate::config::{Config, GithubAuth};
+use crate::github::{AppRef, GitHubApi, GitHubAuth, GitHubClient, IssueEvent, RepoName};
+use anyhow::Context;
+
+/// Read access to GitHub plus what the operator decision needs.
+#[derive(Clone)]
+pub struct GitHubAccess {
+    pub client: GitHubClient,
+    /// The App's slug; empty with a token, which has no App identity.
+    pub app_slug: String,
+    pub policy: OperatorPolicy,
+    pub trigger_label: String,
+    /// `github.repositories`, used with a token (an App lists its installations).
+    pub configured_repositories: Vec<String>,
+    is_app: bool,
+}
+
+/// One repository the poller watches and the handle that reads it.
+#[derive(Clone)]
+pub struct WatchedRepository {
+    pub name: RepoName,
+    pub full_name: String,
+    pub api: GitHubApi,
+}
+
+impl GitHubAccess {
+    /// Builds the client from the configuration and learns the App's slug.
+    pub async fn connect(config: &Config) -> anyhow::Result<GitHubAccess> {
+        let (auth, is_app) = match &config.github_auth {
+            GithubAuth::App {
+                app_id,
+                private_key,
+            } => (
+                GitHubAuth::App {
+                    app_id: *app_id,
+                    private_key_pem: private_key.clone(),
+                },
+                true,
+            ),
+            GithubAuth::Token(token) => (GitHubAuth::Token(token.clone()), false),
+            GithubAuth::None => anyhow::bail!(
+                "GitHub credentials are required: set github.app_id and \
+                 AUTOFORGE_GITHUB_PRIVATE_KEY_FILE, or AUTOFORGE_GITHUB_TOKEN"
+            ),
+        };
+        let client = GitHubClient::new(&config.settings.github.api_url, auth)
+            .context("cannot set up the GitHub client")?;
+        let app_slug = if is_app {
+            let app: AppRef = client
+                .app()?
+                .get_json("/app")
+                .await
+                .context("cannot read the GitHub App (GET /app)")?;
+            app.slug.unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(GitHubAccess {
+            client,
+            app_slug,
+            policy: OperatorPolicy {
+                min_permission: config.settings.operators.min_permission,
+                allow: config.settings.operators.allow.clone(),
+            },
+            trigger_label: config.settings.labels.trigger.clone(),
+            configured_repositories: config.settings.github.repositories.clone(),
+            is_app,
+        })
+    }
+
+    /// Assembles access from parts, for callers that built the client
+    /// themselves (tests, tools). `app_slug` must be the App's own slug.
+    pub fn from_parts(
+        client: GitHubClient,
+        app_slug: String,
+        policy: OperatorPolicy,
+        trigger_label: String,
+        configured_repositories: Vec<String>,
+        is_app: bool,
+    ) -> GitHubAccess {
+        GitHubAccess {
+            client,
+            app_slug,
+            policy,
+            trigger_label,
+            configured_repositories,
+            is_app,
+        }
+    }
+
+    pub fn is_app(&self) -> bool {
+        self.is_app
+    }
+
+    /// The handle for a delivery's installation (ignored with a token).
+    pub fn api_for(&self, installation_id: Option<i64>) -> anyhow::Result<GitHubApi> {
+        if !self.is_app {
+            return Ok(self.client.installation(0)?);
+        }
+        let id = installation_id
+            .context("the delivery names no installation, so there is no token to read with")?;
+        let id = u64::try_from(id).context("negative installation id")?;
+        Ok(self.client.installation(id)?)
+    }
+
+    /// Fresh operator decision for `actor` on `repository` (`owner/name`).
+    pub async fn decide(
+        &self,
+        api: &GitHubApi,
+        repository: &str,
+        actor: &Actor,
+    ) -> anyhow::Result<OperatorDecision> {
+        let repo = repo_name(repository)?;
+        api.operator_decision(&repo, actor, &self.policy, &self.app_slug)
+            .await
+            .with_context(|| format!("cannot read the permission of `{}`", actor.login))
+    }
+
+    /// The newest `labeled` event of the trigger label on an issue: its id
+    /// identifies this labelling for webhook and poller alike.
+    pub async fn latest_trigger_labeling(
+        &self,
+        api: &GitHubApi,
+        repository: &str,
+        issue: u64,
+    ) -> anyhow::Result<Option<IssueEvent>> {
+        let repo = repo_name(repository)?;
+        let events = api
+            .issue_events(&repo, issue)
+            .await
+            .with_context(|| format!("cannot read the events of {repository}#{issue}"))?;
+        Ok(events.into_iter().rev().find(|event| {
+            event.event == "labeled"
+                && event
+                    .label
+                    .as_ref()
+                    .is_some_and(|label| label.name.eq_ignore_ascii_case(&self.trigger_label))
+        }))
+    }
+
+    /// Every repository to poll: the App's installations' repositories, or
+    /// `github.repositories` with a token.
+    pub async fn watched_repositories(&self) -> anyhow::Result<Vec<WatchedRepository>> {
+        let mut watched = Vec::new();
+        if !self.is_app {
+            let api = self.client.installation(0)?;
+            for full_name in &self.configured_repositories {
+                watched.push(WatchedRepository {
+                    name: repo_name(full_name)?,
+                    full_name: full_name.clone(),
+                    api: api.clone(),
+                });
+            }
+            return Ok(watched);
+        }
+        let installations = self
+            .client
+            .app()?
+            .installations()
+            .await
+            .context("cannot list the App's installations")?;
+        for installation in installations {
+            if installation.suspended_at.is_some() {
+                continue;
+            }
+            let api = self.client.installation(installation.id)?;
+            let repositories = api.installation_repositories().await.with_context(|| {
+                format!(
+                    "cannot list the repositories of installation {}",
+                    installation.id
+                )
+            })?;
+            for repository in repositories {
+                watched.push(WatchedRepository {
+                    name: repo_name(&repository.full_name)?,
+                    full_name: repository.full_name,
+                    api: api.clone(),
+                });
+            }
+        }
+        Ok(watched)
+    }
+}
+
+/// Parses `owner/name`.
+pub fn repo_name(full_name: &str) -> anyhow::Result<RepoName> {
+    let (owner, name) = full_name
+        .split_once('/')
+        .with_context(|| format!("`{full_name}` is not an owner/name repository"))?;
+    Ok(RepoName::new(owner, name)?)
+}

@@ -1,0 +1,80 @@
+//! The HTTP surface of `autoforge serve`: `/webhook` over the journal inbox,
+//! `/healthz` (the process is up) and `/readyz` (the database answers and
+//! its schema is the one this build expects).
+
+use autoforge_journal::Journal;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use secrecy::SecretString;
+
+use super::inbox::JournalInbox;
+use crate::webhook::webhook_router;
+
+/// Every route `serve` answers.
+pub fn router(journal: Journal, webhook_secret: SecretString) -> Router {
+    let probes = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .with_state(journal.clone());
+    webhook_router(JournalInbox::new(journal), webhook_secret).merge(probes)
+}
+
+async fn ready(State(journal): State<Journal>) -> (StatusCode, &'static str) {
+    match journal.migrations_current().await {
+        Ok(true) => (StatusCode::OK, "ready"),
+        Ok(false) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "migrations are not current",
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "readiness: database unreachable");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use autoforge_journal::testing::TestDatabase;
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    async fn status_of(app: &Router, path: &str) -> StatusCode {
+        app.clone()
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap()
+            .status()
+    }
+
+    #[tokio::test]
+    async fn readyz_waits_for_current_migrations_while_healthz_is_always_ok() {
+        let db = TestDatabase::fresh_unmigrated().await;
+        let app = router(db.journal().clone(), SecretString::from("s".to_owned()));
+        assert_eq!(status_of(&app, "/healthz").await, StatusCode::OK);
+        assert_eq!(
+            status_of(&app, "/readyz").await,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        db.journal().migrate().await.unwrap();
+        assert_eq!(status_of(&app, "/readyz").await, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn readyz_is_unavailable_once_the_database_is_gone() {
+        let db = TestDatabase::fresh().await;
+        let app = router(db.journal().clone(), SecretString::from("s".to_owned()));
+        assert_eq!(status_of(&app, "/readyz").await, StatusCode::OK);
+        db.journal().close().await;
+        assert_eq!(
+            status_of(&app, "/readyz").await,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(status_of(&app, "/healthz").await, StatusCode::OK);
+    }
+}

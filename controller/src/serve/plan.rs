@@ -1,0 +1,191 @@
+//! What one observed change does to the journal, and applying it in one
+//! transaction.
+//!
+//! Observers (dispatcher, poller) first work out a [`Plan`] — this may read
+//! GitHub, e.g. a permission — then [`apply`] it: claim the change's dedupe
+//! key, perform the steps, mark the delivery processed, commit. A change
+//! already claimed is skipped, so a webhook and a poll sighting of one change,
+//! or a delivery processed twice, act once.
+
+use autoforge_journal::{
+    ChangeClaim, DeliveryId, EventSource, Journal, JournalError, NewCommandDecision, NewRun,
+    NewRunEvent, RunId,
+};
+use serde_json::{Value, json};
+
+use super::signal::RunSignal;
+
+/// The first phase of a new run; the driver takes it from there.
+pub const FIRST_PHASE: &str = "IMPLEMENT";
+
+/// The journal writes one change causes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Identifies the change across webhook and poll sightings.
+    pub key: String,
+    /// Short record of what was decided, stored with the key.
+    pub outcome: String,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Create a run (first phase) with its `Started` event.
+    StartRun {
+        repository: String,
+        issue: u64,
+        labeled_by: String,
+    },
+    /// Queue a signal for an existing run; `suffix` keeps several signals of
+    /// one change apart.
+    Signal {
+        run_id: RunId,
+        suffix: String,
+        signal: RunSignal,
+    },
+    Decision(NewCommandDecision),
+    Audit {
+        run_id: Option<RunId>,
+        kind: String,
+        detail: Value,
+    },
+}
+
+impl Plan {
+    pub fn new(key: impl Into<String>, outcome: impl Into<String>) -> Plan {
+        Plan {
+            key: key.into(),
+            outcome: outcome.into(),
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn with(mut self, step: Step) -> Plan {
+        self.steps.push(step);
+        self
+    }
+
+    /// A single signal for `run_id`.
+    pub fn signal(key: impl Into<String>, run_id: RunId, signal: RunSignal) -> Plan {
+        let key = key.into();
+        Plan::new(key, "signal").with(Step::Signal {
+            run_id,
+            suffix: String::new(),
+            signal,
+        })
+    }
+}
+
+/// What applying a plan did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    Done {
+        started: Option<RunId>,
+    },
+    /// The change was acted on before; nothing was written except the
+    /// delivery's processed mark.
+    AlreadySeen,
+}
+
+/// Applies `plan` in one transaction, marking `delivery` processed in it.
+/// With no plan (an ignored delivery) only the mark is written.
+pub async fn apply(
+    journal: &Journal,
+    plan: Option<&Plan>,
+    source: EventSource,
+    delivery: Option<DeliveryId>,
+) -> Result<Applied, JournalError> {
+    let mut tx = journal.begin().await?;
+    let mut applied = Applied::Done { started: None };
+    if let Some(plan) = plan {
+        if tx.claim_change(&plan.key, source, &plan.outcome).await? == ChangeClaim::SeenBefore {
+            applied = Applied::AlreadySeen;
+        } else {
+            let mut started = None;
+            for step in &plan.steps {
+                if let Some(run_id) = apply_step(&mut tx, &plan.key, source, step).await? {
+                    started = Some(run_id);
+                }
+            }
+            applied = Applied::Done { started };
+        }
+    }
+    if let Some(id) = delivery {
+        // Another worker finishing it first is harmless: the dedupe key made
+        // whichever of us came second a no-op.
+        let _first = tx.mark_delivery_processed(id).await?;
+    }
+    tx.commit().await?;
+    Ok(applied)
+}
+
+async fn apply_step(
+    tx: &mut autoforge_journal::JournalTx,
+    key: &str,
+    source: EventSource,
+    step: &Step,
+) -> Result<Option<RunId>, JournalError> {
+    match step {
+        Step::StartRun {
+            repository,
+            issue,
+            labeled_by,
+        } => {
+            let number = i64::try_from(*issue)
+                .map_err(|_| JournalError::InvalidInput(format!("issue number {issue}")))?;
+            let run_id = tx
+                .start_run(&NewRun {
+                    repository: repository.clone(),
+                    epic: None,
+                    issue: number,
+                    phase: FIRST_PHASE.to_owned(),
+                    state: json!({}),
+                })
+                .await?;
+            let signal = RunSignal::Started {
+                issue: *issue,
+                labeled_by: labeled_by.clone(),
+            };
+            tx.insert_run_event(&NewRunEvent {
+                run_id,
+                dedupe_key: key.to_owned(),
+                source,
+                event: signal.to_json(),
+            })
+            .await?;
+            tx.record_audit_event(
+                Some(run_id),
+                "trigger_accepted",
+                &json!({"actor": labeled_by, "issue": issue, "source": source.as_str()}),
+            )
+            .await?;
+            Ok(Some(run_id))
+        }
+        Step::Signal {
+            run_id,
+            suffix,
+            signal,
+        } => {
+            tx.insert_run_event(&NewRunEvent {
+                run_id: *run_id,
+                dedupe_key: format!("{key}{suffix}"),
+                source,
+                event: signal.to_json(),
+            })
+            .await?;
+            Ok(None)
+        }
+        Step::Decision(decision) => {
+            tx.record_command_decision(decision).await?;
+            Ok(None)
+        }
+        Step::Audit {
+            run_id,
+            kind,
+            detail,
+        } => {
+            tx.record_audit_event(*run_id, kind, detail).await?;
+            Ok(None)
+        }
+    }
+}

@@ -1,0 +1,528 @@
+//! From a [`Sighting`] — one change seen by a webhook or by the poller, in
+//! one vocabulary — to the [`Plan`] of journal writes it causes. This is
+//! where authorization happens (SPEC §2): the trigger label's actor and
+//! every command's author or editor are checked against fresh permission
+//! reads, and every decision is journalled.
+
+use autoforge_journal::{Journal, NewCommandDecision, RunId};
+use serde_json::json;
+
+use super::access::GitHubAccess;
+use super::plan::{Plan, Step};
+use super::signal::RunSignal;
+use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
+use crate::github::GitHubApi;
+
+/// One change, whoever saw it. Each variant builds the same dedupe key from
+/// a webhook payload and from a poll read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sighting {
+    /// The trigger label was added; `labeling` identifies this labelling
+    /// (the `labeled` issue event id, or the delivery when none is found).
+    TriggerLabeled {
+        repository: String,
+        issue: u64,
+        actor: Actor,
+        labeling: String,
+    },
+    TriggerRemoved {
+        repository: String,
+        issue: u64,
+        by: String,
+    },
+    IssueClosed {
+        repository: String,
+        issue: u64,
+        closed_at: String,
+    },
+    IssueReopened {
+        repository: String,
+        issue: u64,
+        updated_at: String,
+    },
+    IssueEdited {
+        repository: String,
+        issue: u64,
+        updated_at: String,
+    },
+    /// Commands of a new comment (all of them), or those an edit added
+    /// (then `actor` is the editor).
+    Commands {
+        repository: String,
+        issue: u64,
+        comment_id: u64,
+        updated_at: String,
+        /// Digest of the body version the commands come from.
+        body_digest: String,
+        actor: Actor,
+        commands: Vec<Result<Command, CommandParseError>>,
+    },
+    PrHead {
+        repository: String,
+        pr: u64,
+        head_sha: String,
+    },
+    PrClosed {
+        repository: String,
+        pr: u64,
+        merged: bool,
+        merge_commit_sha: Option<String>,
+        closed_at: String,
+    },
+    PrReopened {
+        repository: String,
+        pr: u64,
+        updated_at: String,
+    },
+    PrBase {
+        repository: String,
+        pr: u64,
+        new_base: String,
+    },
+    ChecksCompleted {
+        repository: String,
+        head_sha: String,
+        pull_requests: Vec<u64>,
+        delivery: String,
+    },
+}
+
+impl Sighting {
+    /// The dedupe key of the change. Trigger removals are keyed per run
+    /// (see [`plan`]), so they have none here.
+    fn key(&self) -> String {
+        match self {
+            Sighting::TriggerLabeled {
+                repository,
+                issue,
+                labeling,
+                ..
+            } => format!("trigger:{repository}#{issue}:{labeling}"),
+            Sighting::TriggerRemoved {
+                repository, issue, ..
+            } => {
+                format!("trigger-removed:{repository}#{issue}")
+            }
+            Sighting::IssueClosed {
+                repository,
+                issue,
+                closed_at,
+            } => format!("closed:{repository}#{issue}@{closed_at}"),
+            Sighting::IssueReopened {
+                repository,
+                issue,
+                updated_at,
+            } => format!("reopened:{repository}#{issue}@{updated_at}"),
+            Sighting::IssueEdited {
+                repository,
+                issue,
+                updated_at,
+            } => format!("edited:{repository}#{issue}@{updated_at}"),
+            Sighting::Commands {
+                repository,
+                comment_id,
+                updated_at,
+                body_digest,
+                ..
+            } => comment_key(repository, *comment_id, updated_at, body_digest),
+            Sighting::PrHead {
+                repository,
+                pr,
+                head_sha,
+            } => format!("pr-head:{repository}#{pr}@{head_sha}"),
+            Sighting::PrClosed {
+                repository,
+                pr,
+                closed_at,
+                ..
+            } => format!("pr-closed:{repository}#{pr}@{closed_at}"),
+            Sighting::PrReopened {
+                repository,
+                pr,
+                updated_at,
+            } => format!("pr-reopened:{repository}#{pr}@{updated_at}"),
+            Sighting::PrBase {
+                repository,
+                pr,
+                new_base,
+            } => format!("pr-base:{repository}#{pr}@{new_base}"),
+            Sighting::ChecksCompleted {
+                repository,
+                head_sha,
+                delivery,
+                ..
+            } => format!("checks:{repository}@{head_sha}:{delivery}"),
+        }
+    }
+}
+
+/// The dedupe key of one version of a comment. `updated_at` has second
+/// resolution, so the body digest tells apart two versions of one second.
+pub fn comment_key(
+    repository: &str,
+    comment_id: u64,
+    updated_at: &str,
+    body_digest: &str,
+) -> String {
+    format!(
+        "{}{updated_at}:{body_digest}",
+        comment_key_prefix(repository, comment_id)
+    )
+}
+
+/// The common start of the keys of every version of a comment.
+pub fn comment_key_prefix(repository: &str, comment_id: u64) -> String {
+    format!("comment:{repository}:{comment_id}@")
+}
+
+/// A short digest of a comment body for [`comment_key`].
+pub fn body_digest(body: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(body.as_bytes());
+    hex::encode(&digest[..8])
+}
+
+/// How a trigger labelling found as a `labeled` issue event is named in
+/// [`Sighting::TriggerLabeled`]; webhook and poller both use it.
+pub fn labeling_of_event(labeled_event_id: u64) -> String {
+    format!("event-{labeled_event_id}")
+}
+
+/// Works out what `sighting` does. `None`: it concerns no run and needs no
+/// record (e.g. a comment on an issue without an active run).
+pub async fn plan(
+    sighting: &Sighting,
+    journal: &Journal,
+    access: &GitHubAccess,
+    api: &GitHubApi,
+) -> anyhow::Result<Option<Plan>> {
+    let key = sighting.key();
+    let run_of = |repository: &str, number: u64| {
+        let repository = repository.to_owned();
+        async move {
+            let number = i64::try_from(number)?;
+            anyhow::Ok(journal.active_run_for_object(&repository, number).await?)
+        }
+    };
+    let plan = match sighting {
+        Sighting::TriggerLabeled {
+            repository,
+            issue,
+            actor,
+            ..
+        } => {
+            // A labelling seen before costs no permission read.
+            if journal.observed_change(&key).await?.is_some() {
+                return Ok(Some(Plan::new(key, "seen")));
+            }
+            plan_trigger(key, repository, *issue, actor, journal, access, api).await?
+        }
+        Sighting::TriggerRemoved {
+            repository,
+            issue,
+            by,
+        } => {
+            let Some(run_id) = run_of(repository, *issue).await? else {
+                return Ok(None);
+            };
+            // One stop per run, however often the removal is seen.
+            Plan::signal(
+                format!("{key}:run-{run_id}"),
+                run_id,
+                RunSignal::TriggerLabelRemoved {
+                    issue: *issue,
+                    by: by.clone(),
+                },
+            )
+        }
+        Sighting::IssueClosed {
+            repository, issue, ..
+        } => {
+            let Some(run_id) = run_of(repository, *issue).await? else {
+                return Ok(None);
+            };
+            Plan::signal(key, run_id, RunSignal::IssueClosed { issue: *issue })
+        }
+        Sighting::IssueReopened {
+            repository, issue, ..
+        } => {
+            let Some(run_id) = run_of(repository, *issue).await? else {
+                return Ok(None);
+            };
+            Plan::signal(key, run_id, RunSignal::IssueReopened { issue: *issue })
+        }
+        Sighting::IssueEdited {
+            repository, issue, ..
+        } => {
+            let Some(run_id) = run_of(repository, *issue).await? else {
+                return Ok(None);
+            };
+            Plan::signal(key, run_id, RunSignal::IssueEdited { issue: *issue })
+        }
+        Sighting::Commands {
+            repository,
+            issue,
+            comment_id,
+            actor,
+            commands,
+            ..
+        } => {
+            if commands.is_empty() {
+                return Ok(None);
+            }
+            let Some(run_id) = run_of(repository, *issue).await? else {
+                return Ok(None);
+            };
+            if journal.observed_change(&key).await?.is_some() {
+                return Ok(Some(Plan::new(key, "seen")));
+            }
+            let decision = access.decide(api, repository, actor).await?;
+            plan_commands(key, run_id, *issue, *comment_id, actor, &decision, commands)?
+        }
+        Sighting::PrHead {
+            repository,
+            pr,
+            head_sha,
+        } => {
+            let Some(run_id) = run_of(repository, *pr).await? else {
+                return Ok(None);
+            };
+            let signal = RunSignal::PrHeadMoved {
+                pr: *pr,
+                head_sha: head_sha.clone(),
+            };
+            Plan::signal(key, run_id, signal)
+        }
+        Sighting::PrClosed {
+            repository,
+            pr,
+            merged,
+            merge_commit_sha,
+            ..
+        } => {
+            let Some(run_id) = run_of(repository, *pr).await? else {
+                return Ok(None);
+            };
+            let signal = RunSignal::PrClosed {
+                pr: *pr,
+                merged: *merged,
+                merge_commit_sha: merge_commit_sha.clone(),
+            };
+            Plan::signal(key, run_id, signal)
+        }
+        Sighting::PrReopened { repository, pr, .. } => {
+            let Some(run_id) = run_of(repository, *pr).await? else {
+                return Ok(None);
+            };
+            Plan::signal(key, run_id, RunSignal::PrReopened { pr: *pr })
+        }
+        Sighting::PrBase {
+            repository,
+            pr,
+            new_base,
+        } => {
+            let Some(run_id) = run_of(repository, *pr).await? else {
+                return Ok(None);
+            };
+            let signal = RunSignal::PrBaseChanged {
+                pr: *pr,
+                new_base: new_base.clone(),
+            };
+            Plan::signal(key, run_id, signal)
+        }
+        Sighting::ChecksCompleted {
+            repository,
+            head_sha,
+            pull_requests,
+            ..
+        } => {
+            let mut plan = Plan::new(key, "signal");
+            for pr in pull_requests {
+                if let Some(run_id) = run_of(repository, *pr).await? {
+                    plan = plan.with(Step::Signal {
+                        run_id,
+                        suffix: format!(":pr-{pr}"),
+                        signal: RunSignal::ChecksCompleted {
+                            pr: *pr,
+                            head_sha: head_sha.clone(),
+                        },
+                    });
+                }
+            }
+            if plan.steps.is_empty() {
+                return Ok(None);
+            }
+            plan
+        }
+    };
+    Ok(Some(plan))
+}
+
+async fn plan_trigger(
+    key: String,
+    repository: &str,
+    issue: u64,
+    actor: &Actor,
+    journal: &Journal,
+    access: &GitHubAccess,
+    api: &GitHubApi,
+) -> anyhow::Result<Plan> {
+    let decision = access.decide(api, repository, actor).await?;
+    let detail = |reason: String| json!({"repository": repository, "issue": issue, "actor": actor.login, "reason": reason});
+    let plan = match decision {
+        OperatorDecision::Refused { reason } => {
+            // The explanatory comment is an effect the driver/effects layer
+            // owns; here the refusal is recorded so it can be answered.
+            let reason = reason.to_string();
+            Plan::new(key, format!("trigger refused: {reason}")).with(Step::Audit {
+                run_id: None,
+                kind: "trigger_refused".to_owned(),
+                detail: detail(reason),
+            })
+        }
+        OperatorDecision::Allowed { .. } => {
+            let number = i64::try_from(issue)?;
+            match journal.active_run_for_object(repository, number).await? {
+                Some(run_id) => {
+                    Plan::new(key, "trigger ignored: run already active").with(Step::Audit {
+                        run_id: Some(run_id),
+                        kind: "trigger_ignored".to_owned(),
+                        detail: detail("the issue already has an active run".to_owned()),
+                    })
+                }
+                None => Plan::new(key, "run started").with(Step::StartRun {
+                    repository: repository.to_owned(),
+                    issue,
+                    labeled_by: actor.login.clone(),
+                }),
+            }
+        }
+    };
+    Ok(plan)
+}
+
+fn plan_commands(
+    key: String,
+    run_id: RunId,
+    issue: u64,
+    comment_id: u64,
+    actor: &Actor,
+    decision: &OperatorDecision,
+    commands: &[Result<Command, CommandParseError>],
+) -> anyhow::Result<Plan> {
+    let comment = i64::try_from(comment_id)?;
+    let mut plan = Plan::new(key, "commands decided");
+    for (index, parsed) in commands.iter().enumerate() {
+        let (command, accepted, reason) = match (parsed, decision) {
+            (Err(error), _) => ("malformed".to_owned(), false, error.to_string()),
+            (Ok(command), OperatorDecision::Refused { reason }) => {
+                (command.verb().to_owned(), false, reason.to_string())
+            }
+            (Ok(command), OperatorDecision::Allowed { by }) => (
+                command.verb().to_owned(),
+                true,
+                format!("operator ({by:?})"),
+            ),
+        };
+        plan = plan.with(Step::Decision(NewCommandDecision {
+            run_id: Some(run_id),
+            comment_id: comment,
+            actor: actor.login.clone(),
+            command,
+            accepted,
+            reason,
+        }));
+        if let (true, Ok(command)) = (accepted, parsed) {
+            let argument = match command {
+                Command::Unblock { reason } => Some(reason.clone()),
+                _ => None,
+            };
+            plan = plan.with(Step::Signal {
+                run_id,
+                suffix: format!(":{index}"),
+                signal: RunSignal::Command {
+                    verb: command.verb().to_owned(),
+                    argument,
+                    comment_id,
+                    actor: actor.login.clone(),
+                    on_issue: issue,
+                },
+            });
+        }
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::commands::{ActorKind, AllowedBy, Permission, RefusalReason, parse_commands};
+
+    fn alice() -> Actor {
+        Actor {
+            login: "alice".into(),
+            kind: ActorKind::User,
+        }
+    }
+
+    #[test]
+    fn accepted_commands_become_signals_and_every_command_a_decision() {
+        let commands = parse_commands("/autoforge retry\n/autoforge frobnicate\n");
+        let decision = OperatorDecision::Allowed {
+            by: AllowedBy::Permission(Permission::Admin),
+        };
+        let plan =
+            plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
+        let decisions: Vec<_> = plan
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Decision(d) => Some((d.command.as_str(), d.accepted)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(decisions, [("retry", true), ("malformed", false)]);
+        let signals = plan
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Signal { .. }))
+            .count();
+        assert_eq!(signals, 1);
+    }
+
+    #[test]
+    fn a_refused_actor_gets_decisions_and_no_signal() {
+        let commands = parse_commands("/autoforge stop\n");
+        let decision = OperatorDecision::Refused {
+            reason: RefusalReason::BotAccount,
+        };
+        let plan =
+            plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
+        assert_eq!(plan.steps.len(), 1);
+        assert!(matches!(&plan.steps[0], Step::Decision(d) if !d.accepted));
+    }
+
+    #[test]
+    fn one_comment_version_has_one_key_whoever_sees_it() {
+        let sighting = Sighting::Commands {
+            repository: "a/b".into(),
+            issue: 1,
+            comment_id: 5,
+            updated_at: "2026-01-01T00:00:00Z".into(),
+            body_digest: body_digest("/autoforge retry"),
+            actor: alice(),
+            commands: vec![],
+        };
+        assert_eq!(
+            sighting.key(),
+            comment_key(
+                "a/b",
+                5,
+                "2026-01-01T00:00:00Z",
+                &body_digest("/autoforge retry")
+            )
+        );
+        assert_ne!(body_digest("a"), body_digest("b"));
+    }
+}

@@ -1,0 +1,425 @@
+//! The poller: the backstop for missed webhooks (SPEC §14). Every
+//! `poll.interval_seconds` it reads, with conditional requests (a `304`
+//! costs no rate limit), the open issues carrying the trigger label in each
+//! watched repository and the issue, comments and pull request of each
+//! active run. What it sees goes through the same planner as webhooks with
+//! the same dedupe keys, so a change seen both ways acts once. As a GitHub
+//! App it also asks GitHub to redeliver failed deliveries our inbox lacks.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use anyhow::Context;
+use autoforge_journal::{EventSource, Journal, Run, RunFilter};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use tokio::sync::watch;
+
+use super::access::{GitHubAccess, WatchedRepository, repo_name};
+use super::plan::apply;
+use super::planner::{
+    Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
+};
+use crate::commands::parse_commands;
+use crate::github::{GitHubApi, HookDelivery, IssueComment, writes};
+
+/// Redelivery requests per pass, so a long outage does not turn into a
+/// burst of hundreds of App requests.
+const MAX_REDELIVERIES_PER_PASS: usize = 20;
+const MAX_ACTIVE_RUNS_POLLED: i64 = 1_000;
+
+/// The poller's dependencies.
+pub struct Poller {
+    pub journal: Journal,
+    pub access: GitHubAccess,
+    pub interval: Duration,
+    /// Hook delivery ids we already asked GitHub to redeliver.
+    redelivered: HashSet<u64>,
+    /// Repositories whose labelled issues were all handled in an earlier
+    /// pass: while their listing answers `304`, nothing there is new, so the
+    /// per-issue event and permission reads are skipped.
+    labelled_scan_done: HashSet<String>,
+}
+
+/// What one pass did, for logs and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PassReport {
+    pub repositories: usize,
+    pub runs: usize,
+    pub changes_applied: usize,
+    pub redeliveries: usize,
+}
+
+#[derive(Debug, Deserialize)]
+struct PolledIssue {
+    state: String,
+    closed_at: Option<String>,
+    #[serde(default)]
+    labels: Vec<crate::github::Label>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PolledPull {
+    state: String,
+    #[serde(default)]
+    merged: Option<bool>,
+    merged_at: Option<String>,
+    merge_commit_sha: Option<String>,
+    closed_at: Option<String>,
+    head: PolledRef,
+}
+
+#[derive(Debug, Deserialize)]
+struct PolledRef {
+    sha: String,
+}
+
+impl Poller {
+    pub fn new(journal: Journal, access: GitHubAccess, interval: Duration) -> Poller {
+        Poller {
+            journal,
+            access,
+            interval,
+            redelivered: HashSet::new(),
+            labelled_scan_done: HashSet::new(),
+        }
+    }
+
+    /// Polls until `shutdown` turns true, once right away and then every interval.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        while !*shutdown.borrow() {
+            match self.pass().await {
+                Ok(report) => tracing::debug!(?report, "poll pass finished"),
+                Err(error) => tracing::warn!(error = format!("{error:#}"), "poll pass failed"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.interval) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        tracing::info!("poller stopped");
+    }
+
+    /// One full pass. A failure in one repository or run is logged and the
+    /// pass goes on with the next.
+    pub async fn pass(&mut self) -> anyhow::Result<PassReport> {
+        let mut report = PassReport::default();
+        let watched = self.access.watched_repositories().await?;
+        report.repositories = watched.len();
+        for repository in &watched {
+            match self.poll_labelled_issues(repository).await {
+                Ok(applied) => report.changes_applied += applied,
+                Err(error) => tracing::warn!(
+                    repository = %repository.full_name,
+                    error = format!("{error:#}"),
+                    "polling labelled issues failed"
+                ),
+            }
+        }
+        let apis: HashMap<&str, &GitHubApi> = watched
+            .iter()
+            .map(|w| (w.full_name.as_str(), &w.api))
+            .collect();
+        let runs = self
+            .journal
+            .list_runs(RunFilter::Active, MAX_ACTIVE_RUNS_POLLED)
+            .await?;
+        for run in &runs {
+            let Some(api) = apis.get(run.repository.as_str()) else {
+                continue;
+            };
+            report.runs += 1;
+            match self.poll_run(run, api).await {
+                Ok(applied) => report.changes_applied += applied,
+                Err(error) => tracing::warn!(
+                    run = %run.id,
+                    error = format!("{error:#}"),
+                    "polling a run failed"
+                ),
+            }
+        }
+        if self.access.is_app() {
+            match self.redeliver_failed().await {
+                Ok(count) => report.redeliveries = count,
+                Err(error) => {
+                    tracing::warn!(error = format!("{error:#}"), "redelivery failed");
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    async fn poll_labelled_issues(
+        &mut self,
+        repository: &WatchedRepository,
+    ) -> anyhow::Result<usize> {
+        let listing = repository
+            .api
+            .open_issues_with_label(&repository.name, &self.access.trigger_label)
+            .await?;
+        let unchanged = !listing.is_modified();
+        if unchanged && self.labelled_scan_done.contains(&repository.full_name) {
+            return Ok(0);
+        }
+        // Marked done only once every issue was handled, so a failure half
+        // way is retried next pass even if the listing is then unchanged.
+        self.labelled_scan_done.remove(&repository.full_name);
+        let issues = listing.into_inner();
+        let mut applied = 0;
+        for issue in issues.iter().filter(|issue| !issue.is_pull_request()) {
+            let number = i64::try_from(issue.number)?;
+            if self
+                .journal
+                .active_run_for_object(&repository.full_name, number)
+                .await?
+                .is_some()
+            {
+                continue;
+            }
+            let Some(labeling) = self
+                .access
+                .latest_trigger_labeling(&repository.api, &repository.full_name, issue.number)
+                .await?
+            else {
+                continue;
+            };
+            let Some(actor) = labeling.actor.as_ref().map(|account| account.actor()) else {
+                continue;
+            };
+            let sighting = Sighting::TriggerLabeled {
+                repository: repository.full_name.clone(),
+                issue: issue.number,
+                actor,
+                labeling: labeling_of_event(labeling.id),
+            };
+            applied += self.act(&sighting, &repository.api).await?;
+        }
+        self.labelled_scan_done.insert(repository.full_name.clone());
+        Ok(applied)
+    }
+
+    async fn poll_run(&self, run: &Run, api: &GitHubApi) -> anyhow::Result<usize> {
+        let repo = repo_name(&run.repository)?;
+        let issue = u64::try_from(run.current_issue)?;
+        let mut applied = 0;
+        let polled: PolledIssue = api
+            .get_conditional(&repo.api_path(&format!("/issues/{issue}")))
+            .await?
+            .into_inner();
+        if polled.state == "closed" {
+            let sighting = Sighting::IssueClosed {
+                repository: run.repository.clone(),
+                issue,
+                closed_at: polled.closed_at.unwrap_or_default(),
+            };
+            applied += self.act(&sighting, api).await?;
+        } else if !polled
+            .labels
+            .iter()
+            .any(|label| label.name.eq_ignore_ascii_case(&self.access.trigger_label))
+        {
+            let sighting = Sighting::TriggerRemoved {
+                repository: run.repository.clone(),
+                issue,
+                by: "(seen by the poller)".to_owned(),
+            };
+            applied += self.act(&sighting, api).await?;
+        }
+        applied += self.poll_comments(run, api, issue).await?;
+        if let Some(pr) = self.journal.run_pull_request(run.id).await? {
+            let pr = u64::try_from(pr)?;
+            applied += self.poll_comments(run, api, pr).await?;
+            applied += self.poll_pull_request(run, api, pr).await?;
+        }
+        Ok(applied)
+    }
+
+    /// Comments written since the run started. Only versions the journal
+    /// has not seen count; an edit whose earlier version we saw is left to
+    /// its webhook, since the poller cannot tell what the edit added.
+    async fn poll_comments(
+        &self,
+        run: &Run,
+        api: &GitHubApi,
+        number: u64,
+    ) -> anyhow::Result<usize> {
+        let repo = repo_name(&run.repository)?;
+        let comments = api
+            .issue_comments_if_changed(&repo, number)
+            .await?
+            .into_inner();
+        let mut applied = 0;
+        for comment in comments
+            .iter()
+            .filter(|c| self.is_human_after(c, run.created_at))
+        {
+            let key = comment_key(
+                &run.repository,
+                comment.id,
+                &comment.updated_at,
+                &body_digest(&comment.body),
+            );
+            if self.journal.observed_change(&key).await?.is_some() {
+                continue;
+            }
+            let edited = comment.updated_at != comment.created_at;
+            let prefix = comment_key_prefix(&run.repository, comment.id);
+            if edited && self.journal.observed_change_with_prefix(&prefix).await? {
+                continue;
+            }
+            let Some(user) = &comment.user else {
+                continue;
+            };
+            let sighting = Sighting::Commands {
+                repository: run.repository.clone(),
+                issue: number,
+                comment_id: comment.id,
+                updated_at: comment.updated_at.clone(),
+                body_digest: body_digest(&comment.body),
+                actor: user.actor(),
+                commands: parse_commands(&comment.body),
+            };
+            applied += self.act(&sighting, api).await?;
+        }
+        Ok(applied)
+    }
+
+    fn is_human_after(&self, comment: &IssueComment, since: DateTime<Utc>) -> bool {
+        let created = DateTime::parse_from_rfc3339(&comment.created_at)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or(since);
+        // Second resolution on GitHub's side: keep the second the run started.
+        if created < since - chrono::Duration::seconds(1) {
+            return false;
+        }
+        let via_app = comment.performed_via_github_app.is_some();
+        let bot = comment.user.as_ref().is_none_or(|user| {
+            user.kind == "Bot" || user.login.to_ascii_lowercase().ends_with("[bot]")
+        });
+        !via_app && !bot
+    }
+
+    async fn poll_pull_request(
+        &self,
+        run: &Run,
+        api: &GitHubApi,
+        pr: u64,
+    ) -> anyhow::Result<usize> {
+        let repo = repo_name(&run.repository)?;
+        let polled: PolledPull = api
+            .get_conditional(&repo.api_path(&format!("/pulls/{pr}")))
+            .await?
+            .into_inner();
+        let sighting = if polled.state == "closed" {
+            let merged = polled.merged.unwrap_or(polled.merged_at.is_some());
+            Sighting::PrClosed {
+                repository: run.repository.clone(),
+                pr,
+                merged,
+                merge_commit_sha: if merged {
+                    polled.merge_commit_sha
+                } else {
+                    None
+                },
+                closed_at: polled.closed_at.unwrap_or_default(),
+            }
+        } else {
+            Sighting::PrHead {
+                repository: run.repository.clone(),
+                pr,
+                head_sha: polled.head.sha,
+            }
+        };
+        self.act(&sighting, api).await
+    }
+
+    /// Plans and applies one sighting; 1 when it changed the journal.
+    async fn act(&self, sighting: &Sighting, api: &GitHubApi) -> anyhow::Result<usize> {
+        let Some(plan) = plan(sighting, &self.journal, &self.access, api).await? else {
+            return Ok(0);
+        };
+        let applied = apply(&self.journal, Some(&plan), EventSource::Poll, None).await?;
+        Ok(usize::from(matches!(
+            applied,
+            super::plan::Applied::Done { .. }
+        )))
+    }
+
+    /// Asks GitHub to redeliver recent deliveries that failed and never
+    /// reached our inbox, each at most once per process.
+    async fn redeliver_failed(&mut self) -> anyhow::Result<usize> {
+        let app = self.access.client.app()?;
+        let deliveries = app
+            .hook_deliveries()
+            .await
+            .context("cannot list the App's hook deliveries")?;
+        let candidates = redelivery_candidates(&deliveries);
+        let mut sent = 0;
+        for delivery in candidates {
+            if sent >= MAX_REDELIVERIES_PER_PASS || self.redelivered.contains(&delivery.id) {
+                continue;
+            }
+            if self.journal.get_delivery(&delivery.guid).await?.is_some() {
+                continue;
+            }
+            writes::redeliver_hook_delivery(&app, delivery.id)
+                .await
+                .with_context(|| format!("cannot redeliver delivery {}", delivery.guid))?;
+            tracing::info!(guid = %delivery.guid, "asked GitHub to redeliver a failed delivery");
+            self.redelivered.insert(delivery.id);
+            sent += 1;
+        }
+        Ok(sent)
+    }
+}
+
+/// The newest attempt of each delivery GUID none of whose attempts succeeded.
+pub fn redelivery_candidates(deliveries: &[HookDelivery]) -> Vec<&HookDelivery> {
+    let succeeded: HashSet<&str> = deliveries
+        .iter()
+        .filter(|d| (200..300).contains(&d.status_code))
+        .map(|d| d.guid.as_str())
+        .collect();
+    let mut seen = HashSet::new();
+    deliveries
+        .iter()
+        .filter(|d| !succeeded.contains(d.guid.as_str()))
+        .filter(|d| seen.insert(d.guid.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(id: u64, guid: &str, status_code: u16) -> HookDelivery {
+        HookDelivery {
+            id,
+            guid: guid.to_owned(),
+            delivered_at: "2026-01-01T00:00:00Z".to_owned(),
+            redelivery: false,
+            status: String::new(),
+            status_code,
+            event: "issues".to_owned(),
+            action: None,
+            installation_id: None,
+            repository_id: None,
+        }
+    }
+
+    #[test]
+    fn only_guids_without_a_successful_attempt_are_redelivered_once() {
+        let deliveries = [
+            attempt(5, "b", 502),
+            attempt(4, "a", 202),
+            attempt(3, "a", 502),
+            attempt(2, "b", 0),
+            attempt(1, "c", 200),
+        ];
+        let ids: Vec<u64> = redelivery_candidates(&deliveries)
+            .iter()
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(ids, [5]);
+    }
+}

@@ -1,0 +1,92 @@
+//! What the dispatcher and the poller hand to the run driver: one
+//! [`RunSignal`] per observed change, stored as JSON in `run_events`.
+//!
+//! These are driver-side observations, not the machine's `Event`s: the
+//! driver still has to read fresh PR facts, check phases and so on before it
+//! can build a machine event. Only facts that cannot be re-read later (who
+//! typed a command, which comment it was in) travel here.
+
+use serde::{Deserialize, Serialize};
+
+/// A change that concerns one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunSignal {
+    /// An operator added the trigger label; the run was created with this event.
+    Started {
+        issue: u64,
+        labeled_by: String,
+    },
+    /// The trigger label was removed: stop the run.
+    TriggerLabelRemoved {
+        issue: u64,
+        by: String,
+    },
+    IssueClosed {
+        issue: u64,
+    },
+    IssueReopened {
+        issue: u64,
+    },
+    IssueEdited {
+        issue: u64,
+    },
+    /// An accepted operator command. `verb` is one of `commands::VERBS`.
+    Command {
+        verb: String,
+        /// The unblock reason, for `unblock`.
+        argument: Option<String>,
+        comment_id: u64,
+        actor: String,
+        on_issue: u64,
+    },
+    PrHeadMoved {
+        pr: u64,
+        head_sha: String,
+    },
+    PrClosed {
+        pr: u64,
+        merged: bool,
+        merge_commit_sha: Option<String>,
+    },
+    PrReopened {
+        pr: u64,
+    },
+    PrBaseChanged {
+        pr: u64,
+        new_base: String,
+    },
+    /// Checks finished on the run's PR head: re-check merge readiness.
+    ChecksCompleted {
+        pr: u64,
+        head_sha: String,
+    },
+}
+
+impl RunSignal {
+    /// The JSON stored in `run_events.event`.
+    pub fn to_json(&self) -> serde_json::Value {
+        // Serialising a plain enum of strings and integers cannot fail.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn signals_round_trip_through_their_stored_json() {
+        let signal = RunSignal::Command {
+            verb: "unblock".into(),
+            argument: Some("fixed the base".into()),
+            comment_id: 12,
+            actor: "alice".into(),
+            on_issue: 4,
+        };
+        let json = signal.to_json();
+        assert_eq!(json["kind"], "command");
+        assert_eq!(serde_json::from_value::<RunSignal>(json).unwrap(), signal);
+    }
+}

@@ -1,0 +1,458 @@
+//! The dispatcher and the poller in-process, against fakehub and a real
+//! Postgres: deliveries are the payloads fakehub generated for real actions,
+//! stored into the inbox as ingress would store them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use autoforge::commands::OperatorPolicy;
+use autoforge::github::{GitHubAuth, GitHubClient, RepoName, writes};
+use autoforge::serve::{Dispatcher, GitHubAccess, MAX_ATTEMPTS, Poller};
+use autoforge_journal::testing::TestDatabase;
+use autoforge_journal::{Delivery, InsertOutcome, Journal, NewDelivery, RunFilter, RunId};
+use fakehub::{FaultKind, FaultRule};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+
+const OWNER: &str = "octo";
+const NAME: &str = "widgets";
+const SLUG: &str = "autoforge-dispatch";
+
+struct Setup {
+    hub: fakehub::Handle,
+    db: TestDatabase,
+    access: GitHubAccess,
+    owner: GitHubClient,
+    installation: u64,
+}
+
+impl Setup {
+    async fn start() -> Setup {
+        let db = TestDatabase::fresh().await;
+        let hub = fakehub::start(fakehub::Config::default()).await.unwrap();
+        let owner = hub
+            .create_user(OWNER, fakehub::world::UserKind::User)
+            .unwrap();
+        hub.create_repo(&fakehub::RepoSpec {
+            owner: OWNER.into(),
+            name: NAME.into(),
+            default_branch: "main".into(),
+            private: true,
+            files: Default::default(),
+            required_checks: vec![],
+        })
+        .await
+        .unwrap();
+        // Nobody listens on the discard port: every delivery is recorded as
+        // failed, with its payload, which is all these tests need.
+        let app = hub
+            .create_app(&fakehub::NewApp {
+                slug: SLUG.into(),
+                owner: Some(OWNER.into()),
+                webhook_url: Some("http://127.0.0.1:9/webhook".into()),
+                webhook_secret: Some("s".into()),
+                permissions: [("issues".to_owned(), "write".to_owned())].into(),
+                events: vec![],
+            })
+            .await
+            .unwrap();
+        let installation = hub
+            .install(
+                app.id,
+                &fakehub::NewInstallation {
+                    account: OWNER.into(),
+                    repositories: vec![NAME.into()],
+                },
+            )
+            .unwrap();
+        let auth = GitHubAuth::App {
+            app_id: app.id,
+            private_key_pem: SecretString::from(app.private_key_pem.expose_secret().to_owned()),
+        };
+        let client = GitHubClient::new(hub.base_url(), auth).unwrap();
+        let access = GitHubAccess::from_parts(
+            client,
+            SLUG.into(),
+            OperatorPolicy::default(),
+            "autoforge".into(),
+            vec![],
+            true,
+        );
+        let owner_client = GitHubClient::new(
+            hub.base_url(),
+            GitHubAuth::Token(SecretString::from(owner.token.expose_secret().to_owned())),
+        )
+        .unwrap();
+        Setup {
+            hub,
+            db,
+            access,
+            owner: owner_client,
+            installation,
+        }
+    }
+
+    fn journal(&self) -> &Journal {
+        self.db.journal()
+    }
+
+    fn dispatcher(&self) -> Dispatcher {
+        Dispatcher {
+            journal: self.journal().clone(),
+            access: self.access.clone(),
+            worker: "test-worker".into(),
+        }
+    }
+
+    fn as_user(&self, login: &str, permission: &str) -> autoforge::github::GitHubApi {
+        let user = self
+            .hub
+            .create_user(login, fakehub::world::UserKind::User)
+            .unwrap();
+        self.hub
+            .set_collaborator(OWNER, NAME, login, permission)
+            .unwrap();
+        GitHubClient::new(
+            self.hub.base_url(),
+            GitHubAuth::Token(SecretString::from(user.token.expose_secret().to_owned())),
+        )
+        .unwrap()
+        .installation(0)
+        .unwrap()
+    }
+
+    fn owner_api(&self) -> autoforge::github::GitHubApi {
+        self.owner.installation(0).unwrap()
+    }
+
+    /// Copies every fakehub delivery of `event.action` not yet in the inbox
+    /// into it, as ingress would, and returns the stored rows.
+    async fn ingest(&self, event: &str, action: &str) -> Vec<Delivery> {
+        let mut stored = Vec::new();
+        for delivery in self.hub.deliveries() {
+            if delivery.event != event || delivery.action.as_deref() != Some(action) {
+                continue;
+            }
+            let row = NewDelivery {
+                delivery_id: delivery.guid.clone(),
+                event: delivery.event.clone(),
+                action: delivery.action.clone(),
+                repository: Some(format!("{OWNER}/{NAME}")),
+                installation_id: Some(i64::try_from(self.installation).unwrap()),
+                payload: serde_json::to_vec(&delivery.payload).unwrap(),
+            };
+            if let InsertOutcome::Inserted(_) = self.journal().insert_delivery(&row).await.unwrap()
+            {
+                stored.push(
+                    self.journal()
+                        .get_delivery(&delivery.guid)
+                        .await
+                        .unwrap()
+                        .unwrap(),
+                );
+            }
+        }
+        stored
+    }
+
+    /// Claims due deliveries and dispatches each once.
+    async fn dispatch_due(&self) -> Vec<Delivery> {
+        let claimed = self
+            .journal()
+            .claim_deliveries("test-worker", 100, Duration::from_secs(60))
+            .await
+            .unwrap();
+        for delivery in &claimed {
+            self.dispatcher().dispatch_one(delivery).await;
+        }
+        claimed
+    }
+
+    async fn run_for(&self, issue: u64) -> Option<RunId> {
+        self.journal()
+            .active_run_for_issue(&format!("{OWNER}/{NAME}"), i64::try_from(issue).unwrap())
+            .await
+            .unwrap()
+            .map(|run| run.id)
+    }
+
+    async fn labelled_issue_with_run(&self) -> (u64, RunId) {
+        let api = self.owner_api();
+        let issue = writes::create_issue(&api, &repo(), "work", "please", &[])
+            .await
+            .unwrap()
+            .number;
+        writes::add_labels(&api, &repo(), issue, &["autoforge".to_owned()])
+            .await
+            .unwrap();
+        self.ingest("issues", "labeled").await;
+        self.dispatch_due().await;
+        let run = self.run_for(issue).await.expect("a run");
+        (issue, run)
+    }
+}
+
+fn repo() -> RepoName {
+    RepoName::new(OWNER, NAME).unwrap()
+}
+
+fn kinds(events: &[autoforge_journal::RunEvent]) -> Vec<Value> {
+    events.iter().map(|e| e.event["kind"].clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dispatching_a_delivery_twice_and_polling_the_same_change_act_once() {
+    let setup = Setup::start().await;
+    let (_issue, run_id) = setup.labelled_issue_with_run().await;
+    let delivery = setup.journal().list_runs(RunFilter::All, 10).await.unwrap();
+    assert_eq!(delivery.len(), 1);
+
+    // The same stored delivery handled again (a worker that lost its claim).
+    let labeled: Vec<_> = setup
+        .hub
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.action.as_deref() == Some("labeled"))
+        .collect();
+    let row = setup
+        .journal()
+        .get_delivery(&labeled[0].guid)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.processed_at.is_some());
+    setup.dispatcher().dispatch_one(&row).await;
+
+    // The poller sees the same labelled issue and the run's issue.
+    let mut poller = Poller::new(
+        setup.journal().clone(),
+        setup.access.clone(),
+        Duration::from_secs(60),
+    );
+    let report = poller.pass().await.unwrap();
+    assert_eq!(report.repositories, 1);
+    assert_eq!(report.runs, 1);
+
+    let events = setup.journal().list_run_events(run_id).await.unwrap();
+    assert_eq!(kinds(&events), ["started"]);
+    assert_eq!(
+        setup
+            .journal()
+            .list_runs(RunFilter::All, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edited_comment_runs_only_the_added_commands_as_the_editor() {
+    let setup = Setup::start().await;
+    let (issue, run_id) = setup.labelled_issue_with_run().await;
+    let reader = setup.as_user("rory", "read");
+    let comment = writes::create_comment(&reader, &repo(), issue, "/autoforge status")
+        .await
+        .unwrap();
+    setup.ingest("issue_comment", "created").await;
+    setup.dispatch_due().await;
+    // The owner (an operator) edits the reader's comment and adds a command.
+    writes::update_comment(
+        &setup.owner_api(),
+        &repo(),
+        comment.id,
+        "/autoforge status\n/autoforge retry",
+    )
+    .await
+    .unwrap();
+    setup.ingest("issue_comment", "edited").await;
+    setup.dispatch_due().await;
+
+    let decisions = setup
+        .journal()
+        .list_command_decisions(run_id)
+        .await
+        .unwrap();
+    let summary: Vec<_> = decisions
+        .iter()
+        .map(|d| (d.actor.as_str(), d.command.as_str(), d.accepted))
+        .collect();
+    assert_eq!(summary, [("rory", "status", false), (OWNER, "retry", true)]);
+    let events = setup.journal().list_run_events(run_id).await.unwrap();
+    assert_eq!(kinds(&events), ["started", "command"]);
+    assert_eq!(events[1].event["verb"], "retry");
+    assert_eq!(events[1].event["actor"], OWNER);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn comments_written_by_the_app_are_not_commands() {
+    let setup = Setup::start().await;
+    let (issue, run_id) = setup.labelled_issue_with_run().await;
+    let app_api = setup
+        .access
+        .client
+        .installation(setup.installation)
+        .unwrap();
+    writes::create_comment(&app_api, &repo(), issue, "/autoforge stop")
+        .await
+        .unwrap();
+    let stored = setup.ingest("issue_comment", "created").await;
+    assert_eq!(stored.len(), 1);
+    setup.dispatch_due().await;
+    let row = setup
+        .journal()
+        .get_delivery(&stored[0].delivery_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.processed_at.is_some());
+    assert!(
+        setup
+            .journal()
+            .list_command_decisions(run_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        setup.journal().list_run_events(run_id).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_github_outage_is_retried_with_backoff_then_given_up_with_its_error() {
+    let setup = Setup::start().await;
+    let api = setup.owner_api();
+    let issue = writes::create_issue(&api, &repo(), "outage", "", &[])
+        .await
+        .unwrap()
+        .number;
+    writes::add_labels(&api, &repo(), issue, &["autoforge".to_owned()])
+        .await
+        .unwrap();
+    setup.hub.set_faults(vec![FaultRule {
+        method: Some("GET".into()),
+        route: Some("/repos/{owner}/{repo}/issues/{number}/events".into()),
+        kind: FaultKind::Status { status: 503 },
+        probability: None,
+        count: None,
+    }]);
+    let stored = setup.ingest("issues", "labeled").await;
+    let guid = stored[0].delivery_id.clone();
+    setup.dispatch_due().await;
+    let after_first = setup.journal().get_delivery(&guid).await.unwrap().unwrap();
+    assert!(after_first.failed_at.is_none());
+    assert!(
+        after_first.error.as_deref().unwrap().contains("503"),
+        "{:?}",
+        after_first.error
+    );
+    assert!(after_first.next_attempt_at > chrono::Utc::now());
+
+    // Later claims of the same delivery (forced due) until the bound.
+    let mut row = after_first;
+    for _ in 1..MAX_ATTEMPTS {
+        row.attempts += 1;
+        setup.dispatcher().dispatch_one(&row).await;
+    }
+    let given_up = setup.journal().get_delivery(&guid).await.unwrap().unwrap();
+    assert!(given_up.failed_at.is_some());
+    assert!(given_up.error.as_deref().unwrap().contains("503"));
+    assert!(setup.run_for(issue).await.is_none());
+    let failed = setup.journal().list_failed_deliveries(10).await.unwrap();
+    assert_eq!(failed.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payload_that_cannot_be_read_is_given_up_at_once() {
+    let setup = Setup::start().await;
+    setup
+        .journal()
+        .insert_delivery(&NewDelivery {
+            delivery_id: "broken-1".into(),
+            event: "issues".into(),
+            action: Some("labeled".into()),
+            repository: None,
+            installation_id: None,
+            payload: br#"{"action":"labeled","issue":{}}"#.to_vec(),
+        })
+        .await
+        .unwrap();
+    setup.dispatch_due().await;
+    let row = setup
+        .journal()
+        .get_delivery("broken-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.failed_at.is_some());
+    assert!(
+        row.error.as_deref().unwrap().contains("expected shape"),
+        "{:?}",
+        row.error
+    );
+    assert_eq!(row.attempts, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unchanged_labelled_listing_costs_one_conditional_request_per_pass() {
+    let setup = Setup::start().await;
+    let api = setup.owner_api();
+    let reader_labelled = writes::create_issue(&api, &repo(), "refused", "", &[])
+        .await
+        .unwrap()
+        .number;
+    let triager = setup.as_user("tia", "triage");
+    writes::add_labels(
+        &triager,
+        &repo(),
+        reader_labelled,
+        &["autoforge".to_owned()],
+    )
+    .await
+    .unwrap();
+    let mut poller = Poller::new(
+        setup.journal().clone(),
+        setup.access.clone(),
+        Duration::from_secs(60),
+    );
+    poller.pass().await.unwrap();
+    let refused = setup
+        .journal()
+        .list_audit_events_of_kind("trigger_refused", 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.len(),
+        1,
+        "the poller applies the same operator check"
+    );
+    assert_eq!(refused[0].detail["actor"], "tia");
+
+    let mark = setup.hub.requests().len();
+    poller.pass().await.unwrap();
+    let second: Vec<_> = setup.hub.requests().into_iter().skip(mark).collect();
+    let listing: Vec<_> = second
+        .iter()
+        .filter(|r| r.route == "/repos/{owner}/{repo}/issues")
+        .collect();
+    assert_eq!(listing.len(), 1);
+    assert!(listing[0].conditional_hit, "{:?}", listing[0]);
+    assert!(
+        second
+            .iter()
+            .all(|r| !r.route.ends_with("/events") && !r.route.ends_with("/permission")),
+        "nothing new, so no per-issue reads: {second:?}"
+    );
+    assert_eq!(
+        setup
+            .journal()
+            .list_audit_events_of_kind("trigger_refused", 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}

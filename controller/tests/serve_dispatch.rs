@@ -102,6 +102,7 @@ impl Setup {
             journal: self.journal().clone(),
             access: self.access.clone(),
             worker: "test-worker".into(),
+            wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
         }
     }
 

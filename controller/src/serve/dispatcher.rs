@@ -5,13 +5,14 @@
 //! [`MAX_ATTEMPTS`] claims, or at once for a payload that can never be
 //! read, the delivery is given up with its error recorded.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use autoforge_journal::{Delivery, DeliveryRetry, EventSource, Journal};
 use chrono::Utc;
 use rand::Rng;
 use serde::Deserialize;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::access::GitHubAccess;
 use super::plan::apply;
@@ -34,6 +35,9 @@ pub struct Dispatcher {
     pub access: GitHubAccess,
     /// Names this worker in claims (host and process).
     pub worker: String,
+    /// Notified by local ingress on each new delivery; deliveries stored by
+    /// other replicas are found by the idle poll.
+    pub wakeup: Arc<Notify>,
 }
 
 /// Why handling a delivery failed.
@@ -61,7 +65,8 @@ impl Dispatcher {
             };
             if claimed.is_empty() {
                 tokio::select! {
-                    _ = tokio::time::sleep(IDLE_WAIT) => {}
+                    () = tokio::time::sleep(IDLE_WAIT) => {}
+                    () = self.wakeup.notified() => {}
                     _ = shutdown.changed() => {}
                 }
                 continue;

@@ -54,6 +54,11 @@ async fn run_with_database(
         .await
         .context("applying the database migrations failed")?;
     let access = GitHubAccess::connect(config).await?;
+    if !access.is_app() && access.configured_repositories.is_empty() {
+        tracing::warn!(
+            "authenticating with a token but github.repositories is empty: the poller watches nothing"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;

@@ -102,6 +102,7 @@ impl Setup {
             journal: self.journal().clone(),
             access: self.access.clone(),
             worker: "test-worker".into(),
+            wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -455,4 +456,24 @@ async fn an_unchanged_labelled_listing_costs_one_conditional_request_per_pass() 
             .len(),
         1
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_removed_trigger_label_stops_the_run_once_whether_polled_or_delivered() {
+    let setup = Setup::start().await;
+    let (issue, run_id) = setup.labelled_issue_with_run().await;
+    writes::remove_label(&setup.owner_api(), &repo(), issue, "autoforge")
+        .await
+        .unwrap();
+    let mut poller = Poller::new(
+        setup.journal().clone(),
+        setup.access.clone(),
+        Duration::from_secs(60),
+    );
+    poller.pass().await.unwrap();
+    setup.ingest("issues", "unlabeled").await;
+    setup.dispatch_due().await;
+    let events = setup.journal().list_run_events(run_id).await.unwrap();
+    assert_eq!(kinds(&events), ["started", "trigger_label_removed"]);
+    assert_eq!(events[1].source, "poll");
 }

@@ -5,13 +5,14 @@
 //! [`MAX_ATTEMPTS`] claims, or at once for a payload that can never be
 //! read, the delivery is given up with its error recorded.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use autoforge_journal::{Delivery, DeliveryRetry, EventSource, Journal};
 use chrono::Utc;
 use rand::Rng;
 use serde::Deserialize;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::access::GitHubAccess;
 use super::plan::apply;
@@ -34,6 +35,9 @@ pub struct Dispatcher {
     pub access: GitHubAccess,
     /// Names this worker in claims (host and process).
     pub worker: String,
+    /// Notified by local ingress on each new delivery; deliveries stored by
+    /// other replicas are found by the idle poll.
+    pub wakeup: Arc<Notify>,
 }
 
 /// Why handling a delivery failed.
@@ -61,7 +65,8 @@ impl Dispatcher {
             };
             if claimed.is_empty() {
                 tokio::select! {
-                    _ = tokio::time::sleep(IDLE_WAIT) => {}
+                    () = tokio::time::sleep(IDLE_WAIT) => {}
+                    () = self.wakeup.notified() => {}
                     _ = shutdown.changed() => {}
                 }
                 continue;
@@ -154,6 +159,9 @@ impl Dispatcher {
         observation: Observation,
     ) -> anyhow::Result<Option<Sighting>> {
         let times: PayloadTimes = serde_json::from_slice(&delivery.payload)?;
+        // Without a version stamp the change cannot be matched with a poll
+        // sighting; keying it by the delivery still makes it act once.
+        let unversioned = format!("delivery-{}", delivery.delivery_id);
         let sighting = match observation {
             Observation::TriggerLabelAdded {
                 issue,
@@ -187,17 +195,23 @@ impl Dispatcher {
             Observation::IssueClosed { issue } => Sighting::IssueClosed {
                 repository: issue.repository,
                 issue: issue.number,
-                closed_at: times.issue_closed_at().unwrap_or_default(),
+                closed_at: times
+                    .issue_closed_at()
+                    .unwrap_or_else(|| unversioned.clone()),
             },
             Observation::IssueReopened { issue } => Sighting::IssueReopened {
                 repository: issue.repository,
                 issue: issue.number,
-                updated_at: times.issue_updated_at().unwrap_or_default(),
+                updated_at: times
+                    .issue_updated_at()
+                    .unwrap_or_else(|| unversioned.clone()),
             },
             Observation::IssueEdited { issue, .. } => Sighting::IssueEdited {
                 repository: issue.repository,
                 issue: issue.number,
-                updated_at: times.issue_updated_at().unwrap_or_default(),
+                updated_at: times
+                    .issue_updated_at()
+                    .unwrap_or_else(|| unversioned.clone()),
             },
             Observation::CommentCreated {
                 issue,
@@ -209,7 +223,9 @@ impl Dispatcher {
                 repository: issue.repository,
                 issue: issue.number,
                 comment_id,
-                updated_at: times.comment_updated_at().unwrap_or_default(),
+                updated_at: times
+                    .comment_updated_at()
+                    .unwrap_or_else(|| unversioned.clone()),
                 body_digest: body_digest(&body),
                 actor: author,
                 commands: parse_commands(&body),
@@ -225,7 +241,9 @@ impl Dispatcher {
                 repository: issue.repository,
                 issue: issue.number,
                 comment_id,
-                updated_at: times.comment_updated_at().unwrap_or_default(),
+                updated_at: times
+                    .comment_updated_at()
+                    .unwrap_or_else(|| unversioned.clone()),
                 body_digest: body_digest(&new_body),
                 actor: editor,
                 commands: commands_added_by_edit(&old_body, &new_body),
@@ -245,12 +263,12 @@ impl Dispatcher {
                 pr: pr.number,
                 merged,
                 merge_commit_sha: if merged { merge_commit_sha } else { None },
-                closed_at: times.pr_closed_at().unwrap_or_default(),
+                closed_at: times.pr_closed_at().unwrap_or_else(|| unversioned.clone()),
             },
             Observation::PrReopened { pr } => Sighting::PrReopened {
                 repository: pr.repository,
                 pr: pr.number,
-                updated_at: times.pr_updated_at().unwrap_or_default(),
+                updated_at: times.pr_updated_at().unwrap_or_else(|| unversioned.clone()),
             },
             Observation::PrBaseChanged { pr, new_base, .. } => Sighting::PrBase {
                 repository: pr.repository,

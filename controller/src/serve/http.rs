@@ -2,23 +2,26 @@
 //! `/healthz` (the process is up) and `/readyz` (the database answers and
 //! its schema is the one this build expects).
 
+use std::sync::Arc;
+
 use autoforge_journal::Journal;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use secrecy::SecretString;
+use tokio::sync::Notify;
 
 use super::inbox::JournalInbox;
 use crate::webhook::webhook_router;
 
-/// Every route `serve` answers.
-pub fn router(journal: Journal, webhook_secret: SecretString) -> Router {
+/// Every route `serve` answers. `wakeup` is notified for each new delivery.
+pub fn router(journal: Journal, webhook_secret: SecretString, wakeup: Arc<Notify>) -> Router {
     let probes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .with_state(journal.clone());
-    webhook_router(JournalInbox::new(journal), webhook_secret).merge(probes)
+    webhook_router(JournalInbox::new(journal, wakeup), webhook_secret).merge(probes)
 }
 
 async fn ready(State(journal): State<Journal>) -> (StatusCode, &'static str) {
@@ -44,6 +47,11 @@ mod tests {
     use axum::http::Request;
     use tower::ServiceExt;
 
+    fn test_router(db: &TestDatabase) -> Router {
+        let secret = SecretString::from("s".to_owned());
+        router(db.journal().clone(), secret, Arc::new(Notify::new()))
+    }
+
     async fn status_of(app: &Router, path: &str) -> StatusCode {
         app.clone()
             .oneshot(Request::get(path).body(Body::empty()).unwrap())
@@ -55,7 +63,7 @@ mod tests {
     #[tokio::test]
     async fn readyz_waits_for_current_migrations_while_healthz_is_always_ok() {
         let db = TestDatabase::fresh_unmigrated().await;
-        let app = router(db.journal().clone(), SecretString::from("s".to_owned()));
+        let app = test_router(&db);
         assert_eq!(status_of(&app, "/healthz").await, StatusCode::OK);
         assert_eq!(
             status_of(&app, "/readyz").await,
@@ -68,7 +76,7 @@ mod tests {
     #[tokio::test]
     async fn readyz_is_unavailable_once_the_database_is_gone() {
         let db = TestDatabase::fresh().await;
-        let app = router(db.journal().clone(), SecretString::from("s".to_owned()));
+        let app = test_router(&db);
         assert_eq!(status_of(&app, "/readyz").await, StatusCode::OK);
         db.journal().close().await;
         assert_eq!(

@@ -1,20 +1,25 @@
 //! The journal as the webhook route's durable inbox.
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use autoforge_journal::{InsertOutcome, Journal, NewDelivery};
+use tokio::sync::Notify;
 
 use crate::webhook::{DeliveryInbox, ReceivedDelivery, StoreOutcome};
 
 /// Stores deliveries with `Journal::insert_delivery`, which commits before
-/// it returns, so the route may acknowledge right after.
+/// it returns, so the route may acknowledge right after. Each new delivery
+/// wakes the local dispatcher, so it does not wait for its next idle poll.
 #[derive(Clone, Debug)]
 pub struct JournalInbox {
     journal: Journal,
+    wakeup: Arc<Notify>,
 }
 
 impl JournalInbox {
-    pub fn new(journal: Journal) -> Self {
-        JournalInbox { journal }
+    pub fn new(journal: Journal, wakeup: Arc<Notify>) -> Self {
+        JournalInbox { journal, wakeup }
     }
 }
 
@@ -37,7 +42,10 @@ impl DeliveryInbox for JournalInbox {
             payload: delivery.body,
         };
         match self.journal.insert_delivery(&row).await? {
-            InsertOutcome::Inserted(_) => Ok(StoreOutcome::Stored),
+            InsertOutcome::Inserted(_) => {
+                self.wakeup.notify_one();
+                Ok(StoreOutcome::Stored)
+            }
             InsertOutcome::Duplicate => Ok(StoreOutcome::Duplicate),
         }
     }
@@ -66,11 +74,16 @@ mod tests {
     #[tokio::test]
     async fn a_delivery_is_stored_once_with_its_columns_and_raw_body() {
         let db = TestDatabase::fresh().await;
-        let inbox = JournalInbox::new(db.journal().clone());
+        let wakeup = Arc::new(Notify::new());
+        let inbox = JournalInbox::new(db.journal().clone(), Arc::clone(&wakeup));
         assert_eq!(
             inbox.store(delivery(Some(42))).await.unwrap(),
             StoreOutcome::Stored
         );
+        // The stored delivery left a wake-up for the dispatcher.
+        tokio::time::timeout(std::time::Duration::from_secs(1), wakeup.notified())
+            .await
+            .expect("the dispatcher is woken");
         assert_eq!(
             inbox.store(delivery(Some(42))).await.unwrap(),
             StoreOutcome::Duplicate
@@ -84,7 +97,7 @@ mod tests {
     #[tokio::test]
     async fn an_installation_id_beyond_the_column_is_refused_not_wrapped() {
         let db = TestDatabase::fresh().await;
-        let inbox = JournalInbox::new(db.journal().clone());
+        let inbox = JournalInbox::new(db.journal().clone(), Arc::new(Notify::new()));
         let error = inbox.store(delivery(Some(u64::MAX))).await.unwrap_err();
         assert!(error.to_string().contains("installation id"), "{error}");
         assert!(db.journal().get_delivery("guid-1").await.unwrap().is_none());

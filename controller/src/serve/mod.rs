@@ -54,6 +54,11 @@ async fn run_with_database(
         .await
         .context("applying the database migrations failed")?;
     let access = GitHubAccess::connect(config).await?;
+    if !access.is_app() && access.configured_repositories.is_empty() {
+        tracing::warn!(
+            "authenticating with a token but github.repositories is empty: the poller watches nothing"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;
@@ -64,16 +69,18 @@ async fn run_with_database(
     tracing::info!(%address, app = %access.app_slug, "autoforge serve started");
 
     let (stop_loops, loops_stopped) = watch::channel(false);
+    let wakeup = std::sync::Arc::new(tokio::sync::Notify::new());
     let dispatcher = Dispatcher {
         journal: journal.clone(),
         access: access.clone(),
         worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
+        wakeup: std::sync::Arc::clone(&wakeup),
     };
     let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
     let poller = Poller::new(journal.clone(), access, config.settings.poll.interval());
     let poller = tokio::spawn(poller.run(loops_stopped));
 
-    let app = router(journal, secret);
+    let app = router(journal, secret, wakeup);
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await

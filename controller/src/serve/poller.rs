@@ -206,6 +206,8 @@ impl Poller {
             .get_conditional(&repo.api_path(&format!("/issues/{issue}")))
             .await?
             .into_inner();
+        // In an EPIC the label may sit on the EPIC rather than on the
+        // current child, so only the removal webhook stops such runs.
         if polled.state == "closed" {
             let sighting = Sighting::IssueClosed {
                 repository: run.repository.clone(),
@@ -213,10 +215,11 @@ impl Poller {
                 closed_at: polled.closed_at.unwrap_or_default(),
             };
             applied += self.act(&sighting, api).await?;
-        } else if !polled
-            .labels
-            .iter()
-            .any(|label| label.name.eq_ignore_ascii_case(&self.access.trigger_label))
+        } else if run.epic.is_none()
+            && !polled
+                .labels
+                .iter()
+                .any(|label| label.name.eq_ignore_ascii_case(&self.access.trigger_label))
         {
             let sighting = Sighting::TriggerRemoved {
                 repository: run.repository.clone(),

@@ -10,7 +10,9 @@
 //!
 //! The recorder is process-wide ([`install`] is idempotent). Until it is
 //! installed every recording is a cheap no-op, so library code and tests that
-//! never serve `/metrics` pay nothing.
+//! never serve `/metrics` pay nothing. Histogram samples are buffered until
+//! a scrape or an upkeep drains them; a background thread runs the upkeep so
+//! that memory stays bounded when nobody scrapes.
 //!
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
@@ -20,20 +22,24 @@
 //! | `autoforge_deliveries_processed_total` | counter | `event`, `outcome` | dispatched: `started` (a run began), `applied`, `already_seen`, `ignored` |
 //! | `autoforge_deliveries_failed_total` | counter | `event`, `outcome` | dispatch failed: `retry` (scheduled again) or `gave_up` |
 //! | `autoforge_github_requests_total` | counter | `method`, `status_class` | GitHub REST calls sent: `2xx`…`5xx`, `timeout`, `error` (no answer: transport failure, or no installation token) |
+//! | `autoforge_github_request_duration_seconds` | histogram | `method` | time from sending a request to its whole answer (rate-limit waits excluded) |
 //! | `autoforge_github_rate_limit_remaining` | gauge | `installation` | last `x-ratelimit-remaining` seen (`app`/`token` for those scopes) |
 //! | `autoforge_github_rate_limit_limit` | gauge | `installation` | last `x-ratelimit-limit` seen |
 //! | `autoforge_effects_driven_total` | counter | `kind`, `outcome` | effect drives: `observed`, `still_attempted`, `conflict`, `blocked`, `rerequest`, `error` |
 //! | `autoforge_active_runs` | gauge | `phase` | non-terminal runs per phase, refreshed by each poller pass |
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use ::metrics::{counter, describe_counter, describe_gauge, gauge};
+use ::metrics::{
+    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
+};
 use autoforge_journal::EffectKind;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::effects::{DriveOutcome, EffectError};
 use crate::github::{RateLimitState, RateScope};
@@ -45,6 +51,7 @@ pub const DELIVERIES_INVALID: &str = "autoforge_webhook_deliveries_invalid_total
 pub const DELIVERIES_PROCESSED: &str = "autoforge_deliveries_processed_total";
 pub const DELIVERIES_FAILED: &str = "autoforge_deliveries_failed_total";
 pub const GITHUB_REQUESTS: &str = "autoforge_github_requests_total";
+pub const GITHUB_REQUEST_DURATION: &str = "autoforge_github_request_duration_seconds";
 pub const RATE_LIMIT_REMAINING: &str = "autoforge_github_rate_limit_remaining";
 pub const RATE_LIMIT_LIMIT: &str = "autoforge_github_rate_limit_limit";
 pub const EFFECTS_DRIVEN: &str = "autoforge_effects_driven_total";
@@ -52,6 +59,13 @@ pub const ACTIVE_RUNS: &str = "autoforge_active_runs";
 
 /// The exposition format version Prometheus expects for text scrapes.
 const EXPOSITION_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Upper bounds of the request-duration buckets, in seconds: GitHub answers
+/// most reads in tens of milliseconds; the client gives up at 30 s.
+const DURATION_BUCKETS: [f64; 11] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+/// How often buffered histogram samples are drained without a scrape.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Webhook events that get their own label value; the rest are `other`.
 /// These are the events the App subscribes to or GitHub sends unasked.
@@ -151,13 +165,34 @@ static INSTALLED: OnceLock<Result<PrometheusHandle, MetricsError>> = OnceLock::n
 pub fn install() -> Result<PrometheusHandle, MetricsError> {
     INSTALLED
         .get_or_init(|| {
-            let handle = PrometheusBuilder::new()
-                .install_recorder()
+            let handle = builder()
+                .and_then(PrometheusBuilder::install_recorder)
                 .map_err(|error| MetricsError(error.to_string()))?;
             describe_all();
+            let upkeep = handle.clone();
+            std::thread::Builder::new()
+                .name("metrics-upkeep".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(UPKEEP_INTERVAL);
+                        upkeep.run_upkeep();
+                    }
+                })
+                .map_err(|error| {
+                    MetricsError(format!("cannot start the upkeep thread: {error}"))
+                })?;
             Ok(handle)
         })
         .clone()
+}
+
+/// The exporter's configuration: real histograms (not summaries) for the
+/// duration metric, so that replicas' buckets can be summed.
+fn builder() -> Result<PrometheusBuilder, BuildError> {
+    PrometheusBuilder::new().set_buckets_for_metric(
+        Matcher::Full(GITHUB_REQUEST_DURATION.to_owned()),
+        &DURATION_BUCKETS,
+    )
 }
 
 fn describe_all() {
@@ -176,6 +211,11 @@ fn describe_all() {
         "Delivery dispatches that failed, by what happens next."
     );
     describe_counter!(GITHUB_REQUESTS, "GitHub REST requests sent.");
+    describe_histogram!(
+        GITHUB_REQUEST_DURATION,
+        Unit::Seconds,
+        "Time from sending a GitHub request to having its whole answer."
+    );
     describe_gauge!(
         RATE_LIMIT_REMAINING,
         "Requests left in the current GitHub rate-limit window."
@@ -265,10 +305,12 @@ fn status_class(result: CallResult) -> &'static str {
     }
 }
 
-/// One GitHub request; `method` is the client's fixed method name.
-pub fn github_request(method: &'static str, result: CallResult) {
+/// One GitHub request and how long it took; `method` is the client's fixed
+/// method name.
+pub fn github_request(method: &'static str, result: CallResult, took: Duration) {
     counter!(GITHUB_REQUESTS, "method" => method, "status_class" => status_class(result))
         .increment(1);
+    histogram!(GITHUB_REQUEST_DURATION, "method" => method).record(took.as_secs_f64());
 }
 
 fn scope_label(scope: RateScope) -> String {
@@ -336,7 +378,8 @@ mod tests {
     /// Records with a recorder of its own and returns the exposition text,
     /// so these tests see only their own samples.
     fn render_local(record: impl FnOnce()) -> String {
-        let recorder: PrometheusRecorder = PrometheusBuilder::new().build_recorder();
+        let recorder: PrometheusRecorder =
+            builder().expect("fixed buckets are valid").build_recorder();
         let handle = recorder.handle();
         ::metrics::with_local_recorder(&recorder, record);
         handle.render()
@@ -370,12 +413,13 @@ mod tests {
     #[test]
     fn github_requests_are_counted_by_status_class() {
         let text = render_local(|| {
-            github_request("GET", CallResult::Status(200));
-            github_request("GET", CallResult::Status(304));
-            github_request("GET", CallResult::Status(201));
-            github_request("POST", CallResult::Status(422));
-            github_request("POST", CallResult::Timeout);
-            github_request("PATCH", CallResult::NoAnswer);
+            let quick = Duration::from_millis(20);
+            github_request("GET", CallResult::Status(200), quick);
+            github_request("GET", CallResult::Status(304), quick);
+            github_request("GET", CallResult::Status(201), quick);
+            github_request("POST", CallResult::Status(422), quick);
+            github_request("POST", CallResult::Timeout, quick);
+            github_request("PATCH", CallResult::NoAnswer, quick);
         });
         for line in [
             r#"autoforge_github_requests_total{method="GET",status_class="2xx"} 2"#,
@@ -383,6 +427,26 @@ mod tests {
             r#"autoforge_github_requests_total{method="POST",status_class="4xx"} 1"#,
             r#"autoforge_github_requests_total{method="POST",status_class="timeout"} 1"#,
             r#"autoforge_github_requests_total{method="PATCH",status_class="error"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing `{line}` in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn request_durations_are_real_histograms_with_fixed_buckets() {
+        let text = render_local(|| {
+            github_request("GET", CallResult::Status(200), Duration::from_millis(20));
+            github_request("GET", CallResult::Status(200), Duration::from_millis(700));
+            github_request("GET", CallResult::Timeout, Duration::from_secs(31));
+        });
+        for line in [
+            "# TYPE autoforge_github_request_duration_seconds histogram",
+            r#"autoforge_github_request_duration_seconds_bucket{method="GET",le="0.01"} 0"#,
+            r#"autoforge_github_request_duration_seconds_bucket{method="GET",le="0.025"} 1"#,
+            r#"autoforge_github_request_duration_seconds_bucket{method="GET",le="1"} 2"#,
+            r#"autoforge_github_request_duration_seconds_bucket{method="GET",le="30"} 2"#,
+            r#"autoforge_github_request_duration_seconds_bucket{method="GET",le="+Inf"} 3"#,
+            r#"autoforge_github_request_duration_seconds_count{method="GET"} 3"#,
         ] {
             assert!(text.contains(line), "missing `{line}` in:\n{text}");
         }

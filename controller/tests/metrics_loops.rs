@@ -145,6 +145,8 @@ async fn a_poller_pass_sets_active_runs_per_phase_and_zeroes_emptied_phases() {
         unreachable_github("autoforge"),
         Duration::from_secs(60),
     );
+    // Recording is a no-op until the recorder exists.
+    autoforge::metrics::install().unwrap();
     poller.pass().await.unwrap();
     let samples = scrape();
     let phase = |name: &str| value_of(&samples, "autoforge_active_runs", &[("phase", name)]);

@@ -329,6 +329,12 @@ async fn a_github_read_sets_the_installation_rate_limit_gauges_from_the_response
             > value_of(&before, "autoforge_github_requests_total", &get_2xx)
     );
 
+    let durations = "autoforge_github_request_duration_seconds_count";
+    assert!(
+        value_of(&after, durations, &[("method", "GET")])
+            > value_of(&before, durations, &[("method", "GET")])
+    );
+
     // A second read spends one more request and the gauge follows it.
     api.installation_repositories().await.unwrap();
     let again = scrape(&app).await;

@@ -279,6 +279,7 @@ impl GitHubApi {
                     path: path.to_owned(),
                     message: describe_octocrab_error(&e),
                 })?;
+        let started = std::time::Instant::now();
         let exchange = async {
             let response = self.crab.execute(request).await?;
             let status = response.status();
@@ -310,7 +311,7 @@ impl GitHubApi {
                     message: describe_octocrab_error(&other),
                 },
             });
-        crate::metrics::github_request(method_name, call_result(&outcome));
+        crate::metrics::github_request(method_name, call_result(&outcome), started.elapsed());
         let response = outcome?;
         let state = self.shared.gates.observe(
             self.scope,

@@ -6,7 +6,8 @@
 //! Only then are the inbox columns read and the delivery stored; the answer
 //! (202 new, 200 duplicate) is sent once the inbox says it is durable.
 //! The inbox is a trait so that the journal plugs in without this module
-//! knowing about Postgres.
+//! knowing about Postgres. Each request, and why one was refused, is
+//! counted for `/metrics` (see [`crate::metrics`]).
 
 use super::headers::{DeliveryHeaders, DeliveryMeta};
 use crate::metrics::{self, InvalidDelivery};

@@ -12,6 +12,7 @@ pub mod effects;
 pub mod github;
 pub mod logging;
 pub mod machine;
+pub mod metrics;
 pub mod publish;
 pub mod redact;
 pub mod serve;

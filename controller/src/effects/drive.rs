@@ -207,6 +207,16 @@ impl EffectExecutor {
     /// One step of SPEC §6 rule 2 for `effect` (a row of
     /// `pending_effects`). At most one write is sent per call.
     pub async fn drive(&self, lease: &Lease, effect: &Effect) -> Result<DriveOutcome, EffectError> {
+        let outcome = self.drive_step(lease, effect).await;
+        crate::metrics::effect_driven(effect.kind, &outcome);
+        outcome
+    }
+
+    async fn drive_step(
+        &self,
+        lease: &Lease,
+        effect: &Effect,
+    ) -> Result<DriveOutcome, EffectError> {
         if !matches!(effect.stage, Stage::Intended | Stage::Attempted) {
             return Err(EffectError::AlreadyFinal {
                 id: effect.id.0,

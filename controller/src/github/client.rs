@@ -279,6 +279,7 @@ impl GitHubApi {
                     path: path.to_owned(),
                     message: describe_octocrab_error(&e),
                 })?;
+        let started = std::time::Instant::now();
         let exchange = async {
             let response = self.crab.execute(request).await?;
             let status = response.status();
@@ -290,7 +291,7 @@ impl GitHubApi {
                 body,
             })
         };
-        let response = tokio::time::timeout(self.shared.options.request_timeout, exchange)
+        let outcome = tokio::time::timeout(self.shared.options.request_timeout, exchange)
             .await
             .map_err(|_| GitHubError::Timeout {
                 method: method_name,
@@ -309,13 +310,16 @@ impl GitHubApi {
                     path: path.to_owned(),
                     message: describe_octocrab_error(&other),
                 },
-            })?;
-        self.shared.gates.observe(
+            });
+        crate::metrics::github_request(method_name, call_result(&outcome), started.elapsed());
+        let response = outcome?;
+        let state = self.shared.gates.observe(
             self.scope,
             response.status.as_u16(),
             &response.headers,
             SystemTime::now(),
         );
+        crate::metrics::rate_limit(self.scope, &state);
         Ok(response)
     }
 
@@ -493,6 +497,15 @@ fn error_message(body: &str) -> String {
     match serde_json::from_str::<ErrorBody>(body) {
         Ok(parsed) => parsed.message,
         Err(_) => body.chars().take(200).collect(),
+    }
+}
+
+fn call_result(outcome: &Result<RawResponse, GitHubError>) -> crate::metrics::CallResult {
+    use crate::metrics::CallResult;
+    match outcome {
+        Ok(response) => CallResult::Status(response.status.as_u16()),
+        Err(GitHubError::Timeout { .. }) => CallResult::Timeout,
+        Err(_) => CallResult::NoAnswer,
     }
 }
 

@@ -15,9 +15,10 @@ use serde::Deserialize;
 use tokio::sync::{Notify, watch};
 
 use super::access::GitHubAccess;
-use super::plan::apply;
+use super::plan::{Applied, Plan, apply};
 use super::planner::{Sighting, body_digest, labeling_of_event, plan};
 use crate::commands::{commands_added_by_edit, parse_commands};
+use crate::metrics::{DispatchFailure, Processed};
 use crate::webhook::{ClassifyContext, Observation, classify};
 
 /// Claims after which a failing delivery is given up.
@@ -101,6 +102,7 @@ impl Dispatcher {
             ),
         };
         let message = format!("{error:#}");
+        crate::metrics::delivery_failed(&delivery.event, failure_outcome(&retry));
         tracing::warn!(error = %message, ?retry, "delivery failed");
         if let Err(error) = self
             .journal
@@ -143,6 +145,7 @@ impl Dispatcher {
         )
         .await
         .map_err(|error| Failure::Transient(error.into()))?;
+        crate::metrics::delivery_processed(&delivery.event, processed_outcome(&plan, &applied));
         tracing::info!(
             ?applied,
             key = plan.as_ref().map(|p| p.key.as_str()),
@@ -301,6 +304,22 @@ impl Dispatcher {
             }
         };
         Ok(Some(sighting))
+    }
+}
+
+fn processed_outcome(plan: &Option<Plan>, applied: &Applied) -> Processed {
+    match (plan, applied) {
+        (None, _) => Processed::Ignored,
+        (Some(_), Applied::AlreadySeen) => Processed::AlreadySeen,
+        (Some(_), Applied::Done { started: Some(_) }) => Processed::Started,
+        (Some(_), Applied::Done { started: None }) => Processed::Applied,
+    }
+}
+
+fn failure_outcome(retry: &DeliveryRetry) -> DispatchFailure {
+    match retry {
+        DeliveryRetry::GiveUp => DispatchFailure::GaveUp,
+        DeliveryRetry::At(_) => DispatchFailure::Retry,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The HTTP surface of `autoforge serve`: `/webhook` over the journal inbox,
-//! `/healthz` (the process is up) and `/readyz` (the database answers and
-//! its schema is the one this build expects).
+//! `/healthz` (the process is up), `/readyz` (the database answers and
+//! its schema is the one this build expects) and `/metrics` (Prometheus).
 
 use std::sync::Arc;
 
@@ -21,7 +21,9 @@ pub fn router(journal: Journal, webhook_secret: SecretString, wakeup: Arc<Notify
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .with_state(journal.clone());
-    webhook_router(JournalInbox::new(journal, wakeup), webhook_secret).merge(probes)
+    webhook_router(JournalInbox::new(journal, wakeup), webhook_secret)
+        .merge(probes)
+        .merge(crate::metrics::metrics_router())
 }
 
 async fn ready(State(journal): State<Journal>) -> (StatusCode, &'static str) {

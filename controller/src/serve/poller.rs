@@ -124,6 +124,7 @@ impl Poller {
             .journal
             .list_runs(RunFilter::Active, MAX_ACTIVE_RUNS_POLLED)
             .await?;
+        crate::metrics::active_runs(runs.iter().map(|run| run.phase.as_str()));
         for run in &runs {
             let Some(api) = apis.get(run.repository.as_str()) else {
                 continue;

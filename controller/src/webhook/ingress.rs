@@ -6,11 +6,14 @@
 //! Only then are the inbox columns read and the delivery stored; the answer
 //! (202 new, 200 duplicate) is sent once the inbox says it is durable.
 //! The inbox is a trait so that the journal plugs in without this module
-//! knowing about Postgres.
+//! knowing about Postgres. Each request, and why one was refused, is
+//! counted for `/metrics` (see [`crate::metrics`]).
 
 use super::headers::{DeliveryHeaders, DeliveryMeta};
+use crate::metrics::{self, InvalidDelivery};
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -67,11 +70,31 @@ pub fn webhook_router<I: DeliveryInbox>(inbox: I, secret: SecretString) -> Route
 async fn receive<I: DeliveryInbox>(
     State(state): State<Arc<IngressState<I>>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    // Only a label from the allow-list is derived from this header.
+    let event_header = headers
+        .get(super::headers::EVENT_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    metrics::delivery_received(event_header);
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let reason = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                InvalidDelivery::TooLarge
+            } else {
+                InvalidDelivery::UnreadableBody
+            };
+            metrics::delivery_invalid(event_header, reason);
+            tracing::warn!(error = %rejection.body_text(), "webhook refused: body");
+            return rejection.into_response();
+        }
+    };
     let delivery_headers = match DeliveryHeaders::from_headers(&headers) {
         Ok(parsed) => parsed,
         Err(error) => {
+            metrics::delivery_invalid(event_header, InvalidDelivery::BadHeaders);
             tracing::warn!(%error, "webhook refused: bad headers");
             return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
         }
@@ -83,6 +106,7 @@ async fn receive<I: DeliveryInbox>(
     );
     let _entered = span.enter();
     if let Err(error) = delivery_headers.verify(&state.secret, &body) {
+        metrics::delivery_invalid(event_header, InvalidDelivery::BadSignature);
         tracing::warn!(%error, "webhook refused: signature");
         return (StatusCode::UNAUTHORIZED, error.to_string()).into_response();
     }
@@ -90,6 +114,7 @@ async fn receive<I: DeliveryInbox>(
         Ok(meta) => meta,
         Err(error) => {
             // Most likely the hook is configured for form encoding.
+            metrics::delivery_invalid(event_header, InvalidDelivery::NotJson);
             tracing::warn!(%error, "webhook refused: body is not JSON");
             let message = format!("{error}; set the webhook content type to application/json");
             return (StatusCode::BAD_REQUEST, message).into_response();
@@ -104,7 +129,10 @@ async fn receive<I: DeliveryInbox>(
     };
     match state.inbox.store(delivery).await {
         Ok(StoreOutcome::Stored) => (StatusCode::ACCEPTED, "stored").into_response(),
-        Ok(StoreOutcome::Duplicate) => (StatusCode::OK, "duplicate").into_response(),
+        Ok(StoreOutcome::Duplicate) => {
+            metrics::delivery_duplicate(event_header);
+            (StatusCode::OK, "duplicate").into_response()
+        }
         Err(error) => {
             // Not acknowledged: GitHub marks the delivery failed and the
             // poller redelivers it once the inbox is back.

@@ -136,3 +136,32 @@ fn clean_text_resembling_the_tricks_still_passes() {
         assert_eq!(verdict(text), Ok(()), "{text:?}");
     }
 }
+
+#[test]
+fn raw_html_left_open_in_a_field_is_refused() {
+    for text in [
+        "intro\n\n<!-- hides what follows",
+        "<!--\nstill open",
+        "<pre>\nraw to the end",
+        "<SCRIPT>\nx",
+        "<details><summary>more</summary>\n\nnever closed",
+        "<details>\n<details>\n</details>",
+        "<![CDATA[\nopen",
+        "<?php\nopen",
+    ] {
+        assert!(
+            matches!(verdict(text), Err(PolicyViolation::UnclosedHtml { .. })),
+            "{text:?}: {:?}",
+            verdict(text)
+        );
+    }
+    for text in [
+        "<!-- a note -->\n\nafter",
+        "<details><summary>more</summary>\n\nbody\n\n</details>",
+        "<pre>\nx\n</pre>",
+        "`<!--` in code and\n\n```\n<details>\n```",
+        "a < b and 3 <4",
+    ] {
+        assert_eq!(verdict(text), Ok(()), "{text:?}");
+    }
+}

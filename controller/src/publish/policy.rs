@@ -57,6 +57,10 @@ pub enum PolicyViolation {
     },
     #[error("{field}: a fenced code block opened at byte {offset} is not closed in this field")]
     UnclosedFence { field: String, offset: usize },
+    #[error(
+        "{field}: raw HTML opened at byte {offset} (a comment, <details>, <pre> or similar) is not closed in this field"
+    )]
+    UnclosedHtml { field: String, offset: usize },
     #[error("{field}: is {chars} characters, over the limit of {max}")]
     TooLong {
         field: String,
@@ -85,6 +89,7 @@ impl PolicyViolation {
             | Self::MentionOutsideCode { field, .. }
             | Self::MentionWithRawHtml { field, .. }
             | Self::UnclosedFence { field, .. }
+            | Self::UnclosedHtml { field, .. }
             | Self::TooLong { field, .. }
             | Self::Blank { field }
             | Self::ControlCharacter { field, .. }
@@ -140,6 +145,23 @@ pub fn check_field(field: &str, text: &str, kind: FieldKind) -> Result<(), Polic
     let map = CodeMap::scan(text);
     if let Some(offset) = map.unclosed_fence_at {
         return Err(PolicyViolation::UnclosedFence {
+            field: field.into(),
+            offset,
+        });
+    }
+    check_html_closed_in(field, &map)
+}
+
+/// Every swallowing HTML construct (see [`CodeMap::unclosed_html_at`]) a
+/// field opens is closed in that field, so it cannot hide what the
+/// controller renders after it.
+pub fn check_html_closed(field: &str, text: &str) -> Result<(), PolicyViolation> {
+    check_html_closed_in(field, &CodeMap::scan(text))
+}
+
+fn check_html_closed_in(field: &str, map: &CodeMap) -> Result<(), PolicyViolation> {
+    if let Some(offset) = map.unclosed_html_at {
+        return Err(PolicyViolation::UnclosedHtml {
             field: field.into(),
             offset,
         });

@@ -38,6 +38,7 @@ const HARDENING: &[(&str, &str)] = &[
     ("core.commitGraph", "false"),
     ("submodule.recurse", "false"),
     ("advice.detachedHead", "false"),
+    ("advice.graftFileDeprecated", "false"),
 ];
 
 /// Why a git command failed. Output is redacted and bounded.
@@ -92,6 +93,9 @@ impl Git {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_NO_REPLACE_OBJECTS", "1")
+            // `info/grafts` in the common directory (writable through any
+            // worktree) would rewrite parents: fake ancestry, hidden commits.
+            .env("GIT_GRAFT_FILE", "/dev/null")
             .env("GIT_OPTIONAL_LOCKS", "0");
         // Stop repository discovery from climbing out of `dir` into some
         // enclosing repository if `dir` turns out not to be one.

@@ -158,6 +158,61 @@ async fn leftover_background_process_is_killed_after_a_clean_exit() {
 }
 
 #[tokio::test]
+async fn a_process_that_left_the_group_with_setsid_is_killed_at_the_end() {
+    // killpg cannot reach a new session; the launch tag in its inherited
+    // environment still identifies it.
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 1000' </dev/null >/dev/null 2>&1 & \
+         while [ ! -s {} ]; do sleep 0.05; done; echo done",
+        pidfile.display(),
+        pidfile.display()
+    );
+    let p = profile(&["sh", "-c", &script], 60, 60);
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
+    assert_eq!(out.record.exit, LaunchExit::Exited(0));
+    assert!(out.record.descendants_killed);
+    let pid = read_pid(&pidfile);
+    // Reaping by PID 1 may lag the SIGKILL a little.
+    for _ in 0..100 {
+        if kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_dead(pid);
+}
+
+#[tokio::test]
+async fn an_agent_that_never_reads_a_large_prompt_does_not_hang_the_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(&["sh", "-c", "exec 0<&-; echo started; sleep 0.2"], 60, 60);
+    let prompt = "x".repeat(8 * 1024 * 1024);
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        run(
+            &p,
+            &work(&dir),
+            dir.path().join("log"),
+            &Redactor::new(),
+            &prompt,
+        ),
+    )
+    .await
+    .expect("the launch hung on a prompt nobody reads");
+    assert_eq!(out.record.exit, LaunchExit::Exited(0));
+    assert_eq!(out.stdout.head, "started\n");
+}
+
+#[tokio::test]
 async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&["sh", "-c", "yes flooding-the-pipe"], 60, 1);

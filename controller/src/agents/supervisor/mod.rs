@@ -15,6 +15,7 @@
 
 pub mod capture;
 pub mod environment;
+pub mod escaped;
 pub mod process;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,9 @@
 //! SIGKILL. After *any* end — a clean exit included — the group is
 //! terminated the same way and we poll until the kernel reports it empty
 //! (`killpg(pgid, 0)` → `ESRCH`), so a grandchild that ignored SIGTERM is gone
-//! before the caller sees the result. If the future is dropped half-way, a
+//! before the caller sees the result. Descendants that left the group with
+//! `setsid` are then found by the launch tag in their environment and
+//! killed too (see [`super::escaped`]). If the future is dropped half-way, a
 //! guard SIGKILLs the group.
 
 use std::io;
@@ -25,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::capture::{OutputSink, Stream};
+use super::escaped::{LAUNCH_TAG_VAR, kill_tagged, new_tag};
 
 /// How long we wait for the kernel to report a SIGKILLed group empty. Orphans
 /// are reaped by PID 1, which on some hosts takes over a second.
@@ -180,6 +183,8 @@ pub async fn run_in_group(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    let tag = new_tag();
+    command.env(LAUNCH_TAG_VAR, &tag);
     let started = Instant::now();
     let mut child = command.spawn()?;
     let pgid = child
@@ -263,6 +268,9 @@ pub async fn run_in_group(
     if !group_survived {
         guard.armed = false;
     }
+    let escaped = kill_tagged(&tag, GROUP_GONE_DEADLINE).await;
+    let descendants_killed = descendants_killed || escaped.found;
+    let group_survived = group_survived || escaped.survived;
     let exit = match ended {
         Ok(status) => LaunchExit::from_status(status),
         Err(reason) => reason,

@@ -182,10 +182,16 @@ pub fn check_body(field: &str, body: &str) -> Result<(), PolicyViolation> {
 /// A field that must not carry any URL at all (the EPIC progress report:
 /// issues and PRs are referred to as `#n`), even inside code.
 pub fn check_no_url(field: &str, text: &str) -> Result<(), PolicyViolation> {
-    match ANY_URL.find(text) {
-        Some(m) => Err(PolicyViolation::Url {
+    let rendered = RenderedView::of(text);
+    let found = ANY_URL.find(text).map(|m| m.start()).or_else(|| {
+        ANY_URL
+            .find(&rendered.text)
+            .map(|m| rendered.source_offset(m.start()))
+    });
+    match found {
+        Some(offset) => Err(PolicyViolation::Url {
             field: field.into(),
-            offset: m.start(),
+            offset,
         }),
         None => Ok(()),
     }
@@ -429,6 +435,9 @@ mod tests {
         assert!(check_no_url("p", "see `ftp://x`").is_err());
         assert!(check_no_url("p", "www.example.org").is_err());
         assert!(check_no_url("p", "merged #4 and #5").is_ok());
+        assert!(check_no_url("p", "see https&colon;&sol;&sol;evil.example").is_err());
+        assert!(check_no_url("p", "see http&#58;//x.example").is_err());
+        assert!(check_no_url("p", "ww&#119;.example.org").is_err());
     }
 
     #[test]

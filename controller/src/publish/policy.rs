@@ -142,6 +142,12 @@ pub fn check_field(field: &str, text: &str, kind: FieldKind) -> Result<(), Polic
     check_size(field, text, max)?;
     check_controls(field, text, multiline)?;
     check_markdown(field, text)?;
+    check_closed(field, text)
+}
+
+/// Every fence and every swallowing HTML construct a text opens is closed
+/// in it, so it cannot change how what follows it renders.
+pub fn check_closed(field: &str, text: &str) -> Result<(), PolicyViolation> {
     let map = CodeMap::scan(text);
     if let Some(offset) = map.unclosed_fence_at {
         return Err(PolicyViolation::UnclosedFence {

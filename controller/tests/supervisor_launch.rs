@@ -501,3 +501,33 @@ async fn env_printer_child() {
     assert!(env.contains("PATH="), "{env}");
     assert!(!env.lines().any(|l| l.starts_with("TERM=")), "{env}");
 }
+
+const DUMPABLE_CHILD_FLAG: &str = "SUPERVISOR_DUMPABLE_CHILD";
+
+#[test]
+fn the_controller_is_not_dumpable_once_it_has_launched_a_child() {
+    run_child_test("not_dumpable_child", DUMPABLE_CHILD_FLAG, &[]);
+}
+
+/// Agents run as the controller's user: without this, any of them could
+/// read the controller's secrets from `/proc/<pid>/environ` or its memory.
+#[tokio::test]
+#[ignore = "runs only as the child process of the_controller_is_not_dumpable_once_it_has_launched_a_child"]
+async fn not_dumpable_child() {
+    if std::env::var_os(DUMPABLE_CHILD_FLAG).is_none() {
+        return;
+    }
+    assert!(nix::sys::prctl::get_dumpable().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(&["sh", "-c", "echo hi"], 60, 60);
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
+    assert_eq!(out.record.exit, LaunchExit::Exited(0));
+    assert!(!nix::sys::prctl::get_dumpable().unwrap());
+}

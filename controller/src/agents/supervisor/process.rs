@@ -160,6 +160,24 @@ fn group_alive(pgid: Pid) -> bool {
     !matches!(killpg(pgid, None), Err(Errno::ESRCH))
 }
 
+/// Makes this process non-dumpable, once, before its first child starts.
+///
+/// Agents and validation commands run as the controller's user, so by
+/// default they could read `/proc/<controller>/environ` (where
+/// `AUTOFORGE_GITHUB_TOKEN`, `DATABASE_URL` and the webhook secret live;
+/// unsetting them does not clear that page) or attach to the controller
+/// with ptrace. A non-dumpable process refuses both to processes without
+/// `CAP_SYS_PTRACE`. The flag resets in children on `exec`, so they are
+/// unaffected; the cost is no core dumps of the controller.
+pub fn protect_controller_process() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Err(error) = nix::sys::prctl::set_dumpable(false) {
+            tracing::warn!(%error, "cannot make the controller non-dumpable; children may read its environment");
+        }
+    });
+}
+
 /// Spawns `command` as a group leader with piped output, feeds it `stdin`
 /// (then closes it; `None` means no stdin at all), and supervises it.
 ///
@@ -183,6 +201,7 @@ pub async fn run_in_group(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    protect_controller_process();
     let tag = new_tag();
     command.env(LAUNCH_TAG_VAR, &tag);
     let started = Instant::now();

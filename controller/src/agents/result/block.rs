@@ -129,6 +129,29 @@ mod tests {
     }
 
     #[test]
+    fn a_block_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
+        let at_limit = format!(
+            "{BLOCK_START}{}{BLOCK_END}",
+            "x".repeat(MAX_CONTROL_RESULT_BYTES)
+        );
+        assert_eq!(
+            extract_block(&CapturedOutput::complete(at_limit)).map(str::len),
+            Ok(MAX_CONTROL_RESULT_BYTES)
+        );
+        let over = format!(
+            "{BLOCK_START}{}{BLOCK_END}",
+            "x".repeat(MAX_CONTROL_RESULT_BYTES + 1)
+        );
+        assert_eq!(
+            extract_block(&CapturedOutput::complete(over)),
+            Err(ResultError::BlockTooLarge {
+                bytes: MAX_CONTROL_RESULT_BYTES + 1,
+                max: MAX_CONTROL_RESULT_BYTES
+            })
+        );
+    }
+
+    #[test]
     fn an_opener_without_end_is_incomplete() {
         let out = format!("{BLOCK_START}\n{{");
         assert_eq!(

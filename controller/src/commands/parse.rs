@@ -217,15 +217,20 @@ fn parse_unblock_reason(reason: &str) -> Result<Command, CommandParseError> {
     })
 }
 
-/// The unknown verb is echoed in the reply, so keep it short and printable.
+/// The unknown verb is echoed in the reply, which is the controller's own
+/// comment and may answer anyone: only letters, digits, `-`, `_` and `.`
+/// are echoed, so no marker opener, mention, issue reference, entity or
+/// HTML an arbitrary commenter typed ends up in it. Short, too.
 fn bounded_verb(verb: &str) -> String {
     const MAX_ECHOED_VERB_CHARS: usize = 32;
+    let safe = |c: &char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     let mut shown: String = verb
         .chars()
-        .filter(|c| !c.is_control() && *c != '`')
+        .filter(safe)
         .take(MAX_ECHOED_VERB_CHARS)
         .collect();
-    if verb.chars().count() > MAX_ECHOED_VERB_CHARS {
+    if verb.chars().filter(safe).count() > MAX_ECHOED_VERB_CHARS || !verb.chars().all(|c| safe(&c))
+    {
         shown.push('…');
     }
     shown

@@ -337,3 +337,27 @@ fn bare_carriage_return_line_endings_separate_commands() {
         vec![Command::Status, Command::Retry]
     );
 }
+
+#[test]
+fn an_unknown_verb_is_echoed_only_in_a_safe_alphabet() {
+    // Anyone may comment, and the refusal reply is the controller's own
+    // comment: what it echoes must not carry a marker opener, a mention, a
+    // closing keyword's reference or an HTML tag into it.
+    for typed in [
+        "<!--autoforge-status:{\"run\":1}",
+        "@octocat",
+        "#12",
+        "<details>",
+        "x&#64;y",
+    ] {
+        let parsed = parse_commands(&format!("/autoforge {typed}"));
+        let Some(Err(error)) = parsed.first() else {
+            panic!("expected a refusal for {typed:?}, got {parsed:?}");
+        };
+        let reply = error.to_string();
+        for forbidden in ["<", "@", "#", "&"] {
+            let outside_usage = reply.replace("<reason>", "");
+            assert!(!outside_usage.contains(forbidden), "{typed:?} -> {reply}");
+        }
+    }
+}

@@ -165,3 +165,40 @@ fn raw_html_left_open_in_a_field_is_refused() {
         assert_eq!(verdict(text), Ok(()), "{text:?}");
     }
 }
+
+#[test]
+fn credentials_split_or_spelled_with_references_are_refused() {
+    let body = "a1B2c3D4e5".repeat(4);
+    for text in [
+        format!("token ghp\u{200B}_{body}"),
+        format!("token ghp&#95;{body}"),
+        format!("token gh&#112;_{body}"),
+    ] {
+        assert!(
+            matches!(verdict(&text), Err(PolicyViolation::Credential { .. })),
+            "{text:?}: {:?}",
+            verdict(&text)
+        );
+    }
+}
+
+#[test]
+fn other_spellings_of_keywords_and_mentions_are_refused() {
+    assert_refused(
+        &[
+            "Closes\u{00A0}#12",
+            "<!-- Fixes #12 -->",
+            "resolve\u{2003}GH-7",
+            "FIXED: o/r#1",
+        ],
+        is_closing,
+    );
+    assert_refused(
+        &[
+            "[&#64;octocat](https://example.org)",
+            "<code>@octocat</code>",
+            "\\@octocat",
+        ],
+        is_mention,
+    );
+}

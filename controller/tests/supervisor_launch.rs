@@ -213,6 +213,30 @@ async fn an_agent_that_never_reads_a_large_prompt_does_not_hang_the_launch() {
 }
 
 #[tokio::test]
+async fn a_final_message_path_turned_into_a_fifo_or_symlink_is_not_read() {
+    // Opening a FIFO nobody writes blocks forever; a symlink would have the
+    // controller read a file of the agent's choosing as its answer.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("elsewhere.txt");
+    std::fs::write(&secret, "not the agent's answer\n").unwrap();
+    for script in [
+        "mkfifo \"$1\"".to_owned(),
+        format!("ln -s {} \"$1\"", secret.display()),
+    ] {
+        let p = profile(&["sh", "-c", &script, "sh", "{output}"], 60, 60);
+        let log = dir.path().join(format!("log-{}", script.len()));
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            run(&p, &work(&dir), log, &Redactor::new(), ""),
+        )
+        .await
+        .expect("reading the final message hung");
+        assert_eq!(out.record.exit, LaunchExit::Exited(0), "{script}");
+        assert_eq!(out.final_message, None, "{script}");
+    }
+}
+
+#[tokio::test]
 async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&["sh", "-c", "yes flooding-the-pipe"], 60, 1);

@@ -81,3 +81,26 @@ fn commit_messages_may_close_only_the_runs_issue() {
         "commit c2: message closes an issue other than the run's own at byte 15"
     );
 }
+
+#[test]
+fn agent_text_that_leaves_a_fence_or_comment_open_cannot_swallow_the_controller_lines() {
+    // Open, the fence would put `Closes #12` and the marker inside code and
+    // the comment would hide them; either changes what GitHub does with them.
+    for agent in [
+        "Adds a counter.\n\n```\ncode",
+        "Adds a counter.\n\n<!-- note",
+    ] {
+        assert!(
+            compose_pr_body(agent, &issue(), ISSUE_URL).is_err(),
+            "{agent:?}"
+        );
+        assert!(
+            compose_follow_up_body(agent, "R1-F1", PR_URL).is_err(),
+            "{agent:?}"
+        );
+        assert!(
+            compose_progress_comment(agent, ISSUE_URL, PR_URL).is_err(),
+            "{agent:?}"
+        );
+    }
+}

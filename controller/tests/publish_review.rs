@@ -136,3 +136,11 @@ fn a_rendered_review_over_65536_characters_is_refused_though_every_field_fits() 
     assert_eq!(max, 65_536);
     assert!(chars > 65_536);
 }
+
+#[test]
+fn an_html_comment_opened_in_one_field_cannot_hide_the_verdict() {
+    let mut s = sections();
+    s.spec = "<!-- opened here".into();
+    s.summary = "closed here -->".into();
+    assert!(render(&[], &s).is_err());
+}

@@ -326,3 +326,15 @@ fn a_rerequest_refuses_progress_and_unasked_fields() {
         Some("https://github.com/acme/widgets/issues/14")
     );
 }
+
+#[test]
+fn a_blank_progress_report_is_refused_not_dropped() {
+    // The progress comment is posted once per merge; whitespace must not
+    // turn the required report into a silently skipped one.
+    let value = epic_result(" \n\t", Value::Null, Value::Null);
+    let err = parse_result(Phase::UpdateEpic, &captured(&value)).unwrap_err();
+    assert!(
+        matches!(&err, ResultError::Policy(PolicyViolation::Blank { field }) if field == "progress"),
+        "{err}"
+    );
+}

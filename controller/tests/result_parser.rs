@@ -434,3 +434,29 @@ fn a_duplicate_key_is_refused_rather_than_silently_resolved() {
         "{err}"
     );
 }
+
+#[test]
+fn protocol_markers_quoted_inside_a_json_string_do_not_break_the_block() {
+    let mut value = implement();
+    value["pr_body"] = json!(format!(
+        "Documents the agent protocol: a result starts with `{BLOCK_START}` and ends with `{BLOCK_END}`."
+    ));
+    let output = format!("thinking\n{}", block(&value));
+    let parsed = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap();
+    let PhaseResult::Implement(result) = parsed else {
+        panic!("not an implement result");
+    };
+    assert!(result.pr_body.contains(BLOCK_START));
+}
+
+#[test]
+fn an_announcing_opener_before_the_real_one_is_skipped() {
+    let output = format!("Here is my {BLOCK_START} answer:\n{}", block(&implement()));
+    assert!(parse_result(Phase::Implement, &CapturedOutput::complete(output)).is_ok());
+}
+
+#[test]
+fn crlf_line_endings_around_the_block_are_accepted() {
+    let output = block(&implement()).replace('\n', "\r\n");
+    assert!(parse_result(Phase::Implement, &CapturedOutput::complete(output)).is_ok());
+}

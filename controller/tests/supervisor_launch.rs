@@ -158,6 +158,85 @@ async fn leftover_background_process_is_killed_after_a_clean_exit() {
 }
 
 #[tokio::test]
+async fn a_process_that_left_the_group_with_setsid_is_killed_at_the_end() {
+    // killpg cannot reach a new session; the launch tag in its inherited
+    // environment still identifies it.
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escaped.pid");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 1000' </dev/null >/dev/null 2>&1 & \
+         while [ ! -s {} ]; do sleep 0.05; done; echo done",
+        pidfile.display(),
+        pidfile.display()
+    );
+    let p = profile(&["sh", "-c", &script], 60, 60);
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
+    assert_eq!(out.record.exit, LaunchExit::Exited(0));
+    assert!(out.record.descendants_killed);
+    let pid = read_pid(&pidfile);
+    // Reaping by PID 1 may lag the SIGKILL a little.
+    for _ in 0..100 {
+        if kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_dead(pid);
+}
+
+#[tokio::test]
+async fn an_agent_that_never_reads_a_large_prompt_does_not_hang_the_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(&["sh", "-c", "exec 0<&-; echo started; sleep 0.2"], 60, 60);
+    let prompt = "x".repeat(8 * 1024 * 1024);
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        run(
+            &p,
+            &work(&dir),
+            dir.path().join("log"),
+            &Redactor::new(),
+            &prompt,
+        ),
+    )
+    .await
+    .expect("the launch hung on a prompt nobody reads");
+    assert_eq!(out.record.exit, LaunchExit::Exited(0));
+    assert_eq!(out.stdout.head, "started\n");
+}
+
+#[tokio::test]
+async fn a_final_message_path_turned_into_a_fifo_or_symlink_is_not_read() {
+    // Opening a FIFO nobody writes blocks forever; a symlink would have the
+    // controller read a file of the agent's choosing as its answer.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("elsewhere.txt");
+    std::fs::write(&secret, "not the agent's answer\n").unwrap();
+    for script in [
+        "mkfifo \"$1\"".to_owned(),
+        format!("ln -s {} \"$1\"", secret.display()),
+    ] {
+        let p = profile(&["sh", "-c", &script, "sh", "{output}"], 60, 60);
+        let log = dir.path().join(format!("log-{}", script.len()));
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            run(&p, &work(&dir), log, &Redactor::new(), ""),
+        )
+        .await
+        .expect("reading the final message hung");
+        assert_eq!(out.record.exit, LaunchExit::Exited(0), "{script}");
+        assert_eq!(out.final_message, None, "{script}");
+    }
+}
+
+#[tokio::test]
 async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&["sh", "-c", "yes flooding-the-pipe"], 60, 1);
@@ -445,4 +524,34 @@ async fn env_printer_child() {
     );
     assert!(env.contains("PATH="), "{env}");
     assert!(!env.lines().any(|l| l.starts_with("TERM=")), "{env}");
+}
+
+const DUMPABLE_CHILD_FLAG: &str = "SUPERVISOR_DUMPABLE_CHILD";
+
+#[test]
+fn the_controller_is_not_dumpable_once_it_has_launched_a_child() {
+    run_child_test("not_dumpable_child", DUMPABLE_CHILD_FLAG, &[]);
+}
+
+/// Agents run as the controller's user: without this, any of them could
+/// read the controller's secrets from `/proc/<pid>/environ` or its memory.
+#[tokio::test]
+#[ignore = "runs only as the child process of the_controller_is_not_dumpable_once_it_has_launched_a_child"]
+async fn not_dumpable_child() {
+    if std::env::var_os(DUMPABLE_CHILD_FLAG).is_none() {
+        return;
+    }
+    assert!(nix::sys::prctl::get_dumpable().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(&["sh", "-c", "echo hi"], 60, 60);
+    let out = run(
+        &p,
+        &work(&dir),
+        dir.path().join("log"),
+        &Redactor::new(),
+        "",
+    )
+    .await;
+    assert_eq!(out.record.exit, LaunchExit::Exited(0));
+    assert!(!nix::sys::prctl::get_dumpable().unwrap());
 }

@@ -426,3 +426,60 @@ async fn a_worktree_relinked_to_another_repository_is_refused() {
     let wt = Worktree::ensure(&mirror, 8, &sha).await.unwrap();
     assert_eq!(wt.head().await.unwrap(), sha);
 }
+
+#[tokio::test]
+async fn a_committed_export_ignore_does_not_hide_files_from_the_export() {
+    // Validation must see the tree that is pushed: a `.gitattributes` the
+    // agent commits must not drop its failing tests from the export or
+    // rewrite file contents there.
+    let (upstream, _state, _ws, mirror) = setup().await;
+    upstream.commit("tests/failing.sh", "exit 1\n", "a failing test");
+    upstream.commit("stamp.txt", "$Format:%H$\n", "a stamp");
+    let sha = upstream.commit(
+        ".gitattributes",
+        "tests/** export-ignore\nstamp.txt export-subst\n",
+        "hide the tests",
+    );
+    mirror
+        .fetch_shas(std::slice::from_ref(&sha), None)
+        .await
+        .unwrap();
+    let export = mirror.export(&sha).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(export.path().join("tests/failing.sh")).unwrap(),
+        "exit 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(export.path().join("stamp.txt")).unwrap(),
+        "$Format:%H$\n"
+    );
+    assert!(!export.path().join(".git").exists());
+}
+
+#[tokio::test]
+async fn a_graft_planted_in_the_mirror_does_not_fake_ancestry_or_hide_commits() {
+    let (upstream, _state, _ws, mirror) = setup().await;
+    let base = upstream.commit("a.txt", "1\n", "base");
+    let hidden = upstream.commit("a.txt", "2\n", "Closes #99");
+    let head = upstream.commit("a.txt", "3\n", "innocent");
+    mirror
+        .fetch_shas(std::slice::from_ref(&head), None)
+        .await
+        .unwrap();
+    // An agent writes through its worktree into the common git directory:
+    // `head` claims `base` as its only parent, skipping `hidden`.
+    std::fs::create_dir_all(mirror.path().join("info")).unwrap();
+    std::fs::write(
+        mirror.path().join("info/grafts"),
+        format!("{head} {base}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        mirror.new_commits(&base, &head).await.unwrap(),
+        vec![hidden.clone(), head.clone()]
+    );
+    let messages = mirror.commit_messages(&base, &head).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    std::fs::write(mirror.path().join("info/grafts"), format!("{hidden}\n")).unwrap();
+    assert!(mirror.is_ancestor(&base, &head).await.unwrap());
+}

@@ -5,9 +5,10 @@
 //!   characters are exactly `/autoforge` followed by a space, a tab or the end
 //!   of the line. The prefix is case-sensitive: `/AutoForge` is plain text.
 //! - Lines inside fenced (backtick or tilde) or indented code, inline code,
-//!   block quotes (at any nesting), list items, headings, HTML blocks and HTML
-//!   comments are never commands: text that is quoted, shown or hidden was not
-//!   typed as an instruction.
+//!   block quotes (at any nesting), list items, headings, table cells, HTML
+//!   blocks, HTML comments and anything inside an open `<details>` element
+//!   are never commands: text that is quoted, shown or hidden was not typed
+//!   as an instruction.
 //! - Several commands may share one paragraph, one per line (soft breaks).
 //! - Verbs are lowercase and case-sensitive; a near miss (including a case
 //!   difference) is an error that suggests the intended verb, so a typo is
@@ -108,24 +109,35 @@ fn command_lines(body: &str) -> Vec<&str> {
     let mut open_blocks: Vec<bool> = Vec::new();
     let mut seen_line_starts = BTreeSet::new();
     let mut lines = Vec::new();
-    for (event, range) in Parser::new_ext(body, Options::empty()).into_offset_iter() {
+    // GitHub keeps a `<details>` element open past the blank line that ends
+    // its HTML block, so the paragraphs after it render collapsed inside it.
+    let mut details_depth: usize = 0;
+    // Tables as GitHub parses them: a row line must not read as a paragraph.
+    let options = Options::ENABLE_TABLES;
+    for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
         match event {
             Event::Start(tag) => open_blocks.push(matches!(tag, Tag::Paragraph)),
             Event::End(_) => {
                 open_blocks.pop();
             }
-            Event::Text(text) if open_blocks.first() == Some(&true) => {
+            Event::Html(html) | Event::InlineHtml(html) => {
+                let html = html.to_ascii_lowercase();
+                let opened = count_tags(&html, "<details");
+                let closed = count_tags(&html, "</details");
+                details_depth = (details_depth + opened).saturating_sub(closed);
+            }
+            Event::Text(text) if open_blocks.first() == Some(&true) && details_depth == 0 => {
                 if !text.starts_with(COMMAND_PREFIX) {
                     continue;
                 }
-                let line_start = body[..range.start].rfind('\n').map_or(0, |i| i + 1);
+                let line_start = body[..range.start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
                 if !body[line_start..range.start].trim().is_empty()
                     || !seen_line_starts.insert(line_start)
                 {
                     continue;
                 }
                 let line_end = body[line_start..]
-                    .find('\n')
+                    .find(['\n', '\r'])
                     .map_or(body.len(), |i| line_start + i);
                 let line = body[line_start..line_end].trim();
                 // A trailing backslash is a Markdown hard break, not part of the text.
@@ -138,6 +150,19 @@ fn command_lines(body: &str) -> Vec<&str> {
         }
     }
     lines
+}
+
+/// How many `name` tags (`<details`, `</details`) open in lowercase `html`,
+/// as whole tag names.
+fn count_tags(html: &str, name: &str) -> usize {
+    html.match_indices(name)
+        .filter(|(at, _)| {
+            html[at + name.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_ascii_whitespace() || c == '>' || c == '/')
+        })
+        .count()
 }
 
 /// `/autoforge` must stand alone: `/autoforgery` is ordinary text.
@@ -192,15 +217,20 @@ fn parse_unblock_reason(reason: &str) -> Result<Command, CommandParseError> {
     })
 }
 
-/// The unknown verb is echoed in the reply, so keep it short and printable.
+/// The unknown verb is echoed in the reply, which is the controller's own
+/// comment and may answer anyone: only letters, digits, `-`, `_` and `.`
+/// are echoed, so no marker opener, mention, issue reference, entity or
+/// HTML an arbitrary commenter typed ends up in it. Short, too.
 fn bounded_verb(verb: &str) -> String {
     const MAX_ECHOED_VERB_CHARS: usize = 32;
+    let safe = |c: &char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     let mut shown: String = verb
         .chars()
-        .filter(|c| !c.is_control() && *c != '`')
+        .filter(safe)
         .take(MAX_ECHOED_VERB_CHARS)
         .collect();
-    if verb.chars().count() > MAX_ECHOED_VERB_CHARS {
+    if verb.chars().filter(safe).count() > MAX_ECHOED_VERB_CHARS || !verb.chars().all(|c| safe(&c))
+    {
         shown.push('…');
     }
     shown

@@ -305,3 +305,59 @@ fn edit_distance_matches_textbook_values() {
     assert_eq!(edit_distance("", "stop"), 4);
     assert_eq!(edit_distance("stop", "stop"), 0);
 }
+
+#[test]
+fn table_rows_are_not_commands() {
+    // GitHub renders these lines as table cells (GFM tables).
+    assert!(parse_commands("| a |\n| - |\n/autoforge stop").is_empty());
+    assert!(parse_commands("a | b\n--|--\n/autoforge merge | x").is_empty());
+}
+
+#[test]
+fn text_inside_an_open_details_element_is_not_a_command() {
+    // The blank lines end the HTML block, but GitHub keeps the element open
+    // and renders the paragraph collapsed inside it.
+    let body = "<details>\n<summary>log</summary>\n\n/autoforge merge\n\n</details>\n";
+    assert!(parse_commands(body).is_empty());
+    assert_eq!(
+        ok("<details>\n\nx\n\n</details>\n\n/autoforge status"),
+        vec![Command::Status]
+    );
+}
+
+#[test]
+fn a_no_break_space_before_the_prefix_is_not_a_command() {
+    assert!(parse_commands("\u{a0}/autoforge stop").is_empty());
+}
+
+#[test]
+fn bare_carriage_return_line_endings_separate_commands() {
+    assert_eq!(
+        ok("hello\r/autoforge status\r/autoforge retry"),
+        vec![Command::Status, Command::Retry]
+    );
+}
+
+#[test]
+fn an_unknown_verb_is_echoed_only_in_a_safe_alphabet() {
+    // Anyone may comment, and the refusal reply is the controller's own
+    // comment: what it echoes must not carry a marker opener, a mention, a
+    // closing keyword's reference or an HTML tag into it.
+    for typed in [
+        "<!--autoforge-status:{\"run\":1}",
+        "@octocat",
+        "#12",
+        "<details>",
+        "x&#64;y",
+    ] {
+        let parsed = parse_commands(&format!("/autoforge {typed}"));
+        let Some(Err(error)) = parsed.first() else {
+            panic!("expected a refusal for {typed:?}, got {parsed:?}");
+        };
+        let reply = error.to_string();
+        for forbidden in ["<", "@", "#", "&"] {
+            let outside_usage = reply.replace("<reason>", "");
+            assert!(!outside_usage.contains(forbidden), "{typed:?} -> {reply}");
+        }
+    }
+}

@@ -38,6 +38,7 @@ pub fn schema() -> &'static Value {
 /// Every way `doc` breaks the schema, in document order.
 pub(crate) fn check(doc: &Value, provenance: &Provenance) -> Vec<Problem> {
     let mut problems = Vec::new();
+    let secrets = secret_strings(doc);
     for error in VALIDATOR.iter_errors(doc) {
         let pointer = error.instance_path().as_str().to_owned();
         let schema_path = error.schema_path().as_str().to_owned();
@@ -56,10 +57,13 @@ pub(crate) fn check(doc: &Value, provenance: &Provenance) -> Vec<Problem> {
             }
             continue;
         }
-        let message = if is_secret(&pointer) {
+        // jsonschema quotes the offending instance, which for an error on a
+        // profile (or on a mistyped env value) holds the profile's secrets.
+        let message = error.to_string();
+        let message = if is_secret(&pointer) || secrets.iter().any(|s| message.contains(s)) {
             "value rejected (not shown: it is secret)".to_owned()
         } else {
-            error.to_string()
+            message
         };
         problems.push(
             Problem::new(dotted_key(doc, &pointer), error.kind().keyword(), message)
@@ -67,6 +71,34 @@ pub(crate) fn check(doc: &Value, provenance: &Provenance) -> Vec<Problem> {
         );
     }
     problems
+}
+
+/// Every string under a secret location of `doc` (the database URL, each
+/// agent profile's `env`), as it may appear in a message: raw and
+/// JSON-escaped. Empty strings are left out; they reveal nothing.
+fn secret_strings(doc: &Value) -> Vec<String> {
+    let mut roots: Vec<&Value> = SECRET_POINTERS
+        .iter()
+        .filter_map(|p| doc.pointer(p))
+        .collect();
+    if let Some(Value::Object(profiles)) = doc.pointer("/agents/profiles") {
+        roots.extend(profiles.values().filter_map(|profile| profile.get("env")));
+    }
+    let mut found = Vec::new();
+    let mut stack = roots;
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::String(text) if !text.is_empty() => {
+                let escaped = Value::String(text.clone()).to_string();
+                found.push(escaped[1..escaped.len() - 1].to_owned());
+                found.push(text.clone());
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    found
 }
 
 fn is_secret(pointer: &str) -> bool {

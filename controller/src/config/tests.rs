@@ -308,3 +308,20 @@ fn database_url_variable_wins_over_the_prefixed_override() {
     };
     assert_eq!(url.expose_secret(), "postgres://plain/x");
 }
+
+#[test]
+fn schema_errors_never_quote_a_profile_env_value() {
+    // Profile env values are secrets (vendor keys); a mistyped one, or an
+    // error about the profile around it, must not print them.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for text in [
+        "[agents.profiles.a]\ncommand = [\"a\"]\nenv = { KEY = [\"sk-value-in-array-000000\"] }\n",
+        "[agents.profiles.a]\nenv = { KEY = \"sk-value-in-profile-000000\" }\n",
+        "[agents.profiles.a]\ncommand = \"not-a-list\"\nenv = { KEY = \"sk-value-in-profile-000000\" }\n",
+    ] {
+        let file = write_config(dir.path(), text);
+        let error = load(Some(&file), None, &env(&[("HOME", "/h")])).expect_err("invalid");
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("sk-value"), "{shown}");
+    }
+}

@@ -2,7 +2,9 @@
 //! a follow-up issue's body and the EPIC progress comment.
 //!
 //! Each is checked as a whole before it is handed to the effect layer:
-//! the content rules on everything the agent influenced, a credential check
+//! the agent's part must close every fence and swallowing HTML construct it
+//! opens (or the controller's lines after it would render as code or
+//! hidden), the content rules on everything the agent influenced, a credential check
 //! on the final bytes (a field ending in `TOKEN=` could otherwise borrow the
 //! next rendered word as its value), and GitHub's body limit.
 
@@ -31,6 +33,7 @@ pub fn compose_pr_body(
     // The closing line is ours and would trip the closing-keyword rule, so
     // the content rules run on the agent's part, the rest on the whole.
     policy::check_body("pr body", agent_body)?;
+    policy::check_closed("pr body", agent_body)?;
     let body = format!(
         "{}\n\n{}",
         agent_body.trim_end(),
@@ -46,6 +49,7 @@ pub fn compose_follow_up_body(
     finding_id: &str,
     pr_url: &str,
 ) -> Result<String, PolicyViolation> {
+    policy::check_closed("follow-up issue body", agent_body)?;
     let visible = format!(
         "{}\n\nDeferred from finding {} of {pr_url}.",
         agent_body.trim_end(),
@@ -66,6 +70,7 @@ pub fn compose_progress_comment(
     pr_url: &str,
 ) -> Result<String, PolicyViolation> {
     policy::check_body("progress comment", progress)?;
+    policy::check_closed("progress comment", progress)?;
     let marker = render_marker(
         "ai-epic-progress",
         &json!({ "issue": issue_url, "pr": pr_url }),

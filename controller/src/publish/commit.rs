@@ -83,6 +83,28 @@ mod tests {
     }
 
     #[test]
+    fn markup_between_keyword_and_reference_does_not_hide_another_issue() {
+        for msg in [
+            "Closes **#13**",
+            "Fixes [other/r#12](https://github.com/other/r/issues/12)",
+            "resolves <https://github.com/o/r/issues/3>",
+            "fixes www.github.com/o/r/issues/3",
+        ] {
+            assert!(
+                matches!(
+                    check_commit_message("abc", msg, &issue()),
+                    Err(CommitMessageViolation::ClosesAnotherIssue { .. })
+                ),
+                "{msg}"
+            );
+        }
+        assert_eq!(
+            check_commit_message("a", "Closes **#12**", &issue()),
+            Ok(())
+        );
+    }
+
+    #[test]
     fn a_credential_is_refused_and_named_by_commit() {
         let msg = format!("debug\n\ntoken ghp_{}", "a1B2c3D4e5".repeat(4));
         let err = check_commit_message("deadbeef", &msg, &issue()).expect_err("refused");

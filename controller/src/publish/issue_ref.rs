@@ -66,6 +66,10 @@ impl IssueRef {
         if reference.contains("://") {
             return IssueRef::parse_url(reference, false).is_some_and(|r| self.same_as(&r));
         }
+        if reference.len() > 4 && reference[..4].eq_ignore_ascii_case("www.") {
+            let url = format!("https://{reference}");
+            return IssueRef::parse_url(&url, false).is_some_and(|r| self.same_as(&r));
+        }
         let Some((repo_path, n)) = reference.split_once('#') else {
             return false;
         };
@@ -128,6 +132,7 @@ mod tests {
             "GH-7",
             "acme/widgets#7",
             "https://github.com/ACME/widgets/issues/7",
+            "www.github.com/acme/widgets/issues/7",
         ] {
             assert!(own.is_named_by(yes), "{yes}");
         }
@@ -136,6 +141,7 @@ mod tests {
             "#8",
             "other/widgets#7",
             "https://github.com/acme/widgets/pull/7",
+            "www.github.com/acme/widgets/issues/8",
         ] {
             assert!(!own.is_named_by(no), "{no}");
         }

@@ -19,6 +19,9 @@ pub struct CodeMap {
     pub code: Vec<Range<usize>>,
     /// Byte offset of the first fenced block whose closing fence is missing.
     pub unclosed_fence_at: Option<usize>,
+    /// Byte offset of the first raw HTML construct that stays open to the
+    /// end of the text (see [`unclosed_html`]).
+    pub unclosed_html_at: Option<usize>,
 }
 
 impl CodeMap {
@@ -26,8 +29,10 @@ impl CodeMap {
     pub fn scan(text: &str) -> Self {
         let mut map = CodeMap::default();
         let mut open_fence: Option<Range<usize>> = None;
+        let mut html = HtmlBalance::default();
         for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
             match event {
+                Event::Html(raw) | Event::InlineHtml(raw) => html.see(&raw, range.start),
                 Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
                     open_fence = Some(range);
                 }
@@ -52,6 +57,7 @@ impl CodeMap {
                 _ => {}
             }
         }
+        map.unclosed_html_at = html.unclosed_at();
         map
     }
 
@@ -79,6 +85,85 @@ fn fence_is_closed(block: &str) -> bool {
     };
     let closing = strip_container_prefix(last).trim_end();
     closing.len() >= opening_len && closing.chars().all(|c| c == fence_char)
+}
+
+/// Raw HTML that, left open, swallows whatever is rendered after it: the
+/// HTML blocks that end only at their own terminator (comments, `<pre>`,
+/// `<script>`, `<style>`, `<textarea>`, `<?`, `<!X`, CDATA), which run past
+/// blank lines into the next field, and `<details>`, which GitHub keeps open
+/// (collapsed) until its closing tag. Either would let one agent field hide
+/// the controller's own lines after it, such as the review verdict.
+#[derive(Debug, Default)]
+struct HtmlBalance {
+    /// Openers still waiting for their terminator: (terminator, offset).
+    pending: Vec<(&'static str, usize)>,
+    open_details: Vec<usize>,
+}
+
+const TERMINATED_OPENERS: &[(&str, &str)] = &[
+    ("<!--", "-->"),
+    ("<![cdata[", "]]>"),
+    ("<?", "?>"),
+    ("<pre", "</pre>"),
+    ("<script", "</script>"),
+    ("<style", "</style>"),
+    ("<textarea", "</textarea>"),
+];
+
+impl HtmlBalance {
+    /// Feeds one raw HTML event (a block's lines or an inline tag).
+    fn see(&mut self, raw: &str, offset: usize) {
+        let lower = raw.to_ascii_lowercase();
+        let mut at = 0;
+        while at < lower.len() {
+            let rest = &lower[at..];
+            if let Some((terminator, _)) = self.pending.last().copied() {
+                match rest.find(terminator) {
+                    Some(end) => {
+                        self.pending.pop();
+                        at += end + terminator.len();
+                        continue;
+                    }
+                    None => return,
+                }
+            }
+            let Some(lt) = rest.find('<') else { return };
+            let tag = &rest[lt..];
+            let start = offset + at + lt;
+            if let Some((_, terminator)) = TERMINATED_OPENERS
+                .iter()
+                .find(|(opener, _)| starts_tag(tag, opener))
+            {
+                self.pending.push((terminator, start));
+            } else if tag.starts_with("<!")
+                && tag[2..].starts_with(|c: char| c.is_ascii_alphabetic())
+            {
+                self.pending.push((">", start));
+            } else if starts_tag(tag, "<details") {
+                self.open_details.push(start);
+            } else if starts_tag(tag, "</details") {
+                self.open_details.pop();
+            }
+            at += lt + 1;
+        }
+    }
+
+    fn unclosed_at(&self) -> Option<usize> {
+        let pending = self.pending.first().map(|(_, offset)| *offset);
+        let details = self.open_details.first().copied();
+        pending.into_iter().chain(details).min()
+    }
+}
+
+/// Whether `tag` opens with `name` as a whole tag name (`<pre>`, `<pre `,
+/// not `<prefix>`). Openers ending in punctuation match as they are.
+fn starts_tag(tag: &str, name: &str) -> bool {
+    let Some(rest) = tag.strip_prefix(name) else {
+        return false;
+    };
+    !name.ends_with(|c: char| c.is_ascii_alphabetic())
+        || rest.is_empty()
+        || rest.starts_with(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/')
 }
 
 fn strip_container_prefix(line: &str) -> &str {

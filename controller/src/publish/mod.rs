@@ -9,6 +9,7 @@ pub mod issue_ref;
 pub mod markdown;
 pub mod marker;
 pub mod policy;
+pub mod rendered;
 pub mod review;
 
 pub use commit::{CommitMessageViolation, check_commit_message};

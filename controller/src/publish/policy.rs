@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::markdown::CodeMap;
+use super::rendered::{RenderedView, is_bidi_control};
 use crate::redact::{CredentialKind, find_credential};
 
 /// GitHub's limit for an issue, PR or comment body, in characters.
@@ -56,6 +57,10 @@ pub enum PolicyViolation {
     },
     #[error("{field}: a fenced code block opened at byte {offset} is not closed in this field")]
     UnclosedFence { field: String, offset: usize },
+    #[error(
+        "{field}: raw HTML opened at byte {offset} (a comment, <details>, <pre> or similar) is not closed in this field"
+    )]
+    UnclosedHtml { field: String, offset: usize },
     #[error("{field}: is {chars} characters, over the limit of {max}")]
     TooLong {
         field: String,
@@ -84,6 +89,7 @@ impl PolicyViolation {
             | Self::MentionOutsideCode { field, .. }
             | Self::MentionWithRawHtml { field, .. }
             | Self::UnclosedFence { field, .. }
+            | Self::UnclosedHtml { field, .. }
             | Self::TooLong { field, .. }
             | Self::Blank { field }
             | Self::ControlCharacter { field, .. }
@@ -94,13 +100,17 @@ impl PolicyViolation {
 
 static MARKER_OPENER: LazyLock<Regex> = LazyLock::new(|| compile(r"(?i)<!--\s*(?:ai|autoforge)-"));
 
-/// A closing keyword, a `:` or whitespace, then any issue reference GitHub
-/// links: `#n`, `owner/repo#n`, an issues/pull URL or `GH-n`. The reference
-/// is captured so the commit-message policy can tell the run's own issue
-/// from another.
+/// A closing keyword, then separators, then any issue reference GitHub
+/// links: `#n`, `owner/repo#n`, an issues/pull URL (with a scheme or a
+/// `www.` host) or `GH-n`. The separators include the Markdown that can
+/// stand between the two without breaking the reference for GitHub
+/// (emphasis, link and autolink openers, code spans, parentheses), so
+/// `Closes **#12**` and `Fixes <https://…/issues/4>` are caught. The
+/// reference is captured so the commit-message policy can tell the run's
+/// own issue from another.
 pub(crate) static CLOSING_REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
     compile(
-        r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?:\s*:\s*|\s+)(?P<reference>#[0-9]+|[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+#[0-9]+|https?://[^\s/]+/[^\s/]+/[^\s/]+/(?:issues|pull)/[0-9]+|GH-[0-9]+)",
+        r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)[\s:*_~`\[\]()<>]+(?P<reference>#[0-9]+|[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+#[0-9]+|(?:https?://|www\.)[^\s/]+/[^\s/]+/[^\s/]+/(?:issues|pull)/[0-9]+|GH-[0-9]+)",
     )
 });
 
@@ -132,9 +142,32 @@ pub fn check_field(field: &str, text: &str, kind: FieldKind) -> Result<(), Polic
     check_size(field, text, max)?;
     check_controls(field, text, multiline)?;
     check_markdown(field, text)?;
+    check_closed(field, text)
+}
+
+/// Every fence and every swallowing HTML construct a text opens is closed
+/// in it, so it cannot change how what follows it renders.
+pub fn check_closed(field: &str, text: &str) -> Result<(), PolicyViolation> {
     let map = CodeMap::scan(text);
     if let Some(offset) = map.unclosed_fence_at {
         return Err(PolicyViolation::UnclosedFence {
+            field: field.into(),
+            offset,
+        });
+    }
+    check_html_closed_in(field, &map)
+}
+
+/// Every swallowing HTML construct (see [`CodeMap::unclosed_html_at`]) a
+/// field opens is closed in that field, so it cannot hide what the
+/// controller renders after it.
+pub fn check_html_closed(field: &str, text: &str) -> Result<(), PolicyViolation> {
+    check_html_closed_in(field, &CodeMap::scan(text))
+}
+
+fn check_html_closed_in(field: &str, map: &CodeMap) -> Result<(), PolicyViolation> {
+    if let Some(offset) = map.unclosed_html_at {
+        return Err(PolicyViolation::UnclosedHtml {
             field: field.into(),
             offset,
         });
@@ -155,10 +188,16 @@ pub fn check_body(field: &str, body: &str) -> Result<(), PolicyViolation> {
 /// A field that must not carry any URL at all (the EPIC progress report:
 /// issues and PRs are referred to as `#n`), even inside code.
 pub fn check_no_url(field: &str, text: &str) -> Result<(), PolicyViolation> {
-    match ANY_URL.find(text) {
-        Some(m) => Err(PolicyViolation::Url {
+    let rendered = RenderedView::of(text);
+    let found = ANY_URL.find(text).map(|m| m.start()).or_else(|| {
+        ANY_URL
+            .find(&rendered.text)
+            .map(|m| rendered.source_offset(m.start()))
+    });
+    match found {
+        Some(offset) => Err(PolicyViolation::Url {
             field: field.into(),
-            offset: m.start(),
+            offset,
         }),
         None => Ok(()),
     }
@@ -179,7 +218,7 @@ pub fn check_size(field: &str, text: &str, max: usize) -> Result<(), PolicyViola
 
 fn check_controls(field: &str, text: &str, multiline: bool) -> Result<(), PolicyViolation> {
     let bad = text.char_indices().find(|(_, c)| {
-        let control = c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+        let control = c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(*c);
         control && !(multiline && matches!(c, '\n' | '\t'))
     });
     match bad {
@@ -193,14 +232,26 @@ fn check_controls(field: &str, text: &str, multiline: bool) -> Result<(), Policy
 }
 
 /// The content rules shared by fields and bodies, in the policy's order.
+///
+/// Each rule looks at the source and at what it renders to
+/// ([`RenderedView`]): character references and invisible characters must
+/// not carry a keyword, a mention or a credential past a source-only check.
+/// Offsets are always reported in the source.
 fn check_markdown(field: &str, text: &str) -> Result<(), PolicyViolation> {
-    if let Some(m) = MARKER_OPENER.find(text) {
+    let visible = RenderedView::without_invisibles(text);
+    if let Some(m) = MARKER_OPENER.find(&visible.text) {
         return Err(PolicyViolation::MarkerOpener {
             field: field.into(),
-            offset: m.start(),
+            offset: visible.source_offset(m.start()),
         });
     }
-    if let Some(kind) = find_credential(text) {
+    let rendered = RenderedView::of(text);
+    let views: &[&str] = if rendered.differs {
+        &[text, &rendered.text]
+    } else {
+        &[text]
+    };
+    if let Some(kind) = views.iter().find_map(|v| find_credential(v)) {
         return Err(PolicyViolation::Credential {
             field: field.into(),
             kind,
@@ -212,14 +263,31 @@ fn check_markdown(field: &str, text: &str) -> Result<(), PolicyViolation> {
             offset: m.start(),
         });
     }
-    check_mentions(field, text)
+    if let Some(m) = CLOSING_REFERENCE.find(&rendered.text) {
+        return Err(PolicyViolation::ClosingKeyword {
+            field: field.into(),
+            offset: rendered.source_offset(m.start()),
+        });
+    }
+    check_mentions(field, text, &rendered)
 }
 
-fn check_mentions(field: &str, text: &str) -> Result<(), PolicyViolation> {
-    let mentions: Vec<usize> = MENTION
+/// Mentions are found in the source and in the rendered view; both are
+/// exempt only where the *source* is code, since GitHub decodes nothing
+/// inside code.
+fn check_mentions(field: &str, text: &str, rendered: &RenderedView) -> Result<(), PolicyViolation> {
+    let mut mentions: Vec<usize> = MENTION
         .captures_iter(text)
         .filter_map(|c| c.get(1).map(|m| m.start()))
         .collect();
+    if rendered.differs {
+        mentions.extend(
+            MENTION
+                .captures_iter(&rendered.text)
+                .filter_map(|c| c.get(1).map(|m| rendered.source_offset(m.start()))),
+        );
+        mentions.sort_unstable();
+    }
     let Some(&first) = mentions.first() else {
         return Ok(());
     };
@@ -373,6 +441,9 @@ mod tests {
         assert!(check_no_url("p", "see `ftp://x`").is_err());
         assert!(check_no_url("p", "www.example.org").is_err());
         assert!(check_no_url("p", "merged #4 and #5").is_ok());
+        assert!(check_no_url("p", "see https&colon;&sol;&sol;evil.example").is_err());
+        assert!(check_no_url("p", "see http&#58;//x.example").is_err());
+        assert!(check_no_url("p", "ww&#119;.example.org").is_err());
     }
 
     #[test]

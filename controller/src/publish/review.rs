@@ -30,6 +30,19 @@ const BODY_FIELD: &str = "review comment";
 /// Renders the comment and checks it as a whole: the content rules before
 /// the marker, then GitHub's limit on everything.
 pub fn render_review_comment(review: &ReviewRender<'_>) -> Result<String, PolicyViolation> {
+    // Each agent block must close what it opens: a comment or `<details>`
+    // left open in one would hide the blocks and the verdict after it, and
+    // the whole-body check cannot see field boundaries.
+    for finding in review.findings {
+        policy::check_html_closed(&format!("{} title", finding.id), &finding.title)?;
+        policy::check_html_closed(
+            &format!("{} required_resolution", finding.id),
+            &finding.required_resolution,
+        )?;
+    }
+    for (name, _, text) in review.sections.iter() {
+        policy::check_html_closed(name, text)?;
+    }
     let mut parts: Vec<String> = vec![
         format!("# AI Code Review — Round {}", review.round),
         format!(

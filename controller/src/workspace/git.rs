@@ -8,7 +8,8 @@
 //! fsmonitor or a credential helper back on for the controller's own git.
 //!
 //! The GitHub credential, when a fetch needs one, becomes an
-//! `http.extraHeader` in those same variables of that one process. It is
+//! `http.<origin>.extraHeader` (scoped to the URL the fetch names) in those
+//! same variables of that one process. It is
 //! never in argv (visible in `ps`), never in a URL, never in a config file,
 //! and git's error output is redacted before it enters an error value.
 
@@ -38,6 +39,7 @@ const HARDENING: &[(&str, &str)] = &[
     ("core.commitGraph", "false"),
     ("submodule.recurse", "false"),
     ("advice.detachedHead", "false"),
+    ("advice.graftFileDeprecated", "false"),
 ];
 
 /// Why a git command failed. Output is redacted and bounded.
@@ -92,6 +94,9 @@ impl Git {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_NO_REPLACE_OBJECTS", "1")
+            // `info/grafts` in the common directory (writable through any
+            // worktree) would rewrite parents: fake ancestry, hidden commits.
+            .env("GIT_GRAFT_FILE", "/dev/null")
             .env("GIT_OPTIONAL_LOCKS", "0");
         // Stop repository discovery from climbing out of `dir` into some
         // enclosing repository if `dir` turns out not to be one.
@@ -102,8 +107,15 @@ impl Git {
             .iter()
             .map(|(k, v)| (*k, OsString::from(v)))
             .collect();
-        if let Some(token) = credential {
-            config.push(("http.extraHeader", authorization_header(token)));
+        // The header is scoped to the origin of the URL this invocation
+        // names, so a URL rewrite (an `insteadOf` planted in the shared
+        // mirror config by a concurrently running agent) cannot carry it to
+        // another host. No URL argument, no credential.
+        let header_key = credential
+            .and(origin_of(args))
+            .map(|origin| format!("http.{origin}.extraHeader"));
+        if let (Some(token), Some(key)) = (credential, header_key.as_deref()) {
+            config.push((key, authorization_header(token)));
         }
         command.env("GIT_CONFIG_COUNT", config.len().to_string());
         for (i, (key, value)) in config.into_iter().enumerate() {
@@ -179,6 +191,19 @@ fn describe(args: &[&OsStr]) -> String {
         .join(" ")
 }
 
+/// `scheme://host[:port]/` of the first http(s) URL among `args`.
+fn origin_of(args: &[&OsStr]) -> Option<String> {
+    args.iter().find_map(|arg| {
+        let arg = arg.to_str()?;
+        let (scheme, rest) = arg.split_once("://")?;
+        if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
+            return None;
+        }
+        let host = rest.split('/').next().filter(|h| !h.is_empty())?;
+        Some(format!("{scheme}://{host}/"))
+    })
+}
+
 /// `Authorization: Basic base64("x-access-token:<token>")`, the form GitHub
 /// accepts for installation and personal tokens over HTTPS git.
 fn authorization_header(token: &SecretString) -> OsString {
@@ -222,6 +247,44 @@ mod tests {
                 .filter_map(|(_, v)| v)
                 .all(|v| !v.to_string_lossy().contains("Authorization"))
         );
+    }
+
+    /// What git itself would send as `http.extraHeader` to `url`, run with
+    /// the environment of a command that fetched `fetched` with a token.
+    fn header_git_would_send(fetched: &str, url: &str) -> String {
+        let token = SecretString::from("ghs_scopedtokenvalue000000000000000");
+        let home = tempfile::tempdir().unwrap();
+        let git = Git::new(home.path().to_owned());
+        let args = [OsStr::new("fetch"), OsStr::new(fetched)];
+        let template = git.command(home.path(), &args, Some(&token));
+        let mut probe = std::process::Command::new("git");
+        probe
+            .args(["config", "--get-urlmatch", "http.extraHeader", url])
+            .current_dir(home.path())
+            .env_clear();
+        for (key, value) in template.as_std().get_envs() {
+            if let Some(value) = value {
+                probe.env(key, value);
+            }
+        }
+        let out = probe.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn the_header_goes_only_to_the_origin_the_fetch_names() {
+        // Another issue's agent shares the mirror and can plant
+        // `url.<evil>.insteadOf` between our config restore and the fetch;
+        // the rewritten URL must not receive the token.
+        let fetched = "https://github.com/octo/widgets.git";
+        assert!(header_git_would_send(fetched, fetched).starts_with("Authorization: Basic "));
+        for elsewhere in [
+            "https://evil.example/octo/widgets.git",
+            "http://github.com/octo/widgets.git",
+            "https://github.com.evil.example/x",
+        ] {
+            assert_eq!(header_git_would_send(fetched, elsewhere), "", "{elsewhere}");
+        }
     }
 
     #[test]

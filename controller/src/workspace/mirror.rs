@@ -109,17 +109,25 @@ impl Mirror {
             std::fs::write(&config, MIRROR_CONFIG)
                 .map_err(WorkspaceError::io("cannot write", &config))?;
         }
-        let attributes = self.path.join("info").join("attributes");
-        match std::fs::remove_file(&attributes) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(WorkspaceError::io("cannot remove", &attributes)(e))
+        // The mirror is never shallow: a `shallow` file, like a graft, can
+        // only have been planted to cut history short.
+        for planted in [
+            self.path.join("info").join("attributes"),
+            self.path.join("shallow"),
+        ] {
+            match std::fs::remove_file(&planted) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(WorkspaceError::io("cannot remove", &planted)(e));
+                }
+                _ => {}
             }
-            _ => Ok(()),
         }
+        Ok(())
     }
 
     /// Runs git against the bare mirror.
     pub(crate) async fn run(&self, args: &[&OsStr]) -> Result<Vec<u8>, WorkspaceError> {
+        self.restore_config()?;
         let mut full = vec![OsStr::new("--git-dir"), self.path.as_os_str()];
         full.extend_from_slice(args);
         Ok(self.git.run(&self.path, &full, None).await?)
@@ -187,6 +195,7 @@ impl Mirror {
         ancestor: &CommitSha,
         descendant: &CommitSha,
     ) -> Result<bool, WorkspaceError> {
+        self.restore_config()?;
         let args = [
             OsStr::new("--git-dir"),
             self.path.as_os_str(),
@@ -257,10 +266,12 @@ impl Mirror {
     /// ignored files, no build outputs — in a temporary directory removed
     /// when the returned value drops.
     ///
-    /// `git archive` applies `export-ignore`/`export-subst` attributes from
-    /// the commit's own `.gitattributes`, as GitHub's tarballs do; the
-    /// mirror's `info/attributes` is cleared first so nothing outside the
-    /// commit can influence the export.
+    /// The tree is checked out through a throw-away index rather than
+    /// `git archive`, because `archive` honours `export-ignore` and
+    /// `export-subst` from the commit's own `.gitattributes`: a candidate
+    /// could drop its failing tests from what validation sees while pushing
+    /// them. The restored mirror config defines no filter driver, so only
+    /// the conversions any checkout performs (line endings) apply.
     pub async fn export(&self, sha: &CommitSha) -> Result<TempDir, WorkspaceError> {
         self.restore_config()?;
         if !self.has_commit(sha).await? {
@@ -270,57 +281,44 @@ impl Mirror {
             .prefix(&format!("export-{}-", &sha.as_str()[..12]))
             .tempdir_in(&self.exports)
             .map_err(WorkspaceError::io("cannot create export in", &self.exports))?;
-        let export_error = |reason: String| WorkspaceError::Export {
-            sha: sha.clone(),
-            reason,
-        };
-        let archive_args = [
-            OsStr::new("--git-dir"),
-            self.path.as_os_str(),
-            OsStr::new("archive"),
-            OsStr::new("--format=tar"),
-            sha.as_ref(),
+        let index = tempfile::Builder::new()
+            .prefix("export-index-")
+            .tempdir_in(&self.exports)
+            .map_err(WorkspaceError::io("cannot create export in", &self.exports))?;
+        let index_file = index.path().join("index");
+        let tree = format!("{sha}^{{tree}}");
+        let steps: [Vec<&OsStr>; 2] = [
+            vec![
+                OsStr::new("--git-dir"),
+                self.path.as_os_str(),
+                OsStr::new("read-tree"),
+                OsStr::new(&tree),
+            ],
+            vec![
+                OsStr::new("--git-dir"),
+                self.path.as_os_str(),
+                OsStr::new("--work-tree"),
+                dir.path().as_os_str(),
+                OsStr::new("checkout-index"),
+                OsStr::new("--all"),
+                OsStr::new("--force"),
+            ],
         ];
-        let mut archive = self
-            .git
-            .command(&self.path, &archive_args, None)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| export_error(format!("cannot run git archive: {e}")))?;
-        let pipe: Stdio = archive
-            .stdout
-            .take()
-            .ok_or_else(|| export_error("git archive has no stdout".into()))?
-            .try_into()
-            .map_err(|e| export_error(format!("cannot pipe git archive into tar: {e}")))?;
-        let tar = tokio::process::Command::new("tar")
-            .args(["-x", "-f", "-", "--no-same-owner", "-C"])
-            .arg(dir.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("LC_ALL", "C")
-            .stdin(pipe)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| export_error(format!("cannot run tar: {e}")))?;
-        let (archive_out, tar_out) =
-            tokio::join!(archive.wait_with_output(), tar.wait_with_output());
-        let archive_out = archive_out.map_err(|e| export_error(format!("git archive: {e}")))?;
-        let tar_out = tar_out.map_err(|e| export_error(format!("tar: {e}")))?;
-        if !archive_out.status.success() {
-            return Err(failure(&archive_args, &archive_out, None).into());
-        }
-        if !tar_out.status.success() {
-            let stderr = String::from_utf8_lossy(&tar_out.stderr);
-            return Err(export_error(format!(
-                "tar exited with {}: {}",
-                tar_out.status,
-                stderr.trim().chars().take(2000).collect::<String>()
-            )));
+        for args in &steps {
+            let output = self
+                .git
+                .command(&self.path, args, None)
+                .env("GIT_INDEX_FILE", &index_file)
+                .stdin(Stdio::null())
+                .output()
+                .await
+                .map_err(|e| WorkspaceError::Export {
+                    sha: sha.clone(),
+                    reason: format!("cannot run git: {e}"),
+                })?;
+            if !output.status.success() {
+                return Err(failure(args, &output, None).into());
+            }
         }
         Ok(dir)
     }

@@ -4,6 +4,12 @@
 //! `<<<END_CONTROL_RESULT>>>` pair. An opener after the last complete block
 //! that never closes does not count: agents often echo the protocol while
 //! thinking, and the answer is what they finished last.
+//!
+//! An opener can also appear where it is not one: quoted in a JSON string
+//! of the result itself (a PR body documenting the protocol) or announced
+//! in prose just before the real one. So the block's opener is the last one
+//! before the end marker whose content is one JSON value; when none is,
+//! the last opener is used and the parser reports why its content is not.
 
 use super::error::ResultError;
 use super::limits::MAX_CONTROL_RESULT_BYTES;
@@ -51,7 +57,7 @@ pub fn extract_block(captured: &CapturedOutput) -> Result<&str, ResultError> {
             }
         });
     };
-    let Some(start) = tail[..end].rfind(BLOCK_START) else {
+    let Some(start) = opener_of(&tail[..end]) else {
         // An end marker with no opener in the captured tail: the opener was
         // either never written or lost with a truncated head. When the head
         // was dropped and everything before the end marker already exceeds
@@ -79,6 +85,28 @@ pub fn extract_block(captured: &CapturedOutput) -> Result<&str, ResultError> {
     Ok(content)
 }
 
+/// How many openers before the end marker are tried, from the last back.
+const MAX_OPENERS_TRIED: usize = 8;
+
+/// The offset of the opener that starts the block ending where `before`
+/// ends (see the module documentation).
+fn opener_of(before: &str) -> Option<usize> {
+    let last = before.rfind(BLOCK_START)?;
+    let mut candidate = Some(last);
+    for _ in 0..MAX_OPENERS_TRIED {
+        let Some(start) = candidate else { break };
+        let content = &before[start + BLOCK_START.len()..];
+        if content.len() > MAX_CONTROL_RESULT_BYTES {
+            break;
+        }
+        if serde_json::from_str::<serde::de::IgnoredAny>(content.trim()).is_ok() {
+            return Some(start);
+        }
+        candidate = before[..start].rfind(BLOCK_START);
+    }
+    Some(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +125,29 @@ mod tests {
         assert_eq!(
             extract_block(&CapturedOutput::complete(out)).map(str::trim),
             Ok("2")
+        );
+    }
+
+    #[test]
+    fn a_block_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
+        let at_limit = format!(
+            "{BLOCK_START}{}{BLOCK_END}",
+            "x".repeat(MAX_CONTROL_RESULT_BYTES)
+        );
+        assert_eq!(
+            extract_block(&CapturedOutput::complete(at_limit)).map(str::len),
+            Ok(MAX_CONTROL_RESULT_BYTES)
+        );
+        let over = format!(
+            "{BLOCK_START}{}{BLOCK_END}",
+            "x".repeat(MAX_CONTROL_RESULT_BYTES + 1)
+        );
+        assert_eq!(
+            extract_block(&CapturedOutput::complete(over)),
+            Err(ResultError::BlockTooLarge {
+                bytes: MAX_CONTROL_RESULT_BYTES + 1,
+                max: MAX_CONTROL_RESULT_BYTES
+            })
         );
     }
 

@@ -58,7 +58,19 @@ pub fn parse_result(phase: Phase, captured: &CapturedOutput) -> Result<PhaseResu
             let raw: types::RawFix = typed(object)?;
             PhaseResult::Fix(fix_from_raw(raw)?)
         }
-        Phase::UpdateEpic => PhaseResult::UpdateEpic(update_epic_from(&object)),
+        Phase::UpdateEpic => {
+            let result = update_epic_from(&object);
+            // The schema requires `progress`; blank text would otherwise
+            // become "no report" below and the comment would be skipped.
+            if result.progress.is_none() {
+                return Err(ResultError::Policy(
+                    crate::publish::PolicyViolation::Blank {
+                        field: "progress".into(),
+                    },
+                ));
+            }
+            PhaseResult::UpdateEpic(result)
+        }
     };
     fields::check_published_fields(&result)?;
     Ok(result)

@@ -15,6 +15,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use crate::agents::result::BLOCK_START;
 use crate::redact::Redactor;
 
 /// Which pipe a chunk came from.
@@ -129,10 +130,18 @@ impl BoundedCapture {
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(0, |i| i + 1);
-        let tail_start = tail
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(tail.len(), |i| i + 1);
+        // A result opener is as clean an edge as a line break (nothing of a
+        // secret precedes it on its side of the cut), and output that never
+        // breaks its lines would otherwise lose its whole tail, result and
+        // all.
+        let after_newline = tail.iter().position(|&b| b == b'\n').map(|i| i + 1);
+        let opener = BLOCK_START.as_bytes();
+        let at_opener = tail.windows(opener.len()).position(|w| w == opener);
+        let tail_start = match (after_newline, at_opener) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => tail.len(),
+        };
         let head = &self.head[..head_end];
         let tail = &tail[tail_start..];
         CapturedOutput {
@@ -360,6 +369,21 @@ mod tests {
         assert_eq!(out.total_bytes, 28);
         assert_eq!(out.omitted_bytes, 28 - 8 - 4);
         assert_eq!(out.tail_text(), "six\n");
+    }
+
+    #[test]
+    fn output_without_line_breaks_keeps_its_result_block_in_the_tail() {
+        let limits = CaptureLimits {
+            head_bytes: 8,
+            tail_bytes: 80,
+        };
+        let mut c = BoundedCapture::new(limits);
+        c.push(&[b'x'; 300]);
+        let block = format!("{BLOCK_START}{{}}{}", crate::agents::result::BLOCK_END);
+        c.push(block.as_bytes());
+        let out = c.finish(&Redactor::new());
+        assert!(out.is_truncated());
+        assert_eq!(out.tail_text(), block);
     }
 
     #[test]

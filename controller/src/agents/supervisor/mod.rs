@@ -15,6 +15,7 @@
 
 pub mod capture;
 pub mod environment;
+pub mod escaped;
 pub mod process;
 
 use std::path::{Path, PathBuf};
@@ -256,9 +257,25 @@ pub async fn launch(request: LaunchRequest<'_>) -> Result<LaunchOutcome, LaunchE
 
 /// Reads the last [`FINAL_MESSAGE_LIMIT`] bytes of the agent's final-message
 /// file, redacted. A missing or unreadable file is "no final message".
+///
+/// The agent controls that path: it is opened without following a symlink
+/// (a file of the agent's choosing is not its answer) and without blocking
+/// (opening a FIFO with no writer would wait forever), and only a regular
+/// file is read.
 async fn read_final_message(path: &Path, redactor: &Redactor) -> Option<String> {
-    let mut file = tokio::fs::File::open(path).await.ok()?;
-    let len = file.metadata().await.ok()?.len();
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(path)
+        .ok()?;
+    let mut file = tokio::fs::File::from_std(file);
+    let meta = file.metadata().await.ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let len = meta.len();
     if len > FINAL_MESSAGE_LIMIT {
         use tokio::io::AsyncSeekExt;
         file.seek(std::io::SeekFrom::Start(len - FINAL_MESSAGE_LIMIT))

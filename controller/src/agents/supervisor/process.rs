@@ -7,7 +7,9 @@
 //! SIGKILL. After *any* end — a clean exit included — the group is
 //! terminated the same way and we poll until the kernel reports it empty
 //! (`killpg(pgid, 0)` → `ESRCH`), so a grandchild that ignored SIGTERM is gone
-//! before the caller sees the result. If the future is dropped half-way, a
+//! before the caller sees the result. Descendants that left the group with
+//! `setsid` are then found by the launch tag in their environment and
+//! killed too (see [`super::escaped`]). If the future is dropped half-way, a
 //! guard SIGKILLs the group.
 
 use std::io;
@@ -25,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::capture::{OutputSink, Stream};
+use super::escaped::{LAUNCH_TAG_VAR, kill_tagged, new_tag};
 
 /// How long we wait for the kernel to report a SIGKILLed group empty. Orphans
 /// are reaped by PID 1, which on some hosts takes over a second.
@@ -157,6 +160,24 @@ fn group_alive(pgid: Pid) -> bool {
     !matches!(killpg(pgid, None), Err(Errno::ESRCH))
 }
 
+/// Makes this process non-dumpable, once, before its first child starts.
+///
+/// Agents and validation commands run as the controller's user, so by
+/// default they could read `/proc/<controller>/environ` (where
+/// `AUTOFORGE_GITHUB_TOKEN`, `DATABASE_URL` and the webhook secret live;
+/// unsetting them does not clear that page) or attach to the controller
+/// with ptrace. A non-dumpable process refuses both to processes without
+/// `CAP_SYS_PTRACE`. The flag resets in children on `exec`, so they are
+/// unaffected; the cost is no core dumps of the controller.
+pub fn protect_controller_process() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Err(error) = nix::sys::prctl::set_dumpable(false) {
+            tracing::warn!(%error, "cannot make the controller non-dumpable; children may read its environment");
+        }
+    });
+}
+
 /// Spawns `command` as a group leader with piped output, feeds it `stdin`
 /// (then closes it; `None` means no stdin at all), and supervises it.
 ///
@@ -180,6 +201,9 @@ pub async fn run_in_group(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    protect_controller_process();
+    let tag = new_tag();
+    command.env(LAUNCH_TAG_VAR, &tag);
     let started = Instant::now();
     let mut child = command.spawn()?;
     let pgid = child
@@ -263,6 +287,9 @@ pub async fn run_in_group(
     if !group_survived {
         guard.armed = false;
     }
+    let escaped = kill_tagged(&tag, GROUP_GONE_DEADLINE).await;
+    let descendants_killed = descendants_killed || escaped.found;
+    let group_survived = group_survived || escaped.survived;
     let exit = match ended {
         Ok(status) => LaunchExit::from_status(status),
         Err(reason) => reason,

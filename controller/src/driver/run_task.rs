@@ -1,0 +1,486 @@
+//! One leased run, driven until it has nothing to do.
+//!
+//! Order of work, repeated until idle:
+//! 1. Recovery: every effect still `intended` or `attempted` is driven (in
+//!    journal order) until it settles. One whose outcome stays unknown ends
+//!    the task with a backoff; nothing new happens to the run before its
+//!    writes are settled.
+//! 2. The settled effects of the latest transition are reported to the
+//!    machine (`EffectsObserved` when it waits for them, `EffectConflict`
+//!    for a conflict) — unless the run already moved on.
+//! 3. The oldest unconsumed run event is turned into a machine event and
+//!    decided. The new state, its effect intents and the consumption of the
+//!    run event commit in one transaction; the effects are then driven by
+//!    step 1 of the next round.
+//!
+//! Every journal write carries the lease; a `StaleLease` ends the task.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use autoforge_journal::{
+    Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, RunId, Stage,
+};
+use chrono::Utc;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::convert::{ObservedShapeError, SignalAction, observed_for_machine, signal_action};
+use super::retry::RetryVerdict;
+use super::{RepositoryAccess, Shared};
+use crate::effects::crashpoint::{Point, crash_point};
+use crate::effects::{DriveOutcome, EffectError, EffectExecutor, PlanContext, PlanError, plan};
+use crate::github::GitHubError;
+use crate::machine::{Awaiting, Event, MachineError, Observed, RunState, decide};
+use crate::serve::RunSignal;
+
+/// How a task left its run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Nothing to do until a new event (or the idle re-check).
+    Idle,
+    /// The run reached DONE, FAILED or STOPPED.
+    Terminal,
+    /// Shutdown was asked for; the run is due again at once.
+    Yielded,
+    /// Another worker owns the run now; nothing more was written.
+    LostLease,
+    /// A transient failure; the run is due again after a backoff.
+    Backoff,
+    /// A defect (unreadable state, refused plan…); recorded as an audit
+    /// event, the run is looked at again after the idle re-check.
+    Failed(String),
+}
+
+/// Why a step of a run could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("the lease of run {0} is no longer ours")]
+    LostLease(RunId),
+    #[error(transparent)]
+    Journal(JournalError),
+    #[error(transparent)]
+    Effect(EffectError),
+    #[error("the machine rejected its own decision: {0}")]
+    Machine(#[from] MachineError),
+    #[error("an effect intent could not be planned: {0}")]
+    Plan(#[from] PlanError),
+    #[error("reading GitHub failed: {0}")]
+    Read(#[from] GitHubError),
+    #[error("run {run} has an unreadable state document: {detail}")]
+    CorruptState { run: RunId, detail: String },
+    #[error("run {0} vanished from the journal")]
+    MissingRun(RunId),
+    #[error("no GitHub access is configured for repository {0}")]
+    NoAccess(String),
+    #[error(transparent)]
+    ObservedShape(#[from] ObservedShapeError),
+    #[error("an effect was sent but is not visible yet")]
+    Unsettled,
+}
+
+impl From<JournalError> for DriverError {
+    fn from(error: JournalError) -> Self {
+        match error {
+            JournalError::StaleLease { run_id, .. } => DriverError::LostLease(run_id),
+            other => DriverError::Journal(other),
+        }
+    }
+}
+
+impl From<EffectError> for DriverError {
+    fn from(error: EffectError) -> Self {
+        match error {
+            EffectError::Journal(journal) => journal.into(),
+            other => DriverError::Effect(other),
+        }
+    }
+}
+
+impl DriverError {
+    /// Failures that go away by themselves (GitHub or the database being
+    /// briefly unreachable, a write not yet visible): retried with backoff.
+    fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            DriverError::Unsettled
+                | DriverError::Read(_)
+                | DriverError::Journal(JournalError::Database(_))
+                | DriverError::Effect(EffectError::Read(_) | EffectError::Git(_))
+        )
+    }
+}
+
+/// Drives the leased run until it is idle, terminal or must back off.
+pub(super) async fn drive(
+    shared: &Shared,
+    lease: &Lease,
+    shutdown: watch::Receiver<bool>,
+) -> RunEnd {
+    let outcome = match RunTask::load(shared, lease).await {
+        Ok(mut task) => task.work(&shutdown).await,
+        Err(error) => Err(error),
+    };
+    match outcome {
+        Ok(end) => {
+            shared.retries.succeeded(lease.run_id);
+            end
+        }
+        Err(DriverError::LostLease(_)) => RunEnd::LostLease,
+        Err(error) if error.is_transient() => {
+            match shared.retries.failed(&shared.config.retry, lease.run_id) {
+                RetryVerdict::After(delay) => {
+                    tracing::info!(run = %lease.run_id, %error, ?delay, "transient failure; backing off");
+                    let at = Utc::now() + delay;
+                    match shared.journal.schedule_wake(lease, at).await {
+                        Ok(()) => RunEnd::Backoff,
+                        Err(_) => RunEnd::LostLease,
+                    }
+                }
+                RetryVerdict::GiveUp => give_up(shared, lease, &error).await,
+            }
+        }
+        Err(error) => {
+            tracing::error!(run = %lease.run_id, %error, "the run cannot proceed");
+            let detail = json!({ "error": error.to_string() });
+            let _ = shared
+                .journal
+                .record_audit_event(Some(lease.run_id), "driver_error", &detail)
+                .await;
+            RunEnd::Failed(error.to_string())
+        }
+    }
+}
+
+/// The backoff budget is spent: the machine decides what a transient
+/// failure means now (try again, bounded by its own counter, or park).
+async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd {
+    let event = Event::TransientFailure {
+        detail: error.to_string(),
+    };
+    let fed = match RunTask::load(shared, lease).await {
+        Ok(mut task) => task.apply(event, None).await,
+        Err(error) => Err(error),
+    };
+    match fed {
+        Ok(()) => RunEnd::Backoff,
+        Err(DriverError::LostLease(_)) => RunEnd::LostLease,
+        Err(other) => RunEnd::Failed(other.to_string()),
+    }
+}
+
+/// Gives the run back: sets when it is next due and releases the lease.
+pub(super) async fn hand_back(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
+    let journal = &shared.journal;
+    let wake = match &end {
+        RunEnd::Idle | RunEnd::Failed(_) => Some(Utc::now() + shared.config.idle_recheck),
+        RunEnd::LostLease => return end,
+        RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => None,
+    };
+    if let Some(at) = wake
+        && journal.schedule_wake(lease, at).await.is_err()
+    {
+        return RunEnd::LostLease;
+    }
+    match journal.release_lease(lease).await {
+        Ok(()) => end,
+        Err(JournalError::StaleLease { .. }) => RunEnd::LostLease,
+        Err(error) => {
+            // The lease simply expires; the next holder recovers.
+            tracing::warn!(%error, run = %lease.run_id, "releasing the lease failed");
+            end
+        }
+    }
+}
+
+struct RunTask<'a> {
+    shared: &'a Shared,
+    lease: &'a Lease,
+    access: &'a RepositoryAccess,
+    version: i64,
+    epic: Option<i64>,
+    state: RunState,
+    /// The version whose effect outcome was fed in this task: a refused
+    /// report is not repeated in a loop.
+    reported: Option<i64>,
+}
+
+impl<'a> RunTask<'a> {
+    async fn load(shared: &'a Shared, lease: &'a Lease) -> Result<RunTask<'a>, DriverError> {
+        let run_id = lease.run_id;
+        let run = shared
+            .journal
+            .get_run(run_id)
+            .await?
+            .ok_or(DriverError::MissingRun(run_id))?;
+        let access = shared
+            .repositories
+            .get(&run.repository)
+            .ok_or_else(|| DriverError::NoAccess(run.repository.clone()))?;
+        // Observers create runs with an empty document; the driver fills it
+        // in when it feeds `Started`.
+        let fresh = run.state.as_object().is_some_and(serde_json::Map::is_empty);
+        let state = if fresh {
+            RunState::new(run_id.0.to_string(), shared.config.settings.clone())
+        } else {
+            serde_json::from_value(run.state).map_err(|e| DriverError::CorruptState {
+                run: run_id,
+                detail: e.to_string(),
+            })?
+        };
+        Ok(RunTask {
+            shared,
+            lease,
+            access,
+            version: run.version,
+            epic: run.epic,
+            state,
+            reported: None,
+        })
+    }
+
+    async fn work(&mut self, shutdown: &watch::Receiver<bool>) -> Result<RunEnd, DriverError> {
+        loop {
+            if *shutdown.borrow() {
+                return Ok(RunEnd::Yielded);
+            }
+            self.settle_effects().await?;
+            if self.reported != Some(self.version)
+                && let Some(event) = self.effects_report().await?
+            {
+                self.reported = Some(self.version);
+                self.apply(event, None).await?;
+                continue;
+            }
+            if self.state.phase.is_terminal() {
+                return Ok(RunEnd::Terminal);
+            }
+            let next = self
+                .shared
+                .journal
+                .next_run_events(self.lease.run_id, 1)
+                .await?;
+            match next.into_iter().next() {
+                Some(event) => self.handle_run_event(event).await?,
+                None => return Ok(RunEnd::Idle),
+            }
+        }
+    }
+
+    fn executor(&self) -> EffectExecutor {
+        EffectExecutor::new(
+            self.shared.journal.clone(),
+            self.access.api.clone(),
+            self.access.repo.clone(),
+            self.access.login.clone(),
+        )
+    }
+
+    /// Step 1: drive every unsettled effect, oldest transition first. After
+    /// a conflict the rest of that transition's effects are left alone:
+    /// they were planned on the assumption that it would land.
+    async fn settle_effects(&self) -> Result<(), DriverError> {
+        let journal = &self.shared.journal;
+        let pending = journal.pending_effects(self.lease.run_id).await?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut conflicted: BTreeSet<i64> = journal
+            .list_effects(self.lease.run_id)
+            .await?
+            .iter()
+            .filter(|e| e.stage == Stage::Conflict)
+            .map(|e| e.phase_entry)
+            .collect();
+        let executor = self.executor();
+        for effect in pending {
+            if conflicted.contains(&effect.phase_entry) {
+                continue;
+            }
+            match executor.drive(self.lease, &effect).await? {
+                DriveOutcome::Observed(_) => {}
+                DriveOutcome::StillAttempted => return Err(DriverError::Unsettled),
+                DriveOutcome::Conflict { .. }
+                | DriveOutcome::Blocked { .. }
+                | DriveOutcome::Rerequest { .. } => {
+                    conflicted.insert(effect.phase_entry);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 2: what the machine must hear about the latest transition's
+    /// effects, once they settled.
+    async fn effects_report(&self) -> Result<Option<Event>, DriverError> {
+        if self.state.phase.is_terminal() {
+            return Ok(None);
+        }
+        let effects: Vec<Effect> = self
+            .shared
+            .journal
+            .list_effects(self.lease.run_id)
+            .await?
+            .into_iter()
+            .filter(|e| e.phase_entry == self.version)
+            .collect();
+        if let Some(conflict) = effects.iter().find(|e| e.stage == Stage::Conflict) {
+            let reason = conflict.reason.clone().unwrap_or_default();
+            if reason.starts_with("re-request") {
+                return Ok(Some(Event::EffectsObserved {
+                    observed: vec![Observed::RoadmapVoided],
+                }));
+            }
+            return Ok(Some(Event::EffectConflict {
+                identity: conflict.identity.clone(),
+                reason,
+            }));
+        }
+        if !matches!(self.state.awaiting, Awaiting::Effects { .. })
+            || effects.iter().any(|e| e.stage != Stage::Observed)
+        {
+            return Ok(None);
+        }
+        let mut observed = Vec::new();
+        for effect in &effects {
+            let value = effect.observed.clone().unwrap_or(Value::Null);
+            if let Some(item) = observed_for_machine(effect, &value)? {
+                observed.push(item);
+            }
+        }
+        for effect in &effects {
+            crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
+        }
+        Ok(Some(Event::EffectsObserved { observed }))
+    }
+
+    /// Step 3: one run event from the observers.
+    async fn handle_run_event(&mut self, stored: RunEvent) -> Result<(), DriverError> {
+        let signal: RunSignal = match serde_json::from_value(stored.event.clone()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                let detail = json!({ "run_event": stored.id, "error": error.to_string() });
+                return self
+                    .acknowledge(stored.id, "run_event_unreadable", detail)
+                    .await;
+            }
+        };
+        match signal_action(&signal) {
+            SignalAction::Feed(event) => self.apply(*event, Some(stored.id)).await,
+            SignalAction::Start { issue } if self.state.awaiting == Awaiting::Start => {
+                let event = self.started_event(issue).await?;
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::Start { .. } | SignalAction::Ignore => {
+                let detail = json!({ "run_event": stored.id, "signal": stored.event });
+                self.acknowledge(stored.id, "run_event_not_driven", detail)
+                    .await
+            }
+        }
+    }
+
+    /// `Started`: the issue's repository default branch and its head now.
+    async fn started_event(&self, issue: u64) -> Result<Event, DriverError> {
+        #[derive(serde::Deserialize)]
+        struct Reference {
+            object: ReferenceObject,
+        }
+        #[derive(serde::Deserialize)]
+        struct ReferenceObject {
+            sha: String,
+        }
+        let api = &self.access.api;
+        let repo = &self.access.repo;
+        let repository: crate::github::Repository = api.get_json(&repo.api_path("")).await?;
+        let head: Reference = api
+            .get_json(&repo.api_path(&format!("/git/ref/heads/{}", repository.default_branch)))
+            .await?;
+        Ok(Event::Started {
+            repository: repo.to_string(),
+            issue,
+            epic: self.epic.and_then(|e| u64::try_from(e).ok()),
+            base_branch: repository.default_branch,
+            base_sha: head.object.sha,
+            settings: self.state.settings.clone(),
+        })
+    }
+
+    /// Consumes a run event the machine has nothing to decide on, leaving
+    /// an audit record so nothing disappears silently.
+    async fn acknowledge(&self, id: i64, kind: &str, detail: Value) -> Result<(), DriverError> {
+        let mut tx = self.shared.journal.begin().await?;
+        tx.consume_run_event_with(self.lease, id).await?;
+        tx.record_audit_event(Some(self.lease.run_id), kind, &detail)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Decides `event` and commits the outcome: state, effect intents and
+    /// (if the event came from the queue) its consumption, atomically.
+    async fn apply(&mut self, event: Event, consumed: Option<i64>) -> Result<(), DriverError> {
+        let decision = decide(&self.state, &event)?;
+        let planned = self.plan_all(&decision.next, &decision.effects)?;
+        let changed = decision.next != self.state || !planned.is_empty();
+        let mut tx: JournalTx = self.shared.journal.begin().await?;
+        let mut version = self.version;
+        if changed {
+            let document =
+                serde_json::to_value(&decision.next).map_err(|e| DriverError::CorruptState {
+                    run: self.lease.run_id,
+                    detail: e.to_string(),
+                })?;
+            (version, _) = tx
+                .commit_transition(
+                    self.lease,
+                    self.version,
+                    decision.next.phase.as_str(),
+                    &document,
+                    &planned,
+                )
+                .await?;
+        }
+        if let Some(id) = consumed {
+            tx.consume_run_event_with(self.lease, id).await?;
+        }
+        if let Some(refusal) = &decision.refusal {
+            let detail = json!({ "event": event.name(), "refusal": refusal });
+            tx.record_audit_event(Some(self.lease.run_id), "event_refused", &detail)
+                .await?;
+        }
+        tx.commit().await?;
+        for effect in &planned {
+            crash_point(Point::AfterIntentCommit, Some(effect.kind));
+        }
+        if changed {
+            tracing::info!(run = %self.lease.run_id, event = event.name(),
+                from = %self.state.phase, to = %decision.next.phase, effects = planned.len(),
+                "transition committed");
+        }
+        self.version = version;
+        self.state = decision.next;
+        Ok(())
+    }
+
+    fn plan_all(
+        &self,
+        next: &RunState,
+        intents: &[crate::machine::EffectIntent],
+    ) -> Result<Vec<NewEffect>, DriverError> {
+        // Bodies read at phase start are only needed by adopt/append/splice
+        // intents, which the driver does not reach yet; planning one without
+        // its body is refused by `plan` rather than guessed.
+        let bodies = BTreeMap::new();
+        let context = PlanContext {
+            run_id: self.lease.run_id,
+            repo: &self.access.repo,
+            html_base: &self.access.html_base,
+            default_branch: &next.base_branch,
+            merge_method: &self.access.merge_method,
+            bodies: &bodies,
+        };
+        Ok(intents
+            .iter()
+            .map(|intent| plan(intent, &context))
+            .collect::<Result<_, _>>()?)
+    }
+}

@@ -215,11 +215,13 @@ impl Driver {
             _ = lost_rx => RunEnd::LostLease,
         };
         renewer.abort();
-        let ended = run_task::hand_back(&self.shared, &lease, ended).await;
+        let ended = run_task::schedule_next(&self.shared, &lease, ended).await;
+        // Reported before the release: once released, another task may
+        // enter the run, and the two must not look like they overlapped.
         if let Some(hooks) = &self.shared.hooks {
             hooks.left(run);
         }
-        ended
+        run_task::release(&self.shared, &lease, ended).await
     }
 }
 

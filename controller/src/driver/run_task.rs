@@ -168,20 +168,29 @@ async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd 
     }
 }
 
-/// Gives the run back: sets when it is next due and releases the lease.
-pub(super) async fn hand_back(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
-    let journal = &shared.journal;
+/// Sets when the run is next due, according to how the task ended.
+pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
     let wake = match &end {
-        RunEnd::Idle | RunEnd::Failed(_) => Some(Utc::now() + shared.config.idle_recheck),
-        RunEnd::LostLease => return end,
-        RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => None,
+        RunEnd::Idle | RunEnd::Failed(_) => Utc::now() + shared.config.idle_recheck,
+        RunEnd::LostLease | RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => return end,
     };
-    if let Some(at) = wake
-        && journal.schedule_wake(lease, at).await.is_err()
-    {
-        return RunEnd::LostLease;
+    match shared.journal.schedule_wake(lease, wake).await {
+        Ok(()) => end,
+        Err(JournalError::StaleLease { .. }) => RunEnd::LostLease,
+        Err(error) => {
+            // The run is merely looked at again sooner than planned.
+            tracing::warn!(%error, run = %lease.run_id, "scheduling the next wake-up failed");
+            end
+        }
     }
-    match journal.release_lease(lease).await {
+}
+
+/// Gives the run back (unless it was lost already).
+pub(super) async fn release(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
+    if end == RunEnd::LostLease {
+        return end;
+    }
+    match shared.journal.release_lease(lease).await {
         Ok(()) => end,
         Err(JournalError::StaleLease { .. }) => RunEnd::LostLease,
         Err(error) => {

@@ -5,7 +5,7 @@
 use autoforge_journal::{Effect, EffectKind};
 use serde_json::Value;
 
-use crate::machine::{Event, Observed};
+use crate::machine::{Command, Event, Observed, OperatorCommand};
 use crate::serve::RunSignal;
 
 /// What a stored run event asks of the driver.
@@ -27,14 +27,40 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
         RunSignal::Started { issue, .. } => SignalAction::Start { issue: *issue },
         RunSignal::TriggerLabelRemoved { .. } => SignalAction::Feed(Box::new(Event::LabelRemoved)),
         RunSignal::IssueClosed { .. } => SignalAction::Feed(Box::new(Event::IssueClosed)),
+        RunSignal::Command {
+            verb,
+            comment_id,
+            actor,
+            on_issue,
+            ..
+        } => match command_without_reads(verb) {
+            Some(command) => SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
+                thread: *on_issue,
+                comment_id: *comment_id,
+                actor: actor.clone(),
+                command,
+            }))),
+            // `unblock` needs a fresh read of the PR and branch first.
+            None => SignalAction::Ignore,
+        },
         RunSignal::IssueReopened { .. }
         | RunSignal::IssueEdited { .. }
-        | RunSignal::Command { .. }
         | RunSignal::PrHeadMoved { .. }
         | RunSignal::PrClosed { .. }
         | RunSignal::PrReopened { .. }
         | RunSignal::PrBaseChanged { .. }
         | RunSignal::ChecksCompleted { .. } => SignalAction::Ignore,
+    }
+}
+
+/// The commands the machine decides from the command alone.
+fn command_without_reads(verb: &str) -> Option<Command> {
+    match verb {
+        "retry" => Some(Command::Retry),
+        "stop" => Some(Command::Stop),
+        "merge" => Some(Command::Merge),
+        "status" => Some(Command::Status),
+        _ => None,
     }
 }
 
@@ -190,5 +216,26 @@ mod tests {
             }),
             SignalAction::Start { issue: 4 }
         );
+    }
+
+    #[test]
+    fn commands_that_need_no_read_become_operator_events_and_unblock_waits() {
+        let command = |verb: &str| RunSignal::Command {
+            verb: verb.into(),
+            argument: Some("why".into()),
+            comment_id: 5,
+            actor: "alice".into(),
+            on_issue: 3,
+        };
+        assert_eq!(
+            signal_action(&command("status")),
+            SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
+                thread: 3,
+                comment_id: 5,
+                actor: "alice".into(),
+                command: Command::Status,
+            })))
+        );
+        assert_eq!(signal_action(&command("unblock")), SignalAction::Ignore);
     }
 }

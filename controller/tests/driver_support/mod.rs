@@ -19,7 +19,8 @@ use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{EventSource, NewRun, NewRunEvent, RunId};
 use fakehub::RepoSpec;
 use fakehub::world::UserKind;
-use serde_json::json;
+use secrecy::SecretString;
+use serde_json::{Value, json};
 
 pub const OWNER: &str = "alice";
 pub const NAME: &str = "widgets";
@@ -30,6 +31,7 @@ pub struct World {
     pub db: TestDatabase,
     pub api: GitHubApi,
     pub repo: RepoName,
+    pub token: SecretString,
 }
 
 impl World {
@@ -83,6 +85,7 @@ impl World {
             db: TestDatabase::fresh().await,
             api,
             repo,
+            token: alice.token.clone(),
         }
     }
 
@@ -185,6 +188,58 @@ impl World {
             .into_iter()
             .filter(|c| c.body.contains("autoforge-status"))
             .collect()
+    }
+
+    /// Comments on `issue` carrying `marker`.
+    pub async fn comments_with(&self, issue: u64, marker: &str) -> usize {
+        self.api
+            .issue_comments(&self.repo, issue)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|c| c.body.contains(marker))
+            .count()
+    }
+
+    /// Reactions on the issue comment `comment`.
+    pub async fn reactions_on(&self, comment: u64) -> usize {
+        self.api
+            .get_all::<Value>(
+                &self
+                    .repo
+                    .api_path(&format!("/issues/comments/{comment}/reactions")),
+            )
+            .await
+            .unwrap()
+            .len()
+    }
+
+    /// Posts `/autoforge <verb>` on `issue` as a human and enqueues the
+    /// accepted command for `run`, as the dispatcher does. Returns the
+    /// comment id.
+    pub async fn command(&self, run: RunId, issue: u64, verb: &str) -> u64 {
+        let comment = autoforge::github::writes::create_comment(
+            &self.api,
+            &self.repo,
+            issue,
+            &format!("/autoforge {verb}"),
+        )
+        .await
+        .unwrap()
+        .id;
+        self.signal(
+            run,
+            &format!("comment:{comment}"),
+            RunSignal::Command {
+                verb: verb.into(),
+                argument: None,
+                comment_id: comment,
+                actor: OWNER.into(),
+                on_issue: issue,
+            },
+        )
+        .await;
+        comment
     }
 
     /// Answered API writes (anything but GET), the control API excluded.

@@ -1,0 +1,144 @@
+//! The crash matrix through the driver (docs/reliability.md): a child
+//! process (this test binary, re-run on one ignored test) drives the due
+//! runs with `AUTOFORGE_CRASH_AT` set and aborts at the named window; the
+//! parent then lets the dead holder's lease expire, drives the runs with a
+//! fresh driver, and checks that GitHub holds every intended object exactly
+//! once and that the run reached the phase a crash-free run reaches.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod driver_support;
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use autoforge::driver::{Driver, DriverConfig, RepositoryAccess};
+use autoforge::github::{GitHubAuth, GitHubClient};
+use autoforge_journal::{Journal, RunId, Stage};
+use driver_support::{REPOSITORY, World};
+use secrecy::{ExposeSecret, SecretString};
+
+const CHILD: &str = "DRIVER_CRASH_CHILD";
+/// The dead child's lease must expire before the parent can recover.
+const CHILD_LEASE: Duration = Duration::from_millis(800);
+
+/// The windows of the write-ahead protocol the driver passes for every
+/// effect it sends (`after_observed` needs a run awaiting effects, which
+/// the driver does not reach yet).
+const POINTS: [&str; 4] = [
+    "after_intent",
+    "after_attempted",
+    "after_send",
+    "after_read_back",
+];
+
+#[tokio::test]
+#[ignore = "started by the crash matrix tests of this file"]
+async fn crash_child_drives_due_runs() {
+    let var = |name: &str| std::env::var(format!("{CHILD}_{name}")).expect(name);
+    let journal = Journal::connect(&SecretString::from(var("DB")))
+        .await
+        .unwrap();
+    let api = GitHubClient::new(
+        &var("HUB"),
+        GitHubAuth::Token(SecretString::from(var("TOKEN"))),
+    )
+    .unwrap()
+    .installation(0)
+    .unwrap();
+    let access = RepositoryAccess {
+        api,
+        repo: REPOSITORY.parse().unwrap(),
+        login: driver_support::OWNER.into(),
+        html_base: "https://github.com".into(),
+        merge_method: "merge".into(),
+    };
+    let config = DriverConfig {
+        lease_ttl: CHILD_LEASE,
+        ..DriverConfig::new("doomed-child")
+    };
+    let ended = Driver::new(config, journal, [access])
+        .drive_due_runs(10)
+        .await
+        .unwrap();
+    panic!("the crash point did not fire; the runs ended {ended:?}");
+}
+
+/// Runs the child with `crash_at` and requires it to abort.
+async fn crash_child(world: &World, crash_at: &str) {
+    // Asynchronously: fakehub runs on this test's runtime and must keep
+    // answering the child.
+    let out = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash_child_drives_due_runs",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("AUTOFORGE_CRASH_AT", crash_at)
+        .env(format!("{CHILD}_DB"), world.db.url().expose_secret())
+        .env(format!("{CHILD}_HUB"), world.hub.base_url())
+        .env(format!("{CHILD}_TOKEN"), world.token.expose_secret())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "{crash_at}: the child must abort, it ended with {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Waits out the dead child's lease, then recovers with a fresh driver.
+async fn recover(world: &World) {
+    tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
+    world.driver("recoverer").drive_due_runs(10).await.unwrap();
+}
+
+async fn all_effects_observed(world: &World, run: RunId, cell: &str) {
+    for effect in world.db.journal().list_effects(run).await.unwrap() {
+        assert_eq!(effect.stage, Stage::Observed, "{cell}: {effect:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_crash_while_starting_a_run_leaves_one_status_comment_and_reaches_implement() {
+    for point in POINTS {
+        let cell = format!("{point}:edit_status_comment");
+        let world = World::new(1).await;
+        let run = world.start_run(1).await;
+
+        crash_child(&world, &cell).await;
+        recover(&world).await;
+
+        assert_eq!(world.phase(run).await, "IMPLEMENT", "{cell}");
+        assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+        assert_eq!(world.unconsumed_events(run).await, 0, "{cell}");
+        all_effects_observed(&world, run, &cell).await;
+    }
+}
+
+#[tokio::test]
+async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
+    for kind in ["add_reaction", "post_comment"] {
+        for point in POINTS {
+            let cell = format!("{point}:{kind}");
+            let world = World::new(1).await;
+            let run = world.start_run(1).await;
+            world.driver("setup").drive_due_runs(10).await.unwrap();
+            let comment = world.command(run, 1, "status").await;
+            tokio::time::sleep(Duration::from_millis(60)).await;
+
+            crash_child(&world, &cell).await;
+            recover(&world).await;
+
+            assert_eq!(world.phase(run).await, "IMPLEMENT", "{cell}");
+            assert_eq!(world.reactions_on(comment).await, 1, "{cell}");
+            assert_eq!(world.comments_with(1, "autoforge-reply").await, 1, "{cell}");
+            assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+            assert_eq!(world.unconsumed_events(run).await, 0, "{cell}");
+            all_effects_observed(&world, run, &cell).await;
+        }
+    }
+}

@@ -5,8 +5,43 @@
 use autoforge_journal::{Effect, EffectKind};
 use serde_json::Value;
 
-use crate::machine::{Command, Event, Observed, OperatorCommand};
+use crate::config;
+use crate::machine::{self, Command, Event, Observed, OperatorCommand};
 use crate::serve::RunSignal;
+
+/// The machine's `merge.mode` for the configuration's.
+pub fn merge_mode(mode: config::MergeMode) -> machine::MergeMode {
+    match mode {
+        config::MergeMode::Never => machine::MergeMode::Never,
+        config::MergeMode::OnCommand => machine::MergeMode::OnCommand,
+        config::MergeMode::Auto => machine::MergeMode::Auto,
+    }
+}
+
+/// The bounds frozen into a new run, from the configuration; bounds the
+/// configuration does not expose keep the machine's defaults.
+pub fn run_settings(settings: &config::Settings) -> machine::Settings {
+    machine::Settings {
+        merge_mode: merge_mode(settings.merge.mode),
+        max_review_rounds: settings.limits.review_rounds,
+        max_launches: settings.limits.launches_per_run,
+        max_validation_failures: settings.limits.validation_failures_per_phase,
+        max_corrections: settings.limits.corrections_per_launch,
+        epic_update_every: settings.epic.update_every,
+        ..machine::Settings::default()
+    }
+}
+
+/// The web host markers link to, from the REST API URL:
+/// `https://api.github.com` → `https://github.com`, a GHES
+/// `https://ghe.example/api/v3` → `https://ghe.example`.
+pub fn html_base(api_url: &str) -> String {
+    let trimmed = api_url.trim_end_matches('/');
+    if let Some(host) = trimmed.strip_suffix("/api/v3") {
+        return host.to_owned();
+    }
+    trimmed.replacen("://api.", "://", 1)
+}
 
 /// What a stored run event asks of the driver.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,6 +250,25 @@ mod tests {
                 labeled_by: "a".into()
             }),
             SignalAction::Start { issue: 4 }
+        );
+    }
+
+    #[test]
+    fn configured_bounds_are_frozen_into_run_settings() {
+        let mut settings = config::Settings::default();
+        settings.merge.mode = config::MergeMode::OnCommand;
+        settings.limits.review_rounds = 3;
+        let frozen = run_settings(&settings);
+        assert_eq!(frozen.merge_mode, machine::MergeMode::OnCommand);
+        assert_eq!(frozen.max_review_rounds, 3);
+    }
+
+    #[test]
+    fn marker_links_point_at_the_web_host_of_the_api() {
+        assert_eq!(html_base("https://api.github.com"), "https://github.com");
+        assert_eq!(
+            html_base("https://ghe.example/api/v3/"),
+            "https://ghe.example"
         );
     }
 

@@ -11,11 +11,11 @@
 //! `intended` or `attempted` by a crashed predecessor are reconciled and
 //! settled before any new event is looked at (see [`run_task`]).
 //!
-//! How `serve` starts it: build one [`RepositoryAccess`] per watched
-//! repository (the installation's `GitHubApi`, the App's bot login), a
-//! [`DriverConfig`] with a worker id unique per process, then
-//! `tokio::spawn(driver.run(shutdown_receiver))` next to the dispatcher and
-//! the poller; flip the `watch` to `true` on SIGTERM and await the handle.
+//! How `serve` starts it: `tokio::spawn(driver::run_from_config(&config,
+//! journal.clone(), loops_stopped.clone()))` next to the dispatcher and the
+//! poller (it builds one [`RepositoryAccess`] per watched repository and a
+//! worker id unique per process); flip the `watch` to `true` on SIGTERM and
+//! await the handle.
 //!
 //! Not driven yet (the run parks and is re-checked later): agent launches,
 //! validation, and the GitHub fact reads (`Awaiting::Facts`,
@@ -24,6 +24,7 @@
 pub mod convert;
 pub mod retry;
 mod run_task;
+mod setup;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use crate::github::{GitHubApi, RepoName};
 use crate::machine::Settings;
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
 pub use run_task::{DriverError, RunEnd};
+pub use setup::{driver_from_config, run_from_config};
 
 /// How a driver process behaves.
 #[derive(Debug, Clone)]

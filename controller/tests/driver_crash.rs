@@ -51,6 +51,7 @@ async fn crash_child_drives_due_runs() {
         login: driver_support::OWNER.into(),
         html_base: "https://github.com".into(),
         merge_method: "merge".into(),
+        git: None,
     };
     let config = DriverConfig {
         lease_ttl: CHILD_LEASE,

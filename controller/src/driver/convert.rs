@@ -5,8 +5,11 @@
 use autoforge_journal::{Effect, EffectKind};
 use serde_json::Value;
 
+use crate::agents;
+use crate::agents::pipeline::{CommitPolicy, PhaseOutcome, PhaseReport};
+use crate::agents::supervisor::LaunchExit;
 use crate::config;
-use crate::machine::{self, Command, Event, Observed, OperatorCommand};
+use crate::machine::{self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand};
 use crate::serve::RunSignal;
 
 /// The machine's `merge.mode` for the configuration's.
@@ -41,6 +44,62 @@ pub fn html_base(api_url: &str) -> String {
         return host.to_owned();
     }
     trimmed.replacen("://api.", "://", 1)
+}
+
+/// The machine's view of how an agent phase ended. `None` for a result of
+/// a phase the driver does not convert yet (REVIEW, FIX, UPDATE_EPIC).
+pub fn agent_outcome(report: &PhaseReport) -> Option<AgentOutcome> {
+    let success = |result| AgentOutcome::Result {
+        result: AgentResult::Success { result },
+    };
+    Some(match &report.outcome {
+        PhaseOutcome::Accepted(agents::result::PhaseResult::Implement(result)) => {
+            if let CommitPolicy::Refused(violation) = &report.commit_policy {
+                return Some(AgentOutcome::Malformed {
+                    diagnosis: format!("a commit message may not be published: {violation}"),
+                });
+            }
+            success(machine::PhaseResult::Implement(machine::ImplementResult {
+                head_sha: result.head_sha.clone(),
+                pr_title: result.pr_title.clone(),
+                pr_body: result.pr_body.clone(),
+                tests: result.tests.clone(),
+            }))
+        }
+        PhaseOutcome::Accepted(
+            agents::result::PhaseResult::Review(_)
+            | agents::result::PhaseResult::Fix(_)
+            | agents::result::PhaseResult::UpdateEpic(_),
+        ) => return None,
+        PhaseOutcome::Accepted(agents::result::PhaseResult::Failure { message })
+        | PhaseOutcome::AgentFailure { message } => AgentOutcome::Result {
+            result: AgentResult::Failure {
+                message: message.clone(),
+            },
+        },
+        PhaseOutcome::Accepted(agents::result::PhaseResult::Blocked { message })
+        | PhaseOutcome::AgentBlocked { message } => AgentOutcome::Result {
+            result: AgentResult::Blocked {
+                message: message.clone(),
+            },
+        },
+        PhaseOutcome::Rejected { diagnosis } => AgentOutcome::Malformed {
+            diagnosis: diagnosis.clone(),
+        },
+        PhaseOutcome::ReviewerMovedWorktree => AgentOutcome::Malformed {
+            diagnosis: "the reviewer changed the worktree, so its result is void".to_owned(),
+        },
+        PhaseOutcome::Crashed {
+            exit: LaunchExit::Exited(code),
+        } => AgentOutcome::NonZeroExit { code: *code },
+        PhaseOutcome::Crashed { exit } => AgentOutcome::Crashed {
+            detail: format!("{exit:?}"),
+        },
+        PhaseOutcome::TimedOut(_) => AgentOutcome::TimedOut,
+        PhaseOutcome::Cancelled => AgentOutcome::Crashed {
+            detail: "the launch was cancelled".to_owned(),
+        },
+    })
 }
 
 /// What a stored run event asks of the driver.

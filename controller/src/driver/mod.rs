@@ -17,11 +17,14 @@
 //! worker id unique per process); flip the `watch` to `true` on SIGTERM and
 //! await the handle.
 //!
-//! Not driven yet (the run parks and is re-checked later): agent launches,
-//! validation, and the GitHub fact reads (`Awaiting::Facts`,
-//! `MergeOutcome`, `NextIssueCheck`).
+//! Not driven yet (the run parks and is re-checked later): REVIEW, FIX and
+//! UPDATE_EPIC launches, and `unblock` commands (they need a fact read
+//! first). Launches and validation need [`Driver::with_agents`] and a
+//! [`GitRemote`] for the repository.
 
+mod agent_step;
 pub mod convert;
+pub mod facts;
 pub mod retry;
 mod run_task;
 mod setup;
@@ -36,6 +39,7 @@ use tokio::task::JoinSet;
 
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::Settings;
+pub use agent_step::{AgentRuntime, GitRemote};
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
 pub use run_task::{DriverError, RunEnd};
 pub use setup::{driver_from_config, run_from_config};
@@ -55,6 +59,8 @@ pub struct DriverConfig {
     pub retry: RetryPolicy,
     /// Frozen into a run's state when it starts.
     pub settings: Settings,
+    /// Path prefixes whose change a PR's facts report (`merge.protected_paths`).
+    pub protected_paths: Vec<String>,
 }
 
 impl DriverConfig {
@@ -67,6 +73,7 @@ impl DriverConfig {
             idle_recheck: Duration::from_secs(30),
             retry: RetryPolicy::default(),
             settings: Settings::default(),
+            protected_paths: vec![".github/workflows/".to_owned()],
         }
     }
 }
@@ -82,6 +89,8 @@ pub struct RepositoryAccess {
     pub html_base: String,
     /// `merge`, `squash` or `rebase`.
     pub merge_method: String,
+    /// Needed for agent launches, validation and pushes.
+    pub git: Option<GitRemote>,
 }
 
 /// Notified when a task starts and stops driving a run; lets tests (and
@@ -96,6 +105,7 @@ pub(crate) struct Shared {
     pub(crate) journal: Journal,
     pub(crate) repositories: HashMap<String, RepositoryAccess>,
     pub(crate) retries: RetryBook,
+    pub(crate) agents: Option<AgentRuntime>,
     hooks: Option<Arc<dyn RunHooks>>,
 }
 
@@ -120,6 +130,7 @@ impl Driver {
                     .map(|access| (access.repo.to_string(), access))
                     .collect(),
                 retries: RetryBook::default(),
+                agents: None,
                 hooks: None,
             }),
         }
@@ -129,6 +140,15 @@ impl Driver {
     pub fn with_hooks(mut self, hooks: Arc<dyn RunHooks>) -> Driver {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.hooks = Some(hooks);
+        }
+        self
+    }
+
+    /// Enables agent launches and validation; call before the driver is
+    /// cloned or started.
+    pub fn with_agents(mut self, runtime: AgentRuntime) -> Driver {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.agents = Some(runtime);
         }
         self
     }

@@ -27,10 +27,15 @@ use tokio::sync::watch;
 use super::convert::{ObservedShapeError, SignalAction, observed_for_machine, signal_action};
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
+use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
-use crate::effects::{DriveOutcome, EffectError, EffectExecutor, PlanContext, PlanError, plan};
+use crate::effects::{
+    DriveOutcome, EffectError, EffectExecutor, PlanContext, PlanError, PushTransport, plan,
+};
 use crate::github::GitHubError;
-use crate::machine::{Awaiting, Event, MachineError, Observed, RunState, decide};
+use crate::machine::{
+    Awaiting, Event, MachineError, MergeReport, NextIssueFacts, Observed, RunState, decide,
+};
 use crate::serve::RunSignal;
 
 /// How a task left its run.
@@ -76,6 +81,14 @@ pub enum DriverError {
     ObservedShape(#[from] ObservedShapeError),
     #[error("an effect was sent but is not visible yet")]
     Unsettled,
+    #[error("git workspace: {0}")]
+    Workspace(String),
+    #[error("the agent phase could not be run: {0}")]
+    Agent(String),
+    #[error("the candidate could not be validated: {0}")]
+    Validation(String),
+    #[error("not supported by this driver yet: {0}")]
+    Unsupported(&'static str),
 }
 
 impl From<JournalError> for DriverError {
@@ -104,6 +117,7 @@ impl DriverError {
             self,
             DriverError::Unsettled
                 | DriverError::Read(_)
+                | DriverError::Workspace(_)
                 | DriverError::Journal(JournalError::Database(_))
                 | DriverError::Effect(EffectError::Read(_) | EffectError::Git(_))
         )
@@ -211,6 +225,9 @@ struct RunTask<'a> {
     /// The version whose effect outcome was fed in this task: a refused
     /// report is not repeated in a loop.
     reported: Option<i64>,
+    /// GitHub reads fed in this task: the same wait read twice in a row
+    /// means nothing changed, so the run waits for the next re-check.
+    read_for: Vec<Awaiting>,
 }
 
 impl<'a> RunTask<'a> {
@@ -244,6 +261,7 @@ impl<'a> RunTask<'a> {
             epic: run.epic,
             state,
             reported: None,
+            read_for: Vec::new(),
         })
     }
 
@@ -268,20 +286,110 @@ impl<'a> RunTask<'a> {
                 .journal
                 .next_run_events(self.lease.run_id, 1)
                 .await?;
-            match next.into_iter().next() {
-                Some(event) => self.handle_run_event(event).await?,
+            if let Some(event) = next.into_iter().next() {
+                self.handle_run_event(event).await?;
+                continue;
+            }
+            match self.awaited_step().await? {
+                Some(event) => self.apply(event, None).await?,
                 None => return Ok(RunEnd::Idle),
             }
         }
     }
 
-    fn executor(&self) -> EffectExecutor {
-        EffectExecutor::new(
+    /// Performs what the run waits for (SPEC table in `machine`), if this
+    /// driver can: the event it produced, or `None` to go idle.
+    async fn awaited_step(&mut self) -> Result<Option<Event>, DriverError> {
+        let awaiting = self.state.awaiting.clone();
+        let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
+        let event = match &awaiting {
+            Awaiting::Agent { launch }
+                if agents_ready
+                    && matches!(
+                        launch.inputs,
+                        crate::machine::LaunchInputs::Implement { .. }
+                    ) =>
+            {
+                agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
+                    .await?
+            }
+            Awaiting::Validation { sha } if agents_ready => {
+                agent_step::validate(self.shared, self.lease, self.access, sha).await?
+            }
+            Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. }
+                if !self.read_for.contains(&awaiting) =>
+            {
+                self.read_for.push(awaiting.clone());
+                match self.read_event(&awaiting).await? {
+                    Some(event) => event,
+                    None => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+
+    /// The fresh GitHub read a wait asks for.
+    async fn read_event(&self, awaiting: &Awaiting) -> Result<Option<Event>, DriverError> {
+        let (api, repo) = (&self.access.api, &self.access.repo);
+        let protected = &self.shared.config.protected_paths;
+        Ok(Some(match awaiting {
+            Awaiting::Facts { .. } => Event::GitHubObserved {
+                facts: facts::read_facts(api, repo, &self.state, protected).await?,
+            },
+            Awaiting::MergeOutcome => {
+                let Some(pr) = self.state.pr else {
+                    return Ok(None);
+                };
+                Event::MergeResult(MergeReport {
+                    pr: facts::pr_facts(api, repo, pr, protected).await?,
+                })
+            }
+            Awaiting::NextIssueCheck { issue } => {
+                let read = api.issue(repo, *issue).await?;
+                let (_, base_sha) = facts::default_branch_head(api, repo).await?;
+                Event::NextIssue(NextIssueFacts {
+                    issue: *issue,
+                    repository: repo.to_string(),
+                    open: read.state == "open",
+                    base_sha,
+                })
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The executor for this run's repository; it can push when the
+    /// driver has a workspace and the repository a git remote.
+    async fn executor(&self) -> Result<EffectExecutor, DriverError> {
+        let executor = EffectExecutor::new(
             self.shared.journal.clone(),
             self.access.api.clone(),
             self.access.repo.clone(),
             self.access.login.clone(),
-        )
+        );
+        let (Some(runtime), Some(remote)) = (&self.shared.agents, &self.access.git) else {
+            return Ok(executor);
+        };
+        let Some(credential) = remote.credential.clone() else {
+            return Ok(executor);
+        };
+        let mirror = runtime
+            .workspaces
+            .mirror(
+                self.access.repo.owner(),
+                self.access.repo.name(),
+                &remote.url,
+            )
+            .await
+            .map_err(|e| DriverError::Workspace(e.to_string()))?;
+        Ok(executor.with_push(PushTransport {
+            mirror,
+            url: remote.url.clone(),
+            credential,
+            default_branch: self.state.base_branch.clone(),
+        }))
     }
 
     /// Step 1: drive every unsettled effect, oldest transition first. After
@@ -300,7 +408,7 @@ impl<'a> RunTask<'a> {
             .filter(|e| e.stage == Stage::Conflict)
             .map(|e| e.phase_entry)
             .collect();
-        let executor = self.executor();
+        let executor = self.executor().await?;
         for effect in pending {
             if conflicted.contains(&effect.phase_entry) {
                 continue;
@@ -389,26 +497,14 @@ impl<'a> RunTask<'a> {
 
     /// `Started`: the issue's repository default branch and its head now.
     async fn started_event(&self, issue: u64) -> Result<Event, DriverError> {
-        #[derive(serde::Deserialize)]
-        struct Reference {
-            object: ReferenceObject,
-        }
-        #[derive(serde::Deserialize)]
-        struct ReferenceObject {
-            sha: String,
-        }
-        let api = &self.access.api;
-        let repo = &self.access.repo;
-        let repository: crate::github::Repository = api.get_json(&repo.api_path("")).await?;
-        let head: Reference = api
-            .get_json(&repo.api_path(&format!("/git/ref/heads/{}", repository.default_branch)))
-            .await?;
+        let (base_branch, base_sha) =
+            facts::default_branch_head(&self.access.api, &self.access.repo).await?;
         Ok(Event::Started {
-            repository: repo.to_string(),
+            repository: self.access.repo.to_string(),
             issue,
             epic: self.epic.and_then(|e| u64::try_from(e).ok()),
-            base_branch: repository.default_branch,
-            base_sha: head.object.sha,
+            base_branch,
+            base_sha,
             settings: self.state.settings.clone(),
         })
     }

@@ -39,11 +39,16 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
             login: login.clone(),
             html_base: html.clone(),
             merge_method: "merge".to_owned(),
+            // The App's installation token is not exposed by the client
+            // yet, so serve's driver cannot fetch or push: runs park at
+            // their first launch.
+            git: None,
         })
         .collect::<Vec<_>>();
     let worker = format!("driver-{}-{}", std::process::id(), uuid::Uuid::new_v4());
     let driver_config = DriverConfig {
         settings: run_settings(&config.settings),
+        protected_paths: config.settings.merge.protected_paths.clone(),
         ..DriverConfig::new(worker)
     };
     Ok(Driver::new(driver_config, journal, repositories))

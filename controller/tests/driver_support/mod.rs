@@ -111,6 +111,7 @@ impl World {
             login: OWNER.into(),
             html_base: "https://github.com".into(),
             merge_method: "merge".into(),
+            git: None,
         }
     }
 

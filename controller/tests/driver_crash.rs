@@ -14,7 +14,7 @@ use std::time::Duration;
 use autoforge::driver::{Driver, DriverConfig, RepositoryAccess};
 use autoforge::github::{GitHubAuth, GitHubClient};
 use autoforge_journal::{Journal, RunId, Stage};
-use driver_support::{REPOSITORY, World};
+use driver_support::{NAME, OWNER, REPOSITORY, World, agent_runtime, git_access};
 use secrecy::{ExposeSecret, SecretString};
 
 const CHILD: &str = "DRIVER_CRASH_CHILD";
@@ -45,6 +45,7 @@ async fn crash_child_drives_due_runs() {
     .unwrap()
     .installation(0)
     .unwrap();
+    let api_for_child = api.clone();
     let access = RepositoryAccess {
         api,
         repo: REPOSITORY.parse().unwrap(),
@@ -57,18 +58,30 @@ async fn crash_child_drives_due_runs() {
         lease_ttl: CHILD_LEASE,
         ..DriverConfig::new("doomed-child")
     };
-    let ended = Driver::new(config, journal, [access])
-        .drive_due_runs(10)
-        .await
-        .unwrap();
+    // With a state directory the child also runs agents, validates and pushes.
+    let driver = match std::env::var(format!("{CHILD}_STATE")) {
+        Ok(state_dir) => {
+            let access = git_access(api_for_child, var("GIT"), SecretString::from(var("TOKEN")));
+            Driver::new(config, journal, [access])
+                .with_agents(agent_runtime(std::path::Path::new(&state_dir)))
+        }
+        Err(_) => Driver::new(config, journal, [access]),
+    };
+    let ended = driver.drive_due_runs(10).await.unwrap();
     panic!("the crash point did not fire; the runs ended {ended:?}");
 }
 
 /// Runs the child with `crash_at` and requires it to abort.
-async fn crash_child(world: &World, crash_at: &str) {
+async fn crash_child(world: &World, crash_at: &str, state_dir: Option<&std::path::Path>) {
     // Asynchronously: fakehub runs on this test's runtime and must keep
     // answering the child.
-    let out = tokio::process::Command::new(std::env::current_exe().unwrap())
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap());
+    if let Some(dir) = state_dir {
+        child
+            .env(format!("{CHILD}_STATE"), dir)
+            .env(format!("{CHILD}_GIT"), world.hub.git_url(OWNER, NAME));
+    }
+    let out = child
         .args([
             "--exact",
             "crash_child_drives_due_runs",
@@ -110,7 +123,7 @@ async fn a_crash_while_starting_a_run_leaves_one_status_comment_and_reaches_impl
         let world = World::new(1).await;
         let run = world.start_run(1).await;
 
-        crash_child(&world, &cell).await;
+        crash_child(&world, &cell, None).await;
         recover(&world).await;
 
         assert_eq!(world.phase(run).await, "IMPLEMENT", "{cell}");
@@ -131,7 +144,7 @@ async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
             let comment = world.command(run, 1, "status").await;
             tokio::time::sleep(Duration::from_millis(60)).await;
 
-            crash_child(&world, &cell).await;
+            crash_child(&world, &cell, None).await;
             recover(&world).await;
 
             assert_eq!(world.phase(run).await, "IMPLEMENT", "{cell}");
@@ -141,5 +154,53 @@ async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
             assert_eq!(world.unconsumed_events(run).await, 0, "{cell}");
             all_effects_observed(&world, run, &cell).await;
         }
+    }
+}
+
+#[tokio::test]
+async fn a_crash_while_publishing_leaves_one_branch_and_one_pr_and_reaches_review() {
+    let cells = [
+        ("after_intent", "push"),
+        ("after_attempted", "push"),
+        ("after_send", "push"),
+        ("after_read_back", "push"),
+        ("after_observed", "push"),
+        ("after_intent", "create_pr"),
+        ("after_attempted", "create_pr"),
+        ("after_send", "create_pr"),
+        ("after_read_back", "create_pr"),
+        ("after_observed", "create_pr"),
+    ];
+    for (point, kind) in cells {
+        let cell = format!("{point}:{kind}");
+        let world = World::new(1).await;
+        // One state directory for the dead process and its successor, as
+        // on a real host: the mirror holds the candidate commit.
+        let state_dir = tempfile::tempdir().unwrap();
+        let run = world.start_run(1).await;
+
+        crash_child(&world, &cell, Some(state_dir.path())).await;
+        tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
+        world
+            .publishing_driver("recoverer", state_dir.path())
+            .drive_due_runs(10)
+            .await
+            .unwrap();
+
+        assert_eq!(world.phase(run).await, "REVIEW", "{cell}");
+        let journal = world.db.journal();
+        assert_eq!(journal.list_launches(run).await.unwrap().len(), 1, "{cell}");
+        let candidate = journal.list_validations(run, None).await.unwrap()[0]
+            .sha
+            .clone();
+        let pulls = world
+            .api
+            .pull_requests_by_head(&world.repo, OWNER, "autoforge/1")
+            .await
+            .unwrap();
+        assert_eq!(pulls.len(), 1, "{cell}");
+        assert_eq!(pulls[0].head.sha, candidate, "{cell}");
+        assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+        all_effects_observed(&world, run, &cell).await;
     }
 }

@@ -9,12 +9,20 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use autoforge::driver::{Driver, DriverConfig, RepositoryAccess, RetryPolicy, RunHooks};
+use autoforge::agents::profile::AgentCatalog;
+use autoforge::agents::prompt::PromptSet;
+use autoforge::config::AgentSettings;
+use autoforge::driver::{
+    AgentRuntime, Driver, DriverConfig, GitRemote, RepositoryAccess, RetryPolicy, RunHooks,
+};
 use autoforge::github::{
     ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment, RepoName,
     RetryPolicy as HttpRetry,
 };
+use autoforge::redact::Redactor;
 use autoforge::serve::RunSignal;
+use autoforge::validation::{ValidationCommand, ValidationLimits};
+use autoforge::workspace::Workspaces;
 use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{EventSource, NewRun, NewRunEvent, RunId};
 use fakehub::RepoSpec;
@@ -117,6 +125,17 @@ impl World {
 
     pub fn driver(&self, worker: &str) -> Driver {
         self.driver_with(self.config(worker))
+    }
+
+    /// A driver that runs agents and validation under `state_dir` and can push.
+    pub fn publishing_driver(&self, worker: &str, state_dir: &std::path::Path) -> Driver {
+        let access = git_access(
+            self.api.clone(),
+            self.hub.git_url(OWNER, NAME),
+            self.token.clone(),
+        );
+        Driver::new(self.config(worker), self.db.journal().clone(), [access])
+            .with_agents(agent_runtime(state_dir))
     }
 
     pub fn driver_with(&self, config: DriverConfig) -> Driver {
@@ -250,6 +269,59 @@ impl World {
             .iter()
             .filter(|r| r.method != "GET" && !r.path.starts_with("/_fakehub"))
             .count()
+    }
+}
+
+/// A scripted IMPLEMENT agent (`tests/agents/phase_implement.sh`) in `mode`
+/// serving every role.
+pub fn implementer(mode: &str) -> AgentCatalog {
+    let script = format!(
+        "{}/../tests/agents/phase_implement.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let issue_url = format!("https://github.com/{REPOSITORY}/issues/1");
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {"scripted": {
+            "command": [script, mode, issue_url],
+            "idle_timeout_seconds": 60,
+            "max_runtime_seconds": 120,
+        }},
+        "roles": {"implement": "scripted", "review": "scripted", "fix": "scripted", "update_epic": "scripted"}
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}
+
+/// Launches and validation under `state_dir`, with the well-behaved
+/// implementer and one validation command that needs its file.
+pub fn agent_runtime(state_dir: &std::path::Path) -> AgentRuntime {
+    AgentRuntime {
+        workspaces: Workspaces::open(state_dir).unwrap(),
+        catalog: implementer("good"),
+        prompts: PromptSet::embedded(),
+        validation_commands: vec![ValidationCommand::Shell("test -f feature.txt".into())],
+        validation_limits: ValidationLimits {
+            timeout: Duration::from_secs(60),
+            kill_grace: Duration::from_secs(1),
+            tail_bytes: 4096,
+        },
+        redactor: Redactor::new(),
+        kill_grace: Duration::from_secs(1),
+    }
+}
+
+/// Repository access that can also fetch and push over git.
+pub fn git_access(api: GitHubApi, git_url: String, token: SecretString) -> RepositoryAccess {
+    RepositoryAccess {
+        api,
+        repo: REPOSITORY.parse().unwrap(),
+        login: OWNER.into(),
+        html_base: "https://github.com".into(),
+        merge_method: "merge".into(),
+        git: Some(GitRemote {
+            url: git_url,
+            credential: Some(token),
+        }),
     }
 }
 

@@ -6,11 +6,14 @@
 
 mod driver_support;
 
-use autoforge::driver::RunEnd;
+use std::time::Duration;
+
+use autoforge::driver::{Driver, DriverConfig, RunEnd};
 use autoforge::github::PullRequest;
 use autoforge::machine::RunState;
+use autoforge::validation::ValidationCommand;
 use autoforge_journal::Stage;
-use driver_support::{OWNER, World};
+use driver_support::{NAME, OWNER, World, agent_runtime, git_access};
 
 #[tokio::test]
 async fn a_run_goes_from_the_trigger_through_validation_and_publishing_to_review() {
@@ -57,4 +60,40 @@ async fn a_run_goes_from_the_trigger_through_validation_and_publishing_to_review
     assert!(pr.body.as_deref().unwrap().contains("ai-implementation"));
     assert_eq!(state.pr, Some(pr.number));
     assert_eq!(world.status_comments(1).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_task_that_outlives_its_lease_ttl_keeps_the_run_by_renewing_it() {
+    let world = World::new(1).await;
+    let state_dir = tempfile::tempdir().unwrap();
+    // Validation alone sleeps three lease lifetimes; without renewals the
+    // journal would refuse the validation record as written by a stale
+    // holder and the task would end with `LostLease`.
+    let mut runtime = agent_runtime(state_dir.path());
+    runtime
+        .validation_commands
+        .push(ValidationCommand::Shell("sleep 1".into()));
+    let config = DriverConfig {
+        lease_ttl: Duration::from_millis(300),
+        ..world.config("short-lease")
+    };
+    let access = git_access(
+        world.api.clone(),
+        world.hub.git_url(OWNER, NAME),
+        world.token.clone(),
+    );
+    let driver = Driver::new(config, world.db.journal().clone(), [access]).with_agents(runtime);
+    let run = world.start_run(1).await;
+
+    let ended = driver.drive_due_runs(5).await.unwrap();
+
+    assert_eq!(ended, vec![(run, RunEnd::Idle)]);
+    assert_eq!(world.phase(run).await, "REVIEW");
+    let validations = world
+        .db
+        .journal()
+        .list_validations(run, None)
+        .await
+        .unwrap();
+    assert_eq!(validations.len(), 2);
 }

@@ -16,6 +16,7 @@ use autoforge::machine::{EffectIntent, Reply, RunState};
 use autoforge::serve::RunSignal;
 use autoforge_journal::Stage;
 use driver_support::{OverlapProbe, World};
+use fakehub::{FaultKind, FaultRule};
 use tokio::sync::watch;
 
 #[tokio::test]
@@ -227,4 +228,53 @@ async fn two_drivers_on_one_database_never_drive_one_run_at_once() {
     for run in &runs {
         assert_eq!(world.unconsumed_events(*run).await, 0);
     }
+}
+
+#[tokio::test]
+async fn github_outages_back_off_with_the_event_kept_then_reach_the_machine_and_recover() {
+    let world = World::new(1).await;
+    let run = world.start_run(1).await;
+    world.hub.set_faults(vec![FaultRule {
+        method: Some("GET".into()),
+        route: Some("/repos/{owner}/{repo}".into()),
+        kind: FaultKind::Status { status: 503 },
+        probability: None,
+        count: None,
+    }]);
+    let journal = world.db.journal();
+    let driver = world.driver("w1");
+
+    // The configured budget is two backoffs; the third failure goes to the
+    // machine, which cannot retry a start and refuses it without a change.
+    for attempt in 1..=3 {
+        let before = chrono::Utc::now();
+        let ended = driver.drive_due_runs(5).await.unwrap();
+        assert_eq!(ended, vec![(run, RunEnd::Backoff)], "attempt {attempt}");
+        let held = journal.get_run(run).await.unwrap().unwrap();
+        assert!(
+            held.wake_at > before,
+            "attempt {attempt}: a pause is scheduled"
+        );
+        assert!(
+            held.lease_owner.is_none(),
+            "attempt {attempt}: the lease is given back"
+        );
+        assert_eq!(world.unconsumed_events(run).await, 1, "attempt {attempt}");
+        assert!(journal.list_effects(run).await.unwrap().is_empty());
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    let refused = journal
+        .list_audit_events(run)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "event_refused" && e.detail["event"] == "transient_failure")
+        .count();
+    assert_eq!(refused, 1);
+
+    world.hub.set_faults(Vec::new());
+    let ended = driver.drive_due_runs(5).await.unwrap();
+    assert_eq!(ended, vec![(run, RunEnd::Idle)]);
+    assert_eq!(world.phase(run).await, "IMPLEMENT");
+    assert_eq!(world.status_comments(1).await.len(), 1);
 }

@@ -14,7 +14,7 @@ use autoforge_journal::Lease;
 use secrecy::SecretString;
 
 use super::convert::agent_outcome;
-use super::run_task::DriverError;
+use super::error::DriverError;
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::journal::record_finished_launch;

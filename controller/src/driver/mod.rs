@@ -24,6 +24,7 @@
 
 mod agent_step;
 pub mod convert;
+mod error;
 pub mod facts;
 pub mod retry;
 mod run_task;
@@ -40,8 +41,9 @@ use tokio::task::JoinSet;
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::Settings;
 pub use agent_step::{AgentRuntime, GitRemote};
+pub use error::DriverError;
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
-pub use run_task::{DriverError, RunEnd};
+pub use run_task::RunEnd;
 pub use setup::{driver_from_config, run_from_config};
 
 /// How a driver process behaves.

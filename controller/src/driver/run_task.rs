@@ -17,25 +17,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use autoforge_journal::{
-    Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, RunId, Stage,
-};
+use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::convert::{ObservedShapeError, SignalAction, observed_for_machine, signal_action};
+use super::convert::{SignalAction, observed_for_machine, signal_action};
+use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
 use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
-use crate::effects::{
-    DriveOutcome, EffectError, EffectExecutor, PlanContext, PlanError, PushTransport, plan,
-};
-use crate::github::GitHubError;
-use crate::machine::{
-    Awaiting, Event, MachineError, MergeReport, NextIssueFacts, Observed, RunState, decide,
-};
+use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
+use crate::machine::{Awaiting, Event, MergeReport, NextIssueFacts, Observed, RunState, decide};
 use crate::serve::RunSignal;
 
 /// How a task left its run.
@@ -54,74 +48,6 @@ pub enum RunEnd {
     /// A defect (unreadable state, refused plan…); recorded as an audit
     /// event, the run is looked at again after the idle re-check.
     Failed(String),
-}
-
-/// Why a step of a run could not be completed.
-#[derive(Debug, thiserror::Error)]
-pub enum DriverError {
-    #[error("the lease of run {0} is no longer ours")]
-    LostLease(RunId),
-    #[error(transparent)]
-    Journal(JournalError),
-    #[error(transparent)]
-    Effect(EffectError),
-    #[error("the machine rejected its own decision: {0}")]
-    Machine(#[from] MachineError),
-    #[error("an effect intent could not be planned: {0}")]
-    Plan(#[from] PlanError),
-    #[error("reading GitHub failed: {0}")]
-    Read(#[from] GitHubError),
-    #[error("run {run} has an unreadable state document: {detail}")]
-    CorruptState { run: RunId, detail: String },
-    #[error("run {0} vanished from the journal")]
-    MissingRun(RunId),
-    #[error("no GitHub access is configured for repository {0}")]
-    NoAccess(String),
-    #[error(transparent)]
-    ObservedShape(#[from] ObservedShapeError),
-    #[error("an effect was sent but is not visible yet")]
-    Unsettled,
-    #[error("git workspace: {0}")]
-    Workspace(String),
-    #[error("the agent phase could not be run: {0}")]
-    Agent(String),
-    #[error("the candidate could not be validated: {0}")]
-    Validation(String),
-    #[error("not supported by this driver yet: {0}")]
-    Unsupported(&'static str),
-}
-
-impl From<JournalError> for DriverError {
-    fn from(error: JournalError) -> Self {
-        match error {
-            JournalError::StaleLease { run_id, .. } => DriverError::LostLease(run_id),
-            other => DriverError::Journal(other),
-        }
-    }
-}
-
-impl From<EffectError> for DriverError {
-    fn from(error: EffectError) -> Self {
-        match error {
-            EffectError::Journal(journal) => journal.into(),
-            other => DriverError::Effect(other),
-        }
-    }
-}
-
-impl DriverError {
-    /// Failures that go away by themselves (GitHub or the database being
-    /// briefly unreachable, a write not yet visible): retried with backoff.
-    fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            DriverError::Unsettled
-                | DriverError::Read(_)
-                | DriverError::Workspace(_)
-                | DriverError::Journal(JournalError::Database(_))
-                | DriverError::Effect(EffectError::Read(_) | EffectError::Git(_))
-        )
-    }
 }
 
 /// Drives the leased run until it is idle, terminal or must back off.
@@ -175,10 +101,18 @@ async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd 
         Ok(mut task) => task.apply(event, None).await,
         Err(error) => Err(error),
     };
-    match fed {
+    if let Err(error) = fed {
+        return match error {
+            DriverError::LostLease(_) => RunEnd::LostLease,
+            other => RunEnd::Failed(other.to_string()),
+        };
+    }
+    // Whatever the machine decided, the step is tried again only after a
+    // pause: a new backoff episode starts from the first delay.
+    let at = Utc::now() + shared.config.retry.delay(1);
+    match shared.journal.schedule_wake(lease, at).await {
         Ok(()) => RunEnd::Backoff,
-        Err(DriverError::LostLease(_)) => RunEnd::LostLease,
-        Err(other) => RunEnd::Failed(other.to_string()),
+        Err(_) => RunEnd::LostLease,
     }
 }
 

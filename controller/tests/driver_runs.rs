@@ -278,3 +278,28 @@ async fn github_outages_back_off_with_the_event_kept_then_reach_the_machine_and_
     assert_eq!(world.phase(run).await, "IMPLEMENT");
     assert_eq!(world.status_comments(1).await.len(), 1);
 }
+
+#[tokio::test]
+async fn an_unblock_command_is_decided_on_a_fresh_read_of_github() {
+    let world = World::new(1).await;
+    let run = world.start_run(1).await;
+    let driver = world.driver("w1");
+    driver.drive_due_runs(5).await.unwrap();
+    // The observers saw the issue closed; on GitHub it is open again.
+    world
+        .signal(run, "closed:1", RunSignal::IssueClosed { issue: 1 })
+        .await;
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    driver.drive_due_runs(5).await.unwrap();
+    assert_eq!(world.phase(run).await, "BLOCKED");
+
+    let comment = world.command(run, 1, "unblock").await;
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    driver.drive_due_runs(5).await.unwrap();
+
+    assert_eq!(world.phase(run).await, "IMPLEMENT");
+    assert_eq!(world.unconsumed_events(run).await, 0);
+    assert_eq!(world.reactions_on(comment).await, 1);
+    assert_eq!(world.comments_with(1, "autoforge-reply").await, 1);
+    assert_eq!(world.status_comments(1).await.len(), 1);
+}

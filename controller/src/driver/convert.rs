@@ -109,6 +109,13 @@ pub enum SignalAction {
     Feed(Box<Event>),
     /// The run was started: read the issue's base and feed `Started`.
     Start { issue: u64 },
+    /// `/autoforge unblock`: read the facts, then feed the command.
+    Unblock {
+        thread: u64,
+        comment_id: u64,
+        actor: String,
+        reason: String,
+    },
     /// Nothing the machine decides on (yet): acknowledge it.
     Ignore,
 }
@@ -126,6 +133,18 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             comment_id,
             actor,
             on_issue,
+            argument,
+        } if verb == "unblock" => SignalAction::Unblock {
+            thread: *on_issue,
+            comment_id: *comment_id,
+            actor: actor.clone(),
+            reason: argument.clone().unwrap_or_default(),
+        },
+        RunSignal::Command {
+            verb,
+            comment_id,
+            actor,
+            on_issue,
             ..
         } => match command_without_reads(verb) {
             Some(command) => SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
@@ -134,7 +153,6 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
                 actor: actor.clone(),
                 command,
             }))),
-            // `unblock` needs a fresh read of the PR and branch first.
             None => SignalAction::Ignore,
         },
         RunSignal::IssueReopened { .. }
@@ -332,7 +350,7 @@ mod tests {
     }
 
     #[test]
-    fn commands_that_need_no_read_become_operator_events_and_unblock_waits() {
+    fn commands_that_need_no_read_become_operator_events_and_unblock_asks_for_facts() {
         let command = |verb: &str| RunSignal::Command {
             verb: verb.into(),
             argument: Some("why".into()),
@@ -349,6 +367,15 @@ mod tests {
                 command: Command::Status,
             })))
         );
-        assert_eq!(signal_action(&command("unblock")), SignalAction::Ignore);
+        assert_eq!(
+            signal_action(&command("unblock")),
+            SignalAction::Unblock {
+                thread: 3,
+                comment_id: 5,
+                actor: "alice".into(),
+                reason: "why".into(),
+            }
+        );
+        assert_eq!(signal_action(&command("dance")), SignalAction::Ignore);
     }
 }

@@ -18,8 +18,7 @@
 //! await the handle.
 //!
 //! Not driven yet (the run parks and is re-checked later): REVIEW, FIX and
-//! UPDATE_EPIC launches, and `unblock` commands (they need a fact read
-//! first). Launches and validation need [`Driver::with_agents`] and a
+//! UPDATE_EPIC launches. Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
 
 mod agent_step;

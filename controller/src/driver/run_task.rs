@@ -29,7 +29,10 @@ use super::{RepositoryAccess, Shared};
 use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
-use crate::machine::{Awaiting, Event, MergeReport, NextIssueFacts, Observed, RunState, decide};
+use crate::machine::{
+    Awaiting, Command, Event, MergeReport, NextIssueFacts, Observed, OperatorCommand, RunState,
+    decide,
+};
 use crate::serve::RunSignal;
 
 /// How a task left its run.
@@ -419,6 +422,27 @@ impl<'a> RunTask<'a> {
             SignalAction::Feed(event) => self.apply(*event, Some(stored.id)).await,
             SignalAction::Start { issue } if self.state.awaiting == Awaiting::Start => {
                 let event = self.started_event(issue).await?;
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::Unblock {
+                thread,
+                comment_id,
+                actor,
+                reason,
+            } => {
+                let facts = facts::read_facts(
+                    &self.access.api,
+                    &self.access.repo,
+                    &self.state,
+                    &self.shared.config.protected_paths,
+                )
+                .await?;
+                let event = Event::Operator(OperatorCommand {
+                    thread,
+                    comment_id,
+                    actor,
+                    command: Command::Unblock { reason, facts },
+                });
                 self.apply(event, Some(stored.id)).await
             }
             SignalAction::Start { .. } | SignalAction::Ignore => {

@@ -303,3 +303,42 @@ async fn an_unblock_command_is_decided_on_a_fresh_read_of_github() {
     assert_eq!(world.comments_with(1, "autoforge-reply").await, 1);
     assert_eq!(world.status_comments(1).await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_stale_holder_cannot_consume_an_event_it_only_acknowledges() {
+    let world = World::new(1).await;
+    let run = world.start_run(1).await;
+    world.driver("w1").drive_due_runs(5).await.unwrap();
+    // An edit of the issue is acknowledged without a transition.
+    world
+        .signal(run, "edited:1", RunSignal::IssueEdited { issue: 1 })
+        .await;
+    let journal = world.db.journal();
+    let stale = journal
+        .acquire_lease_for(run, "paused", Duration::from_millis(100))
+        .await
+        .unwrap()
+        .expect("lease");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    journal
+        .acquire_lease_for(run, "successor", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("takeover");
+    let writes = world.all_writes();
+
+    let (_keep, stop) = watch::channel(false);
+    let ended = world.driver("paused").drive_leased(stale, stop).await;
+
+    assert_eq!(ended, RunEnd::LostLease);
+    assert_eq!(world.unconsumed_events(run).await, 1);
+    assert_eq!(world.all_writes(), writes);
+    let acknowledged = journal
+        .list_audit_events(run)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "run_event_not_driven")
+        .count();
+    assert_eq!(acknowledged, 0);
+}

@@ -195,11 +195,11 @@ impl Driver {
     }
 
     /// Leases every due run (one at a time, up to `limit`) and drives each
-    /// until it has nothing to do. For tests and one-shot tools; returns how
-    /// each run ended.
+    /// until it has nothing to do, each run at most once per call. For
+    /// tests and one-shot tools; returns how each run ended.
     pub async fn drive_due_runs(&self, limit: usize) -> Result<Vec<(RunId, RunEnd)>, JournalError> {
         let (_keep, stop) = watch::channel(false);
-        let mut ended = Vec::new();
+        let mut ended: Vec<(RunId, RunEnd)> = Vec::new();
         let config = &self.shared.config;
         while ended.len() < limit {
             let Some(lease) = self
@@ -211,6 +211,12 @@ impl Driver {
                 break;
             };
             let run = lease.run_id;
+            if ended.iter().any(|(driven, _)| *driven == run) {
+                // Due again already (a short backoff or re-check): that is
+                // the next call's business.
+                self.shared.journal.release_lease(&lease).await?;
+                break;
+            }
             ended.push((run, self.drive_leased(lease, stop.clone()).await));
         }
         Ok(ended)

@@ -162,9 +162,11 @@ struct RunTask<'a> {
     /// The version whose effect outcome was fed in this task: a refused
     /// report is not repeated in a loop.
     reported: Option<i64>,
-    /// GitHub reads fed in this task: the same wait read twice in a row
-    /// means nothing changed, so the run waits for the next re-check.
-    read_for: Vec<Awaiting>,
+    /// Waits already performed in this task (a read, a launch, a
+    /// validation). Meeting one again means the machine did not move on —
+    /// a read that changed nothing, or a refused result — so the run waits
+    /// for its next re-check instead of spinning.
+    performed: Vec<Awaiting>,
 }
 
 impl<'a> RunTask<'a> {
@@ -198,7 +200,7 @@ impl<'a> RunTask<'a> {
             epic: run.epic,
             state,
             reported: None,
-            read_for: Vec::new(),
+            performed: Vec::new(),
         })
     }
 
@@ -238,6 +240,9 @@ impl<'a> RunTask<'a> {
     /// driver can: the event it produced, or `None` to go idle.
     async fn awaited_step(&mut self) -> Result<Option<Event>, DriverError> {
         let awaiting = self.state.awaiting.clone();
+        if self.performed.contains(&awaiting) {
+            return Ok(None);
+        }
         let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
         let event = match &awaiting {
             Awaiting::Agent { launch }
@@ -247,16 +252,16 @@ impl<'a> RunTask<'a> {
                         crate::machine::LaunchInputs::Implement { .. }
                     ) =>
             {
+                self.performed.push(awaiting.clone());
                 agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
                     .await?
             }
             Awaiting::Validation { sha } if agents_ready => {
+                self.performed.push(awaiting.clone());
                 agent_step::validate(self.shared, self.lease, self.access, sha).await?
             }
-            Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. }
-                if !self.read_for.contains(&awaiting) =>
-            {
-                self.read_for.push(awaiting.clone());
+            Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
+                self.performed.push(awaiting.clone());
                 match self.read_event(&awaiting).await? {
                     Some(event) => event,
                     None => return Ok(None),

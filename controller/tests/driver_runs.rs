@@ -342,3 +342,31 @@ async fn a_stale_holder_cannot_consume_an_event_it_only_acknowledges() {
         .count();
     assert_eq!(acknowledged, 0);
 }
+
+#[tokio::test]
+async fn the_worker_loop_stops_when_asked_and_when_nobody_can_ask_any_more() {
+    let world = World::new(1).await;
+    let run = world.start_run(1).await;
+
+    let (stop_tx, stop) = watch::channel(false);
+    let running = tokio::spawn(world.driver("w1").run(stop));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while world.phase(run).await != "IMPLEMENT" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop_tx.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("stops when asked")
+        .unwrap();
+
+    let (stop_tx, stop) = watch::channel(false);
+    drop(stop_tx);
+    tokio::time::timeout(Duration::from_secs(10), world.driver("w2").run(stop))
+        .await
+        .expect("stops once the sender is gone");
+}

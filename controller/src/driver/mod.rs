@@ -185,7 +185,13 @@ impl Driver {
             }
             tokio::select! {
                 () = tokio::time::sleep(config.poll_interval) => {}
-                _ = shutdown.changed() => {}
+                changed = shutdown.changed() => {
+                    // A dropped sender can never say "stop" any more; treat
+                    // it as the request rather than spin on the closed channel.
+                    if changed.is_err() {
+                        break;
+                    }
+                }
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => log_join(joined),
             }
         }

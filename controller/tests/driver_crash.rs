@@ -158,7 +158,7 @@ async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
 }
 
 #[tokio::test]
-async fn a_crash_while_publishing_leaves_one_branch_and_one_pr_and_reaches_review() {
+async fn a_crash_while_publishing_leaves_one_branch_and_one_pr_and_reaches_ready_for_merge() {
     let cells = [
         ("after_intent", "push"),
         ("after_attempted", "push"),
@@ -187,9 +187,10 @@ async fn a_crash_while_publishing_leaves_one_branch_and_one_pr_and_reaches_revie
             .await
             .unwrap();
 
-        assert_eq!(world.phase(run).await, "REVIEW", "{cell}");
+        assert_eq!(world.phase(run).await, "READY_FOR_MERGE", "{cell}");
         let journal = world.db.journal();
-        assert_eq!(journal.list_launches(run).await.unwrap().len(), 1, "{cell}");
+        // The implementer ran once (in the child), the reviewer once.
+        assert_eq!(journal.list_launches(run).await.unwrap().len(), 2, "{cell}");
         let candidate = journal.list_validations(run, None).await.unwrap()[0]
             .sha
             .clone();

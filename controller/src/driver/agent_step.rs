@@ -3,7 +3,7 @@
 //! directory and journal what they did (launch rows, validation records)
 //! under the run's lease, which the driver keeps renewing meanwhile.
 //!
-//! Only IMPLEMENT launches are run so far; REVIEW, FIX and UPDATE_EPIC need
+//! IMPLEMENT and REVIEW launches are run so far; FIX and UPDATE_EPIC need
 //! their own template values and result conversions.
 
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ use crate::agents::journal::record_finished_launch;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
-use crate::agents::result::Phase as AgentPhase;
+use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
 use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
@@ -76,6 +76,17 @@ async fn mirror(
     Ok(mirror)
 }
 
+/// What differs between phases: the commit the worktree starts from, the
+/// template values, what the result is checked against, the context.
+struct PhasePlan {
+    phase: AgentPhase,
+    start: CommitSha,
+    fetch: Vec<CommitSha>,
+    values: BTreeMap<&'static str, Value>,
+    expectations: Expectations,
+    context: ContextFiles,
+}
+
 /// Runs `launch` and returns the `AgentFinished` event for it.
 pub(super) async fn run_launch(
     shared: &Shared,
@@ -92,85 +103,144 @@ pub(super) async fn run_launch(
             ));
         }
     };
-    let LaunchInputs::Implement {
-        issue,
-        branch,
-        base_sha,
-        start_sha,
-        ..
-    } = &launch.inputs
-    else {
-        return Err(DriverError::Unsupported(
-            "only IMPLEMENT launches are driven so far",
-        ));
+    let issue_url = format!(
+        "{}/{}/issues/{}",
+        access.html_base.trim_end_matches('/'),
+        access.repo,
+        state.issue
+    );
+    let read = access.api.issue(&access.repo, state.issue).await?;
+    let issue_doc = ContextDoc {
+        facts: vec![
+            ("number".to_owned(), state.issue.to_string()),
+            ("title".to_owned(), read.title.clone()),
+        ],
+        body: read.body.clone().unwrap_or_default(),
     };
-    let (base, start) = (sha(base_sha)?, sha(start_sha)?);
-    let mirror = mirror(runtime, access, remote, &[base.clone(), start.clone()]).await?;
+    let plan = match &launch.inputs {
+        LaunchInputs::Implement {
+            branch,
+            base_sha,
+            start_sha,
+            ..
+        } => implement_plan(
+            access, state, &issue_url, branch, base_sha, start_sha, issue_doc,
+        )?,
+        LaunchInputs::Review {
+            binding,
+            previous_comment_url,
+            prior_findings,
+            last_resolutions,
+        } => {
+            let failed = shared
+                .journal
+                .list_validations(lease.run_id, Some(&binding.head_sha))
+                .await?;
+            let evidence = failed
+                .iter()
+                .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let failed_validation_index = failed
+                .iter()
+                .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
+                .and_then(|v| usize::try_from(v.command_index).ok());
+            let start = sha(&binding.head_sha)?;
+            let pr_url = format!(
+                "{}/{}/pull/{}",
+                access.html_base.trim_end_matches('/'),
+                access.repo,
+                binding.pr
+            );
+            let values = BTreeMap::from([
+                ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
+                ("PR_URL", Value::trusted(pr_url)),
+                ("ISSUE_URL", Value::trusted(issue_url.clone())),
+                ("REPOSITORY", Value::trusted(access.repo.to_string())),
+                (
+                    "REVIEWED_HEAD_SHA",
+                    Value::trusted(binding.head_sha.clone()),
+                ),
+                (
+                    "REVIEWED_BASE_REF",
+                    Value::trusted(binding.base_ref.clone()),
+                ),
+                (
+                    "REVIEWED_MERGE_BASE_SHA",
+                    Value::trusted(binding.merge_base_sha.clone()),
+                ),
+                (
+                    "PREVIOUS_REVIEW_COMMENT_URL",
+                    Value::trusted(previous_comment_url.clone().unwrap_or_default()),
+                ),
+                ("EXISTING_FOLLOW_UP_ISSUES", Value::trusted(String::new())),
+                // Agent-written texts of earlier rounds: shown fenced.
+                (
+                    "PRIOR_FINDINGS",
+                    Value::untrusted(json_text(prior_findings)),
+                ),
+                (
+                    "PREVIOUS_FIX_RESOLUTIONS",
+                    Value::untrusted(json_text(last_resolutions)),
+                ),
+                ("VALIDATION_EVIDENCE", Value::trusted(evidence)),
+                ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
+            ]);
+            PhasePlan {
+                phase: AgentPhase::Review,
+                fetch: vec![start.clone()],
+                start,
+                values,
+                expectations: Expectations::Review(ReviewObservations {
+                    round: launch.round,
+                    reviewed_head_sha: binding.head_sha.clone(),
+                    failed_validation_index,
+                }),
+                context: ContextFiles {
+                    issue: Some(issue_doc),
+                    pull_request: Some(ContextDoc {
+                        facts: vec![
+                            ("number".to_owned(), binding.pr.to_string()),
+                            ("head_sha".to_owned(), binding.head_sha.clone()),
+                            ("base_ref".to_owned(), binding.base_ref.clone()),
+                        ],
+                        body: String::new(),
+                    }),
+                    ..ContextFiles::default()
+                },
+            }
+        }
+        LaunchInputs::Fix { .. } | LaunchInputs::UpdateEpic { .. } => {
+            return Err(DriverError::Unsupported(
+                "only IMPLEMENT and REVIEW launches are driven so far",
+            ));
+        }
+    };
+    let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
     let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
-    let worktree = Worktree::ensure(&mirror, *issue, &start)
+    let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
         .await
         .map_err(workspace)?;
-    worktree.reset_to(&start).await.map_err(workspace)?;
-
-    let read = access.api.issue(&access.repo, *issue).await?;
-    let context = ContextFiles {
-        issue: Some(ContextDoc {
-            facts: vec![
-                ("number".to_owned(), issue.to_string()),
-                ("title".to_owned(), read.title.clone()),
-            ],
-            body: read.body.clone().unwrap_or_default(),
-        }),
-        ..ContextFiles::default()
-    };
-    let issue_url = format!(
-        "{}/{}/issues/{issue}",
-        access.html_base.trim_end_matches('/'),
-        access.repo
-    );
+    worktree.reset_to(&plan.start).await.map_err(workspace)?;
     let boundary = BTreeMap::from([
         ("REPOSITORY", Value::trusted(access.repo.to_string())),
-        ("ISSUE_URL", Value::trusted(issue_url.clone())),
-    ]);
-    let start_description = if start == base {
-        "the default branch head"
-    } else {
-        "the head of the pull request"
-    };
-    let values = BTreeMap::from([
-        ("ISSUE_NUMBER", Value::trusted(issue.to_string())),
         ("ISSUE_URL", Value::trusted(issue_url)),
-        ("EPIC_URL", Value::trusted(String::new())),
-        ("REPOSITORY", Value::trusted(access.repo.to_string())),
-        ("DEFAULT_BRANCH", Value::trusted(state.base_branch.clone())),
-        ("BASE_SHA", Value::trusted(base.to_string())),
-        ("START_SHA", Value::trusted(start.to_string())),
-        ("START_DESCRIPTION", Value::trusted(start_description)),
-        ("BRANCH", Value::trusted(branch.clone())),
-        ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
     ]);
     let launch_dir = launch_dir(runtime, lease, launch)?;
     let report = run_phase(PhaseRequest {
-        phase: AgentPhase::Implement,
+        phase: plan.phase,
         round: launch.round,
         catalog: &runtime.catalog,
         prompts: &runtime.prompts,
         boundary,
         rerequest: None,
-        values,
-        context: &context,
+        values: plan.values,
+        context: &plan.context,
         mirror: &mirror,
         worktree: &worktree,
         launch_dir,
         redactor: &runtime.redactor,
-        expectations: Expectations::Implement {
-            run_issue: IssueRef {
-                owner: access.repo.owner().to_owned(),
-                repo: access.repo.name().to_owned(),
-                number: *issue,
-            },
-            base_sha: base,
-        },
+        expectations: plan.expectations,
         max_corrections: state.settings.max_corrections,
         cancel: None,
         heartbeat: None,
@@ -190,12 +260,68 @@ pub(super) async fn run_launch(
         .await?;
     }
     let outcome = agent_outcome(&report).ok_or(DriverError::Unsupported(
-        "only IMPLEMENT results are converted so far",
+        "only IMPLEMENT and REVIEW results are converted so far",
     ))?;
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
     })
+}
+
+fn implement_plan(
+    access: &RepositoryAccess,
+    state: &RunState,
+    issue_url: &str,
+    branch: &str,
+    base_sha: &str,
+    start_sha: &str,
+    issue_doc: ContextDoc,
+) -> Result<PhasePlan, DriverError> {
+    let (base, start) = (sha(base_sha)?, sha(start_sha)?);
+    let start_description = if start == base {
+        "the default branch head"
+    } else {
+        "the head of the pull request"
+    };
+    let values = BTreeMap::from([
+        ("ISSUE_NUMBER", Value::trusted(state.issue.to_string())),
+        ("ISSUE_URL", Value::trusted(issue_url)),
+        ("EPIC_URL", Value::trusted(String::new())),
+        ("REPOSITORY", Value::trusted(access.repo.to_string())),
+        ("DEFAULT_BRANCH", Value::trusted(state.base_branch.clone())),
+        ("BASE_SHA", Value::trusted(base.to_string())),
+        ("START_SHA", Value::trusted(start.to_string())),
+        ("START_DESCRIPTION", Value::trusted(start_description)),
+        ("BRANCH", Value::trusted(branch)),
+        ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
+    ]);
+    Ok(PhasePlan {
+        phase: AgentPhase::Implement,
+        fetch: vec![base.clone(), start.clone()],
+        start,
+        values,
+        expectations: Expectations::Implement {
+            run_issue: IssueRef {
+                owner: access.repo.owner().to_owned(),
+                repo: access.repo.name().to_owned(),
+                number: state.issue,
+            },
+            base_sha: base,
+        },
+        context: ContextFiles {
+            issue: Some(issue_doc),
+            ..ContextFiles::default()
+        },
+    })
+}
+
+/// Earlier rounds' data as JSON for the prompt; empty when there is none.
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Null) | Err(_) => String::new(),
+        Ok(serde_json::Value::Array(items)) if items.is_empty() => String::new(),
+        Ok(other) => other.to_string(),
+    }
 }
 
 /// A fresh directory for one launch, outside every worktree.

@@ -47,7 +47,7 @@ pub fn html_base(api_url: &str) -> String {
 }
 
 /// The machine's view of how an agent phase ended. `None` for a result of
-/// a phase the driver does not convert yet (REVIEW, FIX, UPDATE_EPIC).
+/// a phase the driver does not convert yet (FIX, UPDATE_EPIC).
 pub fn agent_outcome(report: &PhaseReport) -> Option<AgentOutcome> {
     let success = |result| AgentOutcome::Result {
         result: AgentResult::Success { result },
@@ -66,10 +66,23 @@ pub fn agent_outcome(report: &PhaseReport) -> Option<AgentOutcome> {
                 tests: result.tests.clone(),
             }))
         }
+        PhaseOutcome::Accepted(agents::result::PhaseResult::Review(result)) => {
+            success(machine::PhaseResult::Review(machine::ReviewResult {
+                round: result.round,
+                reviewed_head_sha: result.reviewed_head_sha.clone(),
+                findings: result.findings.iter().map(finding).collect(),
+                sections: machine::ReviewSections {
+                    spec: result.sections.spec.clone(),
+                    standards: result.sections.standards.clone(),
+                    assessment: result.sections.assessment.clone(),
+                    observations: result.sections.observations.clone(),
+                    verification: result.sections.verification.clone(),
+                    summary: result.sections.summary.clone(),
+                },
+            }))
+        }
         PhaseOutcome::Accepted(
-            agents::result::PhaseResult::Review(_)
-            | agents::result::PhaseResult::Fix(_)
-            | agents::result::PhaseResult::UpdateEpic(_),
+            agents::result::PhaseResult::Fix(_) | agents::result::PhaseResult::UpdateEpic(_),
         ) => return None,
         PhaseOutcome::Accepted(agents::result::PhaseResult::Failure { message })
         | PhaseOutcome::AgentFailure { message } => AgentOutcome::Result {
@@ -100,6 +113,20 @@ pub fn agent_outcome(report: &PhaseReport) -> Option<AgentOutcome> {
             detail: "the launch was cancelled".to_owned(),
         },
     })
+}
+
+fn finding(found: &agents::result::Finding) -> machine::Finding {
+    machine::Finding {
+        id: found.id.clone(),
+        classification: match found.classification {
+            agents::result::Classification::Blocked => machine::Classification::Blocked,
+            agents::result::Classification::NonBlocked => machine::Classification::NonBlocked,
+            agents::result::Classification::Nit => machine::Classification::Nit,
+        },
+        title: found.title.clone(),
+        location: found.location.clone(),
+        required_resolution: found.required_resolution.clone(),
+    }
 }
 
 /// What a stored run event asks of the driver.

@@ -17,7 +17,7 @@
 //! worker id unique per process); flip the `watch` to `true` on SIGTERM and
 //! await the handle.
 //!
-//! Not driven yet (the run parks and is re-checked later): REVIEW, FIX and
+//! Not driven yet (the run parks and is re-checked later): FIX and
 //! UPDATE_EPIC launches. Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
 

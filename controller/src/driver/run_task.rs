@@ -30,8 +30,8 @@ use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
-    Awaiting, Command, Event, MergeReport, NextIssueFacts, Observed, OperatorCommand, RunState,
-    decide,
+    Awaiting, Command, Event, LaunchInputs, MergeReport, NextIssueFacts, Observed, OperatorCommand,
+    RunState, decide,
 };
 use crate::serve::RunSignal;
 
@@ -249,7 +249,7 @@ impl<'a> RunTask<'a> {
                 if agents_ready
                     && matches!(
                         launch.inputs,
-                        crate::machine::LaunchInputs::Implement { .. }
+                        LaunchInputs::Implement { .. } | LaunchInputs::Review { .. }
                     ) =>
             {
                 self.performed.push(awaiting.clone());

@@ -275,29 +275,63 @@ impl World {
 /// A scripted IMPLEMENT agent (`tests/agents/phase_implement.sh`) in `mode`
 /// serving every role.
 pub fn implementer(mode: &str) -> AgentCatalog {
+    catalog(
+        json!({"scripted": implement_profile(mode)}),
+        "scripted",
+        "scripted",
+    )
+}
+
+/// The well-behaved implementer plus a scripted reviewer
+/// (`tests/agents/phase_review.sh MODE 1`) for the first round.
+pub fn implementer_and_reviewer(review_mode: &str) -> AgentCatalog {
+    let reviewer = format!(
+        "{}/../tests/agents/phase_review.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    catalog(
+        json!({
+            "implementer": implement_profile("good"),
+            "reviewer": {
+                "command": [reviewer, review_mode, "1"],
+                "idle_timeout_seconds": 60,
+                "max_runtime_seconds": 120,
+            },
+        }),
+        "implementer",
+        "reviewer",
+    )
+}
+
+fn implement_profile(mode: &str) -> Value {
     let script = format!(
         "{}/../tests/agents/phase_implement.sh",
         env!("CARGO_MANIFEST_DIR")
     );
     let issue_url = format!("https://github.com/{REPOSITORY}/issues/1");
+    json!({
+        "command": [script, mode, issue_url],
+        "idle_timeout_seconds": 60,
+        "max_runtime_seconds": 120,
+    })
+}
+
+fn catalog(profiles: Value, implement: &str, review: &str) -> AgentCatalog {
     let settings: AgentSettings = serde_json::from_value(json!({
-        "profiles": {"scripted": {
-            "command": [script, mode, issue_url],
-            "idle_timeout_seconds": 60,
-            "max_runtime_seconds": 120,
-        }},
-        "roles": {"implement": "scripted", "review": "scripted", "fix": "scripted", "update_epic": "scripted"}
+        "profiles": profiles,
+        "roles": {"implement": implement, "review": review, "fix": implement, "update_epic": implement}
     }))
     .unwrap();
     settings.catalog(8).unwrap()
 }
 
 /// Launches and validation under `state_dir`, with the well-behaved
-/// implementer and one validation command that needs its file.
+/// implementer, a reviewer that finds nothing, and one validation command
+/// that needs the implementer's file.
 pub fn agent_runtime(state_dir: &std::path::Path) -> AgentRuntime {
     AgentRuntime {
         workspaces: Workspaces::open(state_dir).unwrap(),
-        catalog: implementer("good"),
+        catalog: implementer_and_reviewer("clean"),
         prompts: PromptSet::embedded(),
         validation_commands: vec![ValidationCommand::Shell("test -f feature.txt".into())],
         validation_limits: ValidationLimits {

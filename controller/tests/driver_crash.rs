@@ -157,51 +157,70 @@ async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
     }
 }
 
+/// Crashes a run on its way to READY_FOR_MERGE at `point` for `kind`,
+/// recovers it with a driver sharing the dead process's state directory,
+/// and checks the end state a crash-free run reaches: one branch at the
+/// validated candidate, one PR, one review comment, one status comment.
+async fn crash_on_the_way_to_ready_for_merge(point: &str, kind: &str) {
+    let cell = format!("{point}:{kind}");
+    let world = World::new(1).await;
+    // One state directory for the dead process and its successor, as on a
+    // real host: the mirror holds the candidate commit.
+    let state_dir = tempfile::tempdir().unwrap();
+    let run = world.start_run(1).await;
+
+    crash_child(&world, &cell, Some(state_dir.path())).await;
+    tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
+    world
+        .publishing_driver("recoverer", state_dir.path())
+        .drive_due_runs(10)
+        .await
+        .unwrap();
+
+    assert_eq!(world.phase(run).await, "READY_FOR_MERGE", "{cell}");
+    let journal = world.db.journal();
+    // The implementer ran once (in the child), the reviewer once.
+    assert_eq!(journal.list_launches(run).await.unwrap().len(), 2, "{cell}");
+    let candidate = journal.list_validations(run, None).await.unwrap()[0]
+        .sha
+        .clone();
+    let pulls = world
+        .api
+        .pull_requests_by_head(&world.repo, OWNER, "autoforge/1")
+        .await
+        .unwrap();
+    assert_eq!(pulls.len(), 1, "{cell}");
+    assert_eq!(pulls[0].head.sha, candidate, "{cell}");
+    let pr = pulls[0].number;
+    assert_eq!(
+        world.comments_with(pr, "ai-review-result").await,
+        1,
+        "{cell}"
+    );
+    assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+    all_effects_observed(&world, run, &cell).await;
+}
+
+const EVERY_POINT: [&str; 5] = [
+    "after_intent",
+    "after_attempted",
+    "after_send",
+    "after_read_back",
+    "after_observed",
+];
+
 #[tokio::test]
 async fn a_crash_while_publishing_leaves_one_branch_and_one_pr_and_reaches_ready_for_merge() {
-    let cells = [
-        ("after_intent", "push"),
-        ("after_attempted", "push"),
-        ("after_send", "push"),
-        ("after_read_back", "push"),
-        ("after_observed", "push"),
-        ("after_intent", "create_pr"),
-        ("after_attempted", "create_pr"),
-        ("after_send", "create_pr"),
-        ("after_read_back", "create_pr"),
-        ("after_observed", "create_pr"),
-    ];
-    for (point, kind) in cells {
-        let cell = format!("{point}:{kind}");
-        let world = World::new(1).await;
-        // One state directory for the dead process and its successor, as
-        // on a real host: the mirror holds the candidate commit.
-        let state_dir = tempfile::tempdir().unwrap();
-        let run = world.start_run(1).await;
+    for kind in ["push", "create_pr"] {
+        for point in EVERY_POINT {
+            crash_on_the_way_to_ready_for_merge(point, kind).await;
+        }
+    }
+}
 
-        crash_child(&world, &cell, Some(state_dir.path())).await;
-        tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
-        world
-            .publishing_driver("recoverer", state_dir.path())
-            .drive_due_runs(10)
-            .await
-            .unwrap();
-
-        assert_eq!(world.phase(run).await, "READY_FOR_MERGE", "{cell}");
-        let journal = world.db.journal();
-        // The implementer ran once (in the child), the reviewer once.
-        assert_eq!(journal.list_launches(run).await.unwrap().len(), 2, "{cell}");
-        let candidate = journal.list_validations(run, None).await.unwrap()[0]
-            .sha
-            .clone();
-        let pulls = world
-            .api
-            .pull_requests_by_head(&world.repo, OWNER, "autoforge/1")
-            .await
-            .unwrap();
-        assert_eq!(pulls.len(), 1, "{cell}");
-        assert_eq!(pulls[0].head.sha, candidate, "{cell}");
-        assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
-        all_effects_observed(&world, run, &cell).await;
+#[tokio::test]
+async fn a_crash_while_posting_the_review_leaves_one_review_comment() {
+    for point in EVERY_POINT {
+        crash_on_the_way_to_ready_for_merge(point, "post_comment").await;
     }
 }

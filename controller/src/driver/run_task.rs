@@ -12,6 +12,10 @@
 //!    decided. The new state, its effect intents and the consumption of the
 //!    run event commit in one transaction; the effects are then driven by
 //!    step 1 of the next round.
+//! 4. With no event queued, the driver does what the run waits for: an
+//!    agent launch, a validation, or a fresh GitHub read (each at most once
+//!    per task, so a wait the machine does not move past is re-checked
+//!    later instead of spinning).
 //!
 //! Every journal write carries the lease; a `StaleLease` ends the task.
 

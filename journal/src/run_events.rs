@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::error::{ActiveRunScope, JournalError, Result, unique_violation};
 use crate::ids::{DeliveryId, RunId};
 use crate::journal::{Journal, JournalTx};
-use crate::runs::NewRun;
+use crate::runs::{Lease, NewRun, lease_is_current, stale};
 
 /// Who saw a change first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,6 +118,35 @@ impl JournalTx {
         .execute(self.conn())
         .await?;
         Ok(inserted.rows_affected() == 1)
+    }
+
+    /// Marks a run event consumed inside the transaction that commits what
+    /// the event caused, so a crash leaves either both or neither. The
+    /// lease is checked (like every driver write) and the event must belong
+    /// to the leased run. Returns false if it was already consumed.
+    pub async fn consume_run_event_with(&mut self, lease: &Lease, id: i64) -> Result<bool> {
+        let held: Option<i64> = sqlx::query_scalar(concat!(
+            "SELECT r.id FROM runs r WHERE r.id = $1 AND ",
+            lease_is_current!("$2", "$3"),
+            " FOR SHARE"
+        ))
+        .bind(lease.run_id)
+        .bind(&lease.owner)
+        .bind(lease.fencing_token)
+        .fetch_optional(self.conn())
+        .await?;
+        if held.is_none() {
+            return Err(stale(lease));
+        }
+        let done = sqlx::query(
+            "UPDATE run_events SET consumed_at = now() \
+             WHERE id = $1 AND run_id = $2 AND consumed_at IS NULL",
+        )
+        .bind(id)
+        .bind(lease.run_id)
+        .execute(self.conn())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Creates a run inside this transaction, so that the run and the event

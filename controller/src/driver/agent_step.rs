@@ -1,0 +1,395 @@
+//! The driver's long steps: running an agent launch and validating its
+//! candidate commit. Both work in the repository's mirror under the state
+//! directory and journal what they did (launch rows, validation records)
+//! under the run's lease, which the driver keeps renewing meanwhile.
+//!
+//! IMPLEMENT and REVIEW launches are run so far; FIX and UPDATE_EPIC need
+//! their own template values and result conversions.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use autoforge_journal::Lease;
+use secrecy::SecretString;
+
+use super::convert::agent_outcome;
+use super::error::DriverError;
+use super::{RepositoryAccess, Shared};
+use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::journal::record_finished_launch;
+use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
+use crate::agents::profile::AgentCatalog;
+use crate::agents::prompt::{PromptSet, Value};
+use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
+use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
+use crate::publish::IssueRef;
+use crate::redact::Redactor;
+use crate::validation::{
+    Candidate, CandidateVerdict, ValidationCommand, ValidationLimits, validate_candidate,
+};
+use crate::workspace::{CommitSha, Mirror, Workspaces, Worktree};
+
+/// What agent launches and validation need; without it the driver leaves
+/// runs that wait for an agent or a validation parked.
+#[derive(Clone)]
+pub struct AgentRuntime {
+    pub workspaces: Workspaces,
+    pub catalog: AgentCatalog,
+    pub prompts: PromptSet,
+    pub validation_commands: Vec<ValidationCommand>,
+    pub validation_limits: ValidationLimits,
+    pub redactor: Redactor,
+    /// Time between SIGTERM and SIGKILL when a launch's group is ended.
+    pub kill_grace: Duration,
+}
+
+/// How the driver reaches the repository's git data.
+#[derive(Clone)]
+pub struct GitRemote {
+    /// The clone URL, without credentials.
+    pub url: String,
+    /// Travels only in the git process's environment.
+    pub credential: Option<SecretString>,
+}
+
+fn sha(text: &str) -> Result<CommitSha, DriverError> {
+    CommitSha::parse(text).map_err(|e| DriverError::Workspace(e.to_string()))
+}
+
+async fn mirror(
+    runtime: &AgentRuntime,
+    access: &RepositoryAccess,
+    remote: &GitRemote,
+    shas: &[CommitSha],
+) -> Result<Mirror, DriverError> {
+    let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
+    let mirror = runtime
+        .workspaces
+        .mirror(access.repo.owner(), access.repo.name(), &remote.url)
+        .await
+        .map_err(workspace)?;
+    mirror
+        .fetch_shas(shas, remote.credential.as_ref())
+        .await
+        .map_err(workspace)?;
+    Ok(mirror)
+}
+
+/// What differs between phases: the commit the worktree starts from, the
+/// template values, what the result is checked against, the context.
+struct PhasePlan {
+    phase: AgentPhase,
+    start: CommitSha,
+    fetch: Vec<CommitSha>,
+    values: BTreeMap<&'static str, Value>,
+    expectations: Expectations,
+    context: ContextFiles,
+}
+
+/// Runs `launch` and returns the `AgentFinished` event for it.
+pub(super) async fn run_launch(
+    shared: &Shared,
+    lease: &Lease,
+    access: &RepositoryAccess,
+    state: &RunState,
+    launch: &LaunchRequest,
+) -> Result<Event, DriverError> {
+    let (runtime, remote) = match (&shared.agents, &access.git) {
+        (Some(runtime), Some(remote)) => (runtime, remote),
+        _ => {
+            return Err(DriverError::Unsupported(
+                "agent launches are not configured",
+            ));
+        }
+    };
+    let issue_url = format!(
+        "{}/{}/issues/{}",
+        access.html_base.trim_end_matches('/'),
+        access.repo,
+        state.issue
+    );
+    let read = access.api.issue(&access.repo, state.issue).await?;
+    let issue_doc = ContextDoc {
+        facts: vec![
+            ("number".to_owned(), state.issue.to_string()),
+            ("title".to_owned(), read.title.clone()),
+        ],
+        body: read.body.clone().unwrap_or_default(),
+    };
+    let plan = match &launch.inputs {
+        LaunchInputs::Implement {
+            branch,
+            base_sha,
+            start_sha,
+            ..
+        } => implement_plan(
+            access, state, &issue_url, branch, base_sha, start_sha, issue_doc,
+        )?,
+        LaunchInputs::Review {
+            binding,
+            previous_comment_url,
+            prior_findings,
+            last_resolutions,
+        } => {
+            let failed = shared
+                .journal
+                .list_validations(lease.run_id, Some(&binding.head_sha))
+                .await?;
+            let evidence = failed
+                .iter()
+                .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let failed_validation_index = failed
+                .iter()
+                .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
+                .and_then(|v| usize::try_from(v.command_index).ok());
+            let start = sha(&binding.head_sha)?;
+            let pr_url = format!(
+                "{}/{}/pull/{}",
+                access.html_base.trim_end_matches('/'),
+                access.repo,
+                binding.pr
+            );
+            let values = BTreeMap::from([
+                ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
+                ("PR_URL", Value::trusted(pr_url)),
+                ("ISSUE_URL", Value::trusted(issue_url.clone())),
+                ("REPOSITORY", Value::trusted(access.repo.to_string())),
+                (
+                    "REVIEWED_HEAD_SHA",
+                    Value::trusted(binding.head_sha.clone()),
+                ),
+                (
+                    "REVIEWED_BASE_REF",
+                    Value::trusted(binding.base_ref.clone()),
+                ),
+                (
+                    "REVIEWED_MERGE_BASE_SHA",
+                    Value::trusted(binding.merge_base_sha.clone()),
+                ),
+                (
+                    "PREVIOUS_REVIEW_COMMENT_URL",
+                    Value::trusted(previous_comment_url.clone().unwrap_or_default()),
+                ),
+                ("EXISTING_FOLLOW_UP_ISSUES", Value::trusted(String::new())),
+                // Agent-written texts of earlier rounds: shown fenced.
+                (
+                    "PRIOR_FINDINGS",
+                    Value::untrusted(json_text(prior_findings)),
+                ),
+                (
+                    "PREVIOUS_FIX_RESOLUTIONS",
+                    Value::untrusted(json_text(last_resolutions)),
+                ),
+                ("VALIDATION_EVIDENCE", Value::trusted(evidence)),
+                ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
+            ]);
+            PhasePlan {
+                phase: AgentPhase::Review,
+                fetch: vec![start.clone()],
+                start,
+                values,
+                expectations: Expectations::Review(ReviewObservations {
+                    round: launch.round,
+                    reviewed_head_sha: binding.head_sha.clone(),
+                    failed_validation_index,
+                }),
+                context: ContextFiles {
+                    issue: Some(issue_doc),
+                    pull_request: Some(ContextDoc {
+                        facts: vec![
+                            ("number".to_owned(), binding.pr.to_string()),
+                            ("head_sha".to_owned(), binding.head_sha.clone()),
+                            ("base_ref".to_owned(), binding.base_ref.clone()),
+                        ],
+                        body: String::new(),
+                    }),
+                    ..ContextFiles::default()
+                },
+            }
+        }
+        LaunchInputs::Fix { .. } | LaunchInputs::UpdateEpic { .. } => {
+            return Err(DriverError::Unsupported(
+                "only IMPLEMENT and REVIEW launches are driven so far",
+            ));
+        }
+    };
+    let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
+    let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
+    let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
+        .await
+        .map_err(workspace)?;
+    worktree.reset_to(&plan.start).await.map_err(workspace)?;
+    let boundary = BTreeMap::from([
+        ("REPOSITORY", Value::trusted(access.repo.to_string())),
+        ("ISSUE_URL", Value::trusted(issue_url)),
+    ]);
+    let launch_dir = launch_dir(runtime, lease, launch)?;
+    let report = run_phase(PhaseRequest {
+        phase: plan.phase,
+        round: launch.round,
+        catalog: &runtime.catalog,
+        prompts: &runtime.prompts,
+        boundary,
+        rerequest: None,
+        values: plan.values,
+        context: &plan.context,
+        mirror: &mirror,
+        worktree: &worktree,
+        launch_dir,
+        redactor: &runtime.redactor,
+        expectations: plan.expectations,
+        max_corrections: state.settings.max_corrections,
+        cancel: None,
+        heartbeat: None,
+        kill_grace: runtime.kill_grace,
+    })
+    .await
+    .map_err(|e| DriverError::Agent(e.to_string()))?;
+    for (attempt, record) in report.launches.iter().enumerate() {
+        let attempt = u32::try_from(attempt).unwrap_or(u32::MAX);
+        record_finished_launch(
+            &shared.journal,
+            lease,
+            state.phase.as_str(),
+            attempt,
+            record,
+        )
+        .await?;
+    }
+    let outcome = agent_outcome(&report).ok_or(DriverError::Unsupported(
+        "only IMPLEMENT and REVIEW results are converted so far",
+    ))?;
+    Ok(Event::AgentFinished {
+        launch: launch.id,
+        outcome,
+    })
+}
+
+fn implement_plan(
+    access: &RepositoryAccess,
+    state: &RunState,
+    issue_url: &str,
+    branch: &str,
+    base_sha: &str,
+    start_sha: &str,
+    issue_doc: ContextDoc,
+) -> Result<PhasePlan, DriverError> {
+    let (base, start) = (sha(base_sha)?, sha(start_sha)?);
+    let start_description = if start == base {
+        "the default branch head"
+    } else {
+        "the head of the pull request"
+    };
+    let values = BTreeMap::from([
+        ("ISSUE_NUMBER", Value::trusted(state.issue.to_string())),
+        ("ISSUE_URL", Value::trusted(issue_url)),
+        ("EPIC_URL", Value::trusted(String::new())),
+        ("REPOSITORY", Value::trusted(access.repo.to_string())),
+        ("DEFAULT_BRANCH", Value::trusted(state.base_branch.clone())),
+        ("BASE_SHA", Value::trusted(base.to_string())),
+        ("START_SHA", Value::trusted(start.to_string())),
+        ("START_DESCRIPTION", Value::trusted(start_description)),
+        ("BRANCH", Value::trusted(branch)),
+        ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
+    ]);
+    Ok(PhasePlan {
+        phase: AgentPhase::Implement,
+        fetch: vec![base.clone(), start.clone()],
+        start,
+        values,
+        expectations: Expectations::Implement {
+            run_issue: IssueRef {
+                owner: access.repo.owner().to_owned(),
+                repo: access.repo.name().to_owned(),
+                number: state.issue,
+            },
+            base_sha: base,
+        },
+        context: ContextFiles {
+            issue: Some(issue_doc),
+            ..ContextFiles::default()
+        },
+    })
+}
+
+/// Earlier rounds' data as JSON for the prompt; empty when there is none.
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Null) | Err(_) => String::new(),
+        Ok(serde_json::Value::Array(items)) if items.is_empty() => String::new(),
+        Ok(other) => other.to_string(),
+    }
+}
+
+/// A fresh directory for one launch, outside every worktree.
+fn launch_dir(
+    runtime: &AgentRuntime,
+    lease: &Lease,
+    launch: &LaunchRequest,
+) -> Result<PathBuf, DriverError> {
+    let dir = runtime
+        .workspaces
+        .state_dir()
+        .join("launches")
+        .join(format!("run-{}", lease.run_id))
+        .join(format!(
+            "launch-{}-{}",
+            launch.id,
+            uuid::Uuid::new_v4().simple()
+        ));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| DriverError::Workspace(format!("cannot create {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// Validates `candidate` and returns the `ValidationFinished` event.
+pub(super) async fn validate(
+    shared: &Shared,
+    lease: &Lease,
+    access: &RepositoryAccess,
+    candidate: &str,
+) -> Result<Event, DriverError> {
+    let (runtime, remote) = match (&shared.agents, &access.git) {
+        (Some(runtime), Some(remote)) => (runtime, remote),
+        _ => return Err(DriverError::Unsupported("validation is not configured")),
+    };
+    let commit = sha(candidate)?;
+    let mirror = mirror(runtime, access, remote, std::slice::from_ref(&commit)).await?;
+    let verdict = validate_candidate(Candidate {
+        journal: &shared.journal,
+        lease,
+        mirror: &mirror,
+        sha: &commit,
+        commands: &runtime.validation_commands,
+        limits: runtime.validation_limits,
+        redactor: &runtime.redactor,
+    })
+    .await
+    .map_err(|e| DriverError::Validation(e.to_string()))?;
+    let (passed, failed_index, summary) = match verdict {
+        CandidateVerdict::Passed => (true, None, "every validation command passed".to_owned()),
+        CandidateVerdict::Failed { index, outcome } => (
+            false,
+            Some(u32::try_from(index).unwrap_or(u32::MAX)),
+            format!(
+                "validation command {} ({}) ended {}",
+                index + 1,
+                runtime
+                    .validation_commands
+                    .get(index)
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                outcome.as_str()
+            ),
+        ),
+    };
+    Ok(Event::ValidationFinished {
+        sha: commit.to_string(),
+        passed,
+        failed_index,
+        summary,
+    })
+}

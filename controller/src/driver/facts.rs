@@ -1,0 +1,196 @@
+//! Fresh GitHub reads the machine decides from (`Awaiting::Facts`): the
+//! issue, the issue branch, the run's pull request with its checks and
+//! mergeability, and unmarked PRs on the branch that could be adopted.
+//!
+//! A read that fails is a transient failure of the step (the driver backs
+//! off); an absent branch or PR is a fact, not a failure.
+
+use serde_json::Value;
+
+use crate::effects::markers::{MarkerName, scan};
+use crate::github::{GitHubApi, GitHubError, PullRequest, RepoName};
+use crate::machine::{ChecksState, GitHubFacts, MergeableState, PrFacts, PrState, RunState};
+
+/// Reads everything [`GitHubFacts`] holds for `state`'s issue and branch.
+/// `protected_paths` are path prefixes a PR must not change unnoticed.
+pub async fn read_facts(
+    api: &GitHubApi,
+    repo: &RepoName,
+    state: &RunState,
+    protected_paths: &[String],
+) -> Result<GitHubFacts, GitHubError> {
+    let issue = api.issue(repo, state.issue).await?;
+    let branch_head = branch_head(api, repo, &state.branch).await?;
+    let on_branch = api
+        .pull_requests_by_head(repo, repo.owner(), &state.branch)
+        .await?;
+    let mut ours = None;
+    let mut adoptable = Vec::new();
+    for pr in &on_branch {
+        let marked = carries_our_marker(pr, state.issue);
+        if state.pr == Some(pr.number) || (state.pr.is_none() && marked) {
+            ours = Some(pr.number);
+        } else if pr.state == "open" && !marked {
+            adoptable.push(pr.number);
+        }
+    }
+    // A bound PR is read directly: it may have moved to another head.
+    let number = state.pr.or(ours);
+    let pr = match number {
+        Some(number) => Some(pr_facts(api, repo, number, protected_paths).await?),
+        None => None,
+    };
+    Ok(GitHubFacts {
+        issue_open: issue.state == "open",
+        branch_head,
+        pr,
+        adoptable_prs: adoptable,
+    })
+}
+
+/// The repository's default branch and its head now.
+pub async fn default_branch_head(
+    api: &GitHubApi,
+    repo: &RepoName,
+) -> Result<(String, String), GitHubError> {
+    let repository: crate::github::Repository = api.get_json(&repo.api_path("")).await?;
+    let head = branch_head(api, repo, &repository.default_branch)
+        .await?
+        .ok_or_else(|| GitHubError::UnexpectedAnswer {
+            path: repo.api_path(""),
+            detail: format!(
+                "the default branch {} has no head",
+                repository.default_branch
+            ),
+        })?;
+    Ok((repository.default_branch, head))
+}
+
+/// The branch's head SHA, `None` when the branch does not exist.
+async fn branch_head(
+    api: &GitHubApi,
+    repo: &RepoName,
+    branch: &str,
+) -> Result<Option<String>, GitHubError> {
+    let path = repo.api_path(&format!("/git/ref/heads/{branch}"));
+    match api.get_json::<Value>(&path).await {
+        Ok(reference) => Ok(reference
+            .pointer("/object/sha")
+            .and_then(Value::as_str)
+            .map(str::to_owned)),
+        Err(GitHubError::Status { status: 404, .. }) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+fn carries_our_marker(pr: &PullRequest, issue: u64) -> bool {
+    let body = pr.body.as_deref().unwrap_or_default();
+    scan(body, MarkerName::Implementation)
+        .into_result()
+        .is_ok_and(|found| {
+            found
+                .iter()
+                .any(|m| m.payload.get("issue").and_then(Value::as_u64) == Some(issue))
+        })
+}
+
+/// One PR's facts: state, head and base, merge base, checks, mergeability.
+pub async fn pr_facts(
+    api: &GitHubApi,
+    repo: &RepoName,
+    number: u64,
+    protected_paths: &[String],
+) -> Result<PrFacts, GitHubError> {
+    let pr = api.pull_request(repo, number).await?;
+    let merged = pr.merged.unwrap_or(false) || pr.merged_at.is_some();
+    let state = match (pr.state.as_str(), merged) {
+        (_, true) => PrState::Merged,
+        ("open", _) => PrState::Open,
+        _ => PrState::Closed,
+    };
+    let comparison = api.compare(repo, &pr.base.ref_name, &pr.head.sha).await?;
+    let checks = checks_state(api, repo, &pr.head.sha).await?;
+    let files = api.pull_request_files(repo, number).await?;
+    let protected_paths_changed = files.iter().any(|file| {
+        protected_paths.iter().any(|prefix| {
+            file.filename.starts_with(prefix.as_str())
+                || file
+                    .previous_filename
+                    .as_deref()
+                    .is_some_and(|old| old.starts_with(prefix.as_str()))
+        })
+    });
+    Ok(PrFacts {
+        number,
+        state,
+        head_sha: pr.head.sha.clone(),
+        base_ref: pr.base.ref_name.clone(),
+        merge_base_sha: comparison.merge_base_commit.sha,
+        draft: pr.draft.unwrap_or(false),
+        merge_commit: if merged {
+            pr.merge_commit_sha.clone()
+        } else {
+            None
+        },
+        checks,
+        mergeable: pr.mergeable,
+        mergeable_state: mergeable_state(pr.mergeable_state.as_deref()),
+        // Reading the clean review comment back is not wired yet; claiming
+        // it intact could let a merge through, so the gate sees it missing.
+        clean_review_intact: false,
+        protected_paths_changed,
+    })
+}
+
+/// All check runs and commit statuses of `sha`, combined.
+async fn checks_state(
+    api: &GitHubApi,
+    repo: &RepoName,
+    sha: &str,
+) -> Result<ChecksState, GitHubError> {
+    let runs = api.check_runs(repo, sha).await?;
+    let statuses = api.combined_status(repo, sha).await?;
+    let failed_run = runs.iter().any(|run| {
+        run.status == "completed"
+            && !matches!(
+                run.conclusion.as_deref(),
+                Some("success" | "neutral" | "skipped")
+            )
+    });
+    if failed_run || statuses.state == "failure" || statuses.state == "error" {
+        return Ok(ChecksState::Failed);
+    }
+    let pending_run = runs.iter().any(|run| run.status != "completed");
+    // A commit without statuses reports `pending` with none counted.
+    let pending_status = statuses.state == "pending" && statuses.total_count > 0;
+    Ok(if pending_run || pending_status {
+        ChecksState::Pending
+    } else {
+        ChecksState::Success
+    })
+}
+
+fn mergeable_state(text: Option<&str>) -> MergeableState {
+    match text {
+        Some("clean") => MergeableState::Clean,
+        Some("has_hooks") => MergeableState::HasHooks,
+        Some("behind") => MergeableState::Behind,
+        Some("blocked") => MergeableState::Blocked,
+        Some("dirty") => MergeableState::Dirty,
+        Some("draft") => MergeableState::Draft,
+        Some("unstable") => MergeableState::Unstable,
+        _ => MergeableState::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_or_missing_mergeable_states_are_unknown() {
+        assert_eq!(mergeable_state(Some("dirty")), MergeableState::Dirty);
+        assert_eq!(mergeable_state(Some("weird")), MergeableState::Unknown);
+        assert_eq!(mergeable_state(None), MergeableState::Unknown);
+    }
+}

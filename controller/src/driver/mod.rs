@@ -1,0 +1,290 @@
+//! The run driver (ARCHITECTURE "How data flows"): leases runs, feeds their
+//! events to the pure [`crate::machine`], commits every transition together
+//! with its effect intents, and drives those effects through the
+//! [`crate::effects`] executor.
+//!
+//! [`Driver::run`] is the worker loop: it leases due runs up to a
+//! concurrency bound and drives each in its own task while a timer renews
+//! the lease. A task that loses its lease (another worker took the run over
+//! after an expiry) stops at once: the journal refuses its writes, and it
+//! sends nothing more to GitHub. Each task recovers first — effects left
+//! `intended` or `attempted` by a crashed predecessor are reconciled and
+//! settled before any new event is looked at (see [`run_task`]).
+//!
+//! How `serve` starts it: `tokio::spawn(driver::run_from_config(&config,
+//! journal.clone(), loops_stopped.clone()))` next to the dispatcher and the
+//! poller (it builds one [`RepositoryAccess`] per watched repository and a
+//! worker id unique per process); flip the `watch` to `true` on SIGTERM and
+//! await the handle.
+//!
+//! Not driven yet (the run parks and is re-checked later): FIX and
+//! UPDATE_EPIC launches. Launches and validation need [`Driver::with_agents`] and a
+//! [`GitRemote`] for the repository.
+
+mod agent_step;
+pub mod convert;
+mod error;
+pub mod facts;
+pub mod retry;
+mod run_task;
+mod setup;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use autoforge_journal::{Journal, JournalError, Lease, RunId};
+use tokio::sync::{Semaphore, oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::github::{GitHubApi, RepoName};
+use crate::machine::Settings;
+pub use agent_step::{AgentRuntime, GitRemote};
+pub use error::DriverError;
+pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
+pub use run_task::RunEnd;
+pub use setup::{driver_from_config, run_from_config};
+
+/// How a driver process behaves.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// The lease owner name; unique per process (host name + pid, say).
+    pub worker_id: String,
+    pub lease_ttl: Duration,
+    /// Runs driven at the same time by this process.
+    pub concurrency: usize,
+    /// How often the loop looks for due runs when none is free.
+    pub poll_interval: Duration,
+    /// When a run with nothing to do is looked at again.
+    pub idle_recheck: Duration,
+    pub retry: RetryPolicy,
+    /// Frozen into a run's state when it starts.
+    pub settings: Settings,
+    /// Path prefixes whose change a PR's facts report (`merge.protected_paths`).
+    pub protected_paths: Vec<String>,
+}
+
+impl DriverConfig {
+    pub fn new(worker_id: impl Into<String>) -> Self {
+        DriverConfig {
+            worker_id: worker_id.into(),
+            lease_ttl: Duration::from_secs(60),
+            concurrency: 8,
+            poll_interval: Duration::from_secs(1),
+            idle_recheck: Duration::from_secs(30),
+            retry: RetryPolicy::default(),
+            settings: Settings::default(),
+            protected_paths: vec![".github/workflows/".to_owned()],
+        }
+    }
+}
+
+/// What the driver needs to act on one repository.
+#[derive(Clone)]
+pub struct RepositoryAccess {
+    pub api: GitHubApi,
+    pub repo: RepoName,
+    /// The login the controller writes as.
+    pub login: String,
+    /// `https://github.com` or the GHES host (URLs inside markers).
+    pub html_base: String,
+    /// `merge`, `squash` or `rebase`.
+    pub merge_method: String,
+    /// Needed for agent launches, validation and pushes.
+    pub git: Option<GitRemote>,
+}
+
+/// Notified when a task starts and stops driving a run; lets tests (and
+/// metrics) see how many tasks drive one run at a time.
+pub trait RunHooks: Send + Sync {
+    fn entered(&self, run: RunId);
+    fn left(&self, run: RunId);
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: DriverConfig,
+    pub(crate) journal: Journal,
+    pub(crate) repositories: HashMap<String, RepositoryAccess>,
+    pub(crate) retries: RetryBook,
+    pub(crate) agents: Option<AgentRuntime>,
+    hooks: Option<Arc<dyn RunHooks>>,
+}
+
+/// The run driver of one process. Cheap to clone.
+#[derive(Clone)]
+pub struct Driver {
+    shared: Arc<Shared>,
+}
+
+impl Driver {
+    pub fn new(
+        config: DriverConfig,
+        journal: Journal,
+        repositories: impl IntoIterator<Item = RepositoryAccess>,
+    ) -> Driver {
+        Driver {
+            shared: Arc::new(Shared {
+                config,
+                journal,
+                repositories: repositories
+                    .into_iter()
+                    .map(|access| (access.repo.to_string(), access))
+                    .collect(),
+                retries: RetryBook::default(),
+                agents: None,
+                hooks: None,
+            }),
+        }
+    }
+
+    /// Installs hooks; call before the driver is cloned or started.
+    pub fn with_hooks(mut self, hooks: Arc<dyn RunHooks>) -> Driver {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.hooks = Some(hooks);
+        }
+        self
+    }
+
+    /// Enables agent launches and validation; call before the driver is
+    /// cloned or started.
+    pub fn with_agents(mut self, runtime: AgentRuntime) -> Driver {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.agents = Some(runtime);
+        }
+        self
+    }
+
+    /// The worker loop; returns once `shutdown` turns true and every task
+    /// finished the step in hand.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let config = &self.shared.config;
+        let permits = Arc::new(Semaphore::new(config.concurrency.max(1)));
+        let mut tasks = JoinSet::new();
+        while !*shutdown.borrow() {
+            while let Ok(permit) = Arc::clone(&permits).try_acquire_owned() {
+                match self
+                    .shared
+                    .journal
+                    .acquire_lease(&config.worker_id, config.lease_ttl)
+                    .await
+                {
+                    Ok(Some(lease)) => {
+                        let driver = self.clone();
+                        let stop = shutdown.clone();
+                        tasks.spawn(async move {
+                            let _permit = permit;
+                            driver.drive_leased(lease, stop).await
+                        });
+                    }
+                    Ok(None) => break,
+                    Err(error) => {
+                        tracing::warn!(%error, "leasing a run failed; trying again later");
+                        break;
+                    }
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(config.poll_interval) => {}
+                changed = shutdown.changed() => {
+                    // A dropped sender can never say "stop" any more; treat
+                    // it as the request rather than spin on the closed channel.
+                    if changed.is_err() {
+                        break;
+                    }
+                }
+                Some(joined) = tasks.join_next(), if !tasks.is_empty() => log_join(joined),
+            }
+        }
+        while let Some(joined) = tasks.join_next().await {
+            log_join(joined);
+        }
+    }
+
+    /// Leases every due run (one at a time, up to `limit`) and drives each
+    /// until it has nothing to do, each run at most once per call. For
+    /// tests and one-shot tools; returns how each run ended.
+    pub async fn drive_due_runs(&self, limit: usize) -> Result<Vec<(RunId, RunEnd)>, JournalError> {
+        let (_keep, stop) = watch::channel(false);
+        let mut ended: Vec<(RunId, RunEnd)> = Vec::new();
+        let config = &self.shared.config;
+        while ended.len() < limit {
+            let Some(lease) = self
+                .shared
+                .journal
+                .acquire_lease(&config.worker_id, config.lease_ttl)
+                .await?
+            else {
+                break;
+            };
+            let run = lease.run_id;
+            if ended.iter().any(|(driven, _)| *driven == run) {
+                // Due again already (a short backoff or re-check): that is
+                // the next call's business.
+                self.shared.journal.release_lease(&lease).await?;
+                break;
+            }
+            ended.push((run, self.drive_leased(lease, stop.clone()).await));
+        }
+        Ok(ended)
+    }
+
+    /// Drives one leased run until it has nothing to do, renewing the lease
+    /// meanwhile, then hands the run back with its next wake-up time.
+    pub async fn drive_leased(&self, lease: Lease, shutdown: watch::Receiver<bool>) -> RunEnd {
+        let run = lease.run_id;
+        if let Some(hooks) = &self.shared.hooks {
+            hooks.entered(run);
+        }
+        let (lost_tx, lost_rx) = oneshot::channel();
+        let renewer = tokio::spawn(renew_until_lost(
+            self.shared.journal.clone(),
+            lease.clone(),
+            self.shared.config.lease_ttl,
+            lost_tx,
+        ));
+        let ended = tokio::select! {
+            ended = run_task::drive(&self.shared, &lease, shutdown) => ended,
+            // Dropping the work mid-step is a crash as far as the journal is
+            // concerned, and the journal is built for crashes; continuing
+            // would only produce writes it refuses.
+            _ = lost_rx => RunEnd::LostLease,
+        };
+        renewer.abort();
+        let ended = run_task::schedule_next(&self.shared, &lease, ended).await;
+        // Reported before the release: once released, another task may
+        // enter the run, and the two must not look like they overlapped.
+        if let Some(hooks) = &self.shared.hooks {
+            hooks.left(run);
+        }
+        run_task::release(&self.shared, &lease, ended).await
+    }
+}
+
+fn log_join(joined: Result<RunEnd, tokio::task::JoinError>) {
+    if let Err(error) = joined {
+        tracing::error!(%error, "a run task panicked; its lease expires and another task recovers the run");
+    }
+}
+
+/// Renews `lease` every third of its TTL; reports when another worker owns
+/// the run (a renewal refused as stale).
+async fn renew_until_lost(
+    journal: Journal,
+    lease: Lease,
+    ttl: Duration,
+    lost: oneshot::Sender<()>,
+) {
+    let mut ticks = tokio::time::interval((ttl / 3).max(Duration::from_millis(10)));
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        match journal.renew_lease(&lease, ttl).await {
+            Ok(_) => {}
+            Err(JournalError::StaleLease { .. }) => {
+                let _ = lost.send(());
+                return;
+            }
+            Err(error) => tracing::warn!(%error, run = %lease.run_id, "renewing the lease failed"),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Jittered exponential backoff for transient failures of a run's step
+//! (GitHub 5xx or timeouts, an effect whose outcome is still unknown).
+//!
+//! The delay doubles per consecutive failure up to a cap, and a random
+//! fraction of it is drawn so that replicas retrying after one outage do not
+//! hit GitHub in lockstep. The count lives in the driver's memory: after a
+//! restart a run gets a fresh budget, which only ever means a few more
+//! reconcile reads, never a blind re-send (the executor reconciles first).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use autoforge_journal::RunId;
+use rand::Rng;
+
+/// How transient failures are retried before the machine is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Consecutive failures retried by backoff; the next one is handed to
+    /// the machine as `TransientFailure`.
+    pub max_retries: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_secs(2),
+            max_delay: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The delay before retry number `attempt` (1-based): "equal jitter",
+    /// half fixed and half random, so a delay never collapses to zero.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let doubling = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
+        let full = self.base_delay.saturating_mul(doubling).min(self.max_delay);
+        let half = full / 2;
+        let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
+        let drawn = if jitter_ms == 0 {
+            0
+        } else {
+            rand::rng().random_range(0..=jitter_ms)
+        };
+        half + Duration::from_millis(drawn)
+    }
+}
+
+/// What to do about one more transient failure of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryVerdict {
+    /// Try again after this delay.
+    After(Duration),
+    /// The budget is spent: tell the machine.
+    GiveUp,
+}
+
+/// Consecutive transient failures per run, in this process.
+#[derive(Debug, Default)]
+pub struct RetryBook {
+    failures: Mutex<HashMap<RunId, u32>>,
+}
+
+impl RetryBook {
+    /// Counts one failure of `run` and says whether to back off or give up.
+    /// Giving up resets the count: the machine's retry bound takes over.
+    pub fn failed(&self, policy: &RetryPolicy, run: RunId) -> RetryVerdict {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = failures.entry(run).or_insert(0);
+        *count += 1;
+        if *count > policy.max_retries {
+            failures.remove(&run);
+            RetryVerdict::GiveUp
+        } else {
+            RetryVerdict::After(policy.delay(*count))
+        }
+    }
+
+    /// The run made progress: its next failure starts a new episode.
+    pub fn succeeded(&self, run: RunId) {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&run);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+        }
+    }
+
+    #[test]
+    fn delays_grow_stay_within_half_to_full_and_respect_the_cap() {
+        let policy = policy();
+        for _ in 0..200 {
+            let first = policy.delay(1);
+            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
+            let third = policy.delay(3);
+            assert!(third >= Duration::from_millis(175) && third <= Duration::from_millis(350));
+            let late = policy.delay(30);
+            assert!(late <= Duration::from_millis(350));
+        }
+    }
+
+    #[test]
+    fn a_run_backs_off_up_to_the_bound_then_gives_up_and_starts_afresh() {
+        let book = RetryBook::default();
+        let run = RunId(7);
+        for _ in 0..3 {
+            assert!(matches!(
+                book.failed(&policy(), run),
+                RetryVerdict::After(_)
+            ));
+        }
+        assert_eq!(book.failed(&policy(), run), RetryVerdict::GiveUp);
+        assert!(matches!(
+            book.failed(&policy(), run),
+            RetryVerdict::After(_)
+        ));
+    }
+
+    #[test]
+    fn progress_resets_the_count() {
+        let book = RetryBook::default();
+        let run = RunId(1);
+        for _ in 0..3 {
+            let _ = book.failed(&policy(), run);
+        }
+        book.succeeded(run);
+        assert!(matches!(
+            book.failed(&policy(), run),
+            RetryVerdict::After(_)
+        ));
+    }
+}

@@ -1,0 +1,558 @@
+//! One leased run, driven until it has nothing to do.
+//!
+//! Order of work, repeated until idle:
+//! 1. Recovery: every effect still `intended` or `attempted` is driven (in
+//!    journal order) until it settles. One whose outcome stays unknown ends
+//!    the task with a backoff; nothing new happens to the run before its
+//!    writes are settled.
+//! 2. The settled effects of the latest transition are reported to the
+//!    machine (`EffectsObserved` when it waits for them, `EffectConflict`
+//!    for a conflict) — unless the run already moved on.
+//! 3. The oldest unconsumed run event is turned into a machine event and
+//!    decided. The new state, its effect intents and the consumption of the
+//!    run event commit in one transaction; the effects are then driven by
+//!    step 1 of the next round.
+//! 4. With no event queued, the driver does what the run waits for: an
+//!    agent launch, a validation, or a fresh GitHub read (each at most once
+//!    per task, so a wait the machine does not move past is re-checked
+//!    later instead of spinning).
+//!
+//! Every journal write carries the lease; a `StaleLease` ends the task.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, Stage};
+use chrono::Utc;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::convert::{SignalAction, observed_for_machine, signal_action};
+use super::error::DriverError;
+use super::retry::RetryVerdict;
+use super::{RepositoryAccess, Shared};
+use super::{agent_step, facts};
+use crate::effects::crashpoint::{Point, crash_point};
+use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
+use crate::machine::{
+    Awaiting, Command, Event, LaunchInputs, MergeReport, NextIssueFacts, Observed, OperatorCommand,
+    RunState, decide,
+};
+use crate::serve::RunSignal;
+
+/// How a task left its run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Nothing to do until a new event (or the idle re-check).
+    Idle,
+    /// The run reached DONE, FAILED or STOPPED.
+    Terminal,
+    /// Shutdown was asked for; the run is due again at once.
+    Yielded,
+    /// Another worker owns the run now; nothing more was written.
+    LostLease,
+    /// A transient failure; the run is due again after a backoff.
+    Backoff,
+    /// A defect (unreadable state, refused plan…); recorded as an audit
+    /// event, the run is looked at again after the idle re-check.
+    Failed(String),
+}
+
+/// Drives the leased run until it is idle, terminal or must back off.
+pub(super) async fn drive(
+    shared: &Shared,
+    lease: &Lease,
+    shutdown: watch::Receiver<bool>,
+) -> RunEnd {
+    let outcome = match RunTask::load(shared, lease).await {
+        Ok(mut task) => task.work(&shutdown).await,
+        Err(error) => Err(error),
+    };
+    match outcome {
+        Ok(end) => {
+            shared.retries.succeeded(lease.run_id);
+            end
+        }
+        Err(DriverError::LostLease(_)) => RunEnd::LostLease,
+        Err(error) if error.is_transient() => {
+            match shared.retries.failed(&shared.config.retry, lease.run_id) {
+                RetryVerdict::After(delay) => {
+                    tracing::info!(run = %lease.run_id, %error, ?delay, "transient failure; backing off");
+                    let at = Utc::now() + delay;
+                    match shared.journal.schedule_wake(lease, at).await {
+                        Ok(()) => RunEnd::Backoff,
+                        Err(_) => RunEnd::LostLease,
+                    }
+                }
+                RetryVerdict::GiveUp => give_up(shared, lease, &error).await,
+            }
+        }
+        Err(error) => {
+            tracing::error!(run = %lease.run_id, %error, "the run cannot proceed");
+            let detail = json!({ "error": error.to_string() });
+            let _ = shared
+                .journal
+                .record_audit_event(Some(lease.run_id), "driver_error", &detail)
+                .await;
+            RunEnd::Failed(error.to_string())
+        }
+    }
+}
+
+/// The backoff budget is spent: the machine decides what a transient
+/// failure means now (try again, bounded by its own counter, or park).
+async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd {
+    let event = Event::TransientFailure {
+        detail: error.to_string(),
+    };
+    let fed = match RunTask::load(shared, lease).await {
+        Ok(mut task) => task.apply(event, None).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = fed {
+        return match error {
+            DriverError::LostLease(_) => RunEnd::LostLease,
+            other => RunEnd::Failed(other.to_string()),
+        };
+    }
+    // Whatever the machine decided, the step is tried again only after a
+    // pause: a new backoff episode starts from the first delay.
+    let at = Utc::now() + shared.config.retry.delay(1);
+    match shared.journal.schedule_wake(lease, at).await {
+        Ok(()) => RunEnd::Backoff,
+        Err(_) => RunEnd::LostLease,
+    }
+}
+
+/// Sets when the run is next due, according to how the task ended.
+pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
+    let wake = match &end {
+        RunEnd::Idle | RunEnd::Failed(_) => Utc::now() + shared.config.idle_recheck,
+        RunEnd::LostLease | RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => return end,
+    };
+    match shared.journal.schedule_wake(lease, wake).await {
+        Ok(()) => end,
+        Err(JournalError::StaleLease { .. }) => RunEnd::LostLease,
+        Err(error) => {
+            // The run is merely looked at again sooner than planned.
+            tracing::warn!(%error, run = %lease.run_id, "scheduling the next wake-up failed");
+            end
+        }
+    }
+}
+
+/// Gives the run back (unless it was lost already).
+pub(super) async fn release(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
+    if end == RunEnd::LostLease {
+        return end;
+    }
+    match shared.journal.release_lease(lease).await {
+        Ok(()) => end,
+        Err(JournalError::StaleLease { .. }) => RunEnd::LostLease,
+        Err(error) => {
+            // The lease simply expires; the next holder recovers.
+            tracing::warn!(%error, run = %lease.run_id, "releasing the lease failed");
+            end
+        }
+    }
+}
+
+struct RunTask<'a> {
+    shared: &'a Shared,
+    lease: &'a Lease,
+    access: &'a RepositoryAccess,
+    version: i64,
+    epic: Option<i64>,
+    state: RunState,
+    /// The version whose effect outcome was fed in this task: a refused
+    /// report is not repeated in a loop.
+    reported: Option<i64>,
+    /// Waits already performed in this task (a read, a launch, a
+    /// validation). Meeting one again means the machine did not move on —
+    /// a read that changed nothing, or a refused result — so the run waits
+    /// for its next re-check instead of spinning.
+    performed: Vec<Awaiting>,
+}
+
+impl<'a> RunTask<'a> {
+    async fn load(shared: &'a Shared, lease: &'a Lease) -> Result<RunTask<'a>, DriverError> {
+        let run_id = lease.run_id;
+        let run = shared
+            .journal
+            .get_run(run_id)
+            .await?
+            .ok_or(DriverError::MissingRun(run_id))?;
+        let access = shared
+            .repositories
+            .get(&run.repository)
+            .ok_or_else(|| DriverError::NoAccess(run.repository.clone()))?;
+        // Observers create runs with an empty document; the driver fills it
+        // in when it feeds `Started`.
+        let fresh = run.state.as_object().is_some_and(serde_json::Map::is_empty);
+        let state = if fresh {
+            RunState::new(run_id.0.to_string(), shared.config.settings.clone())
+        } else {
+            serde_json::from_value(run.state).map_err(|e| DriverError::CorruptState {
+                run: run_id,
+                detail: e.to_string(),
+            })?
+        };
+        Ok(RunTask {
+            shared,
+            lease,
+            access,
+            version: run.version,
+            epic: run.epic,
+            state,
+            reported: None,
+            performed: Vec::new(),
+        })
+    }
+
+    async fn work(&mut self, shutdown: &watch::Receiver<bool>) -> Result<RunEnd, DriverError> {
+        loop {
+            if *shutdown.borrow() {
+                return Ok(RunEnd::Yielded);
+            }
+            self.settle_effects().await?;
+            if self.reported != Some(self.version)
+                && let Some(event) = self.effects_report().await?
+            {
+                self.reported = Some(self.version);
+                self.apply(event, None).await?;
+                continue;
+            }
+            if self.state.phase.is_terminal() {
+                return Ok(RunEnd::Terminal);
+            }
+            let next = self
+                .shared
+                .journal
+                .next_run_events(self.lease.run_id, 1)
+                .await?;
+            if let Some(event) = next.into_iter().next() {
+                self.handle_run_event(event).await?;
+                continue;
+            }
+            match self.awaited_step().await? {
+                Some(event) => self.apply(event, None).await?,
+                None => return Ok(RunEnd::Idle),
+            }
+        }
+    }
+
+    /// Performs what the run waits for (SPEC table in `machine`), if this
+    /// driver can: the event it produced, or `None` to go idle.
+    async fn awaited_step(&mut self) -> Result<Option<Event>, DriverError> {
+        let awaiting = self.state.awaiting.clone();
+        if self.performed.contains(&awaiting) {
+            return Ok(None);
+        }
+        let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
+        let event = match &awaiting {
+            Awaiting::Agent { launch }
+                if agents_ready
+                    && matches!(
+                        launch.inputs,
+                        LaunchInputs::Implement { .. } | LaunchInputs::Review { .. }
+                    ) =>
+            {
+                self.performed.push(awaiting.clone());
+                agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
+                    .await?
+            }
+            Awaiting::Validation { sha } if agents_ready => {
+                self.performed.push(awaiting.clone());
+                agent_step::validate(self.shared, self.lease, self.access, sha).await?
+            }
+            Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
+                self.performed.push(awaiting.clone());
+                match self.read_event(&awaiting).await? {
+                    Some(event) => event,
+                    None => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+
+    /// The fresh GitHub read a wait asks for.
+    async fn read_event(&self, awaiting: &Awaiting) -> Result<Option<Event>, DriverError> {
+        let (api, repo) = (&self.access.api, &self.access.repo);
+        let protected = &self.shared.config.protected_paths;
+        Ok(Some(match awaiting {
+            Awaiting::Facts { .. } => Event::GitHubObserved {
+                facts: facts::read_facts(api, repo, &self.state, protected).await?,
+            },
+            Awaiting::MergeOutcome => {
+                let Some(pr) = self.state.pr else {
+                    return Ok(None);
+                };
+                Event::MergeResult(MergeReport {
+                    pr: facts::pr_facts(api, repo, pr, protected).await?,
+                })
+            }
+            Awaiting::NextIssueCheck { issue } => {
+                let read = api.issue(repo, *issue).await?;
+                let (_, base_sha) = facts::default_branch_head(api, repo).await?;
+                Event::NextIssue(NextIssueFacts {
+                    issue: *issue,
+                    repository: repo.to_string(),
+                    open: read.state == "open",
+                    base_sha,
+                })
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The executor for this run's repository; it can push when the
+    /// driver has a workspace and the repository a git remote.
+    async fn executor(&self) -> Result<EffectExecutor, DriverError> {
+        let executor = EffectExecutor::new(
+            self.shared.journal.clone(),
+            self.access.api.clone(),
+            self.access.repo.clone(),
+            self.access.login.clone(),
+        );
+        let (Some(runtime), Some(remote)) = (&self.shared.agents, &self.access.git) else {
+            return Ok(executor);
+        };
+        let Some(credential) = remote.credential.clone() else {
+            return Ok(executor);
+        };
+        let mirror = runtime
+            .workspaces
+            .mirror(
+                self.access.repo.owner(),
+                self.access.repo.name(),
+                &remote.url,
+            )
+            .await
+            .map_err(|e| DriverError::Workspace(e.to_string()))?;
+        Ok(executor.with_push(PushTransport {
+            mirror,
+            url: remote.url.clone(),
+            credential,
+            default_branch: self.state.base_branch.clone(),
+        }))
+    }
+
+    /// Step 1: drive every unsettled effect, oldest transition first. After
+    /// a conflict the rest of that transition's effects are left alone:
+    /// they were planned on the assumption that it would land.
+    async fn settle_effects(&self) -> Result<(), DriverError> {
+        let journal = &self.shared.journal;
+        let pending = journal.pending_effects(self.lease.run_id).await?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut conflicted: BTreeSet<i64> = journal
+            .list_effects(self.lease.run_id)
+            .await?
+            .iter()
+            .filter(|e| e.stage == Stage::Conflict)
+            .map(|e| e.phase_entry)
+            .collect();
+        let executor = self.executor().await?;
+        for effect in pending {
+            if conflicted.contains(&effect.phase_entry) {
+                continue;
+            }
+            match executor.drive(self.lease, &effect).await? {
+                DriveOutcome::Observed(_) => {}
+                DriveOutcome::StillAttempted => return Err(DriverError::Unsettled),
+                DriveOutcome::Conflict { .. }
+                | DriveOutcome::Blocked { .. }
+                | DriveOutcome::Rerequest { .. } => {
+                    conflicted.insert(effect.phase_entry);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 2: what the machine must hear about the latest transition's
+    /// effects, once they settled.
+    async fn effects_report(&self) -> Result<Option<Event>, DriverError> {
+        if self.state.phase.is_terminal() {
+            return Ok(None);
+        }
+        let effects: Vec<Effect> = self
+            .shared
+            .journal
+            .list_effects(self.lease.run_id)
+            .await?
+            .into_iter()
+            .filter(|e| e.phase_entry == self.version)
+            .collect();
+        if let Some(conflict) = effects.iter().find(|e| e.stage == Stage::Conflict) {
+            let reason = conflict.reason.clone().unwrap_or_default();
+            if reason.starts_with("re-request") {
+                return Ok(Some(Event::EffectsObserved {
+                    observed: vec![Observed::RoadmapVoided],
+                }));
+            }
+            return Ok(Some(Event::EffectConflict {
+                identity: conflict.identity.clone(),
+                reason,
+            }));
+        }
+        if !matches!(self.state.awaiting, Awaiting::Effects { .. })
+            || effects.iter().any(|e| e.stage != Stage::Observed)
+        {
+            return Ok(None);
+        }
+        let mut observed = Vec::new();
+        for effect in &effects {
+            let value = effect.observed.clone().unwrap_or(Value::Null);
+            if let Some(item) = observed_for_machine(effect, &value)? {
+                observed.push(item);
+            }
+        }
+        for effect in &effects {
+            crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
+        }
+        Ok(Some(Event::EffectsObserved { observed }))
+    }
+
+    /// Step 3: one run event from the observers.
+    async fn handle_run_event(&mut self, stored: RunEvent) -> Result<(), DriverError> {
+        let signal: RunSignal = match serde_json::from_value(stored.event.clone()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                let detail = json!({ "run_event": stored.id, "error": error.to_string() });
+                return self
+                    .acknowledge(stored.id, "run_event_unreadable", detail)
+                    .await;
+            }
+        };
+        match signal_action(&signal) {
+            SignalAction::Feed(event) => self.apply(*event, Some(stored.id)).await,
+            SignalAction::Start { issue } if self.state.awaiting == Awaiting::Start => {
+                let event = self.started_event(issue).await?;
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::Unblock {
+                thread,
+                comment_id,
+                actor,
+                reason,
+            } => {
+                let facts = facts::read_facts(
+                    &self.access.api,
+                    &self.access.repo,
+                    &self.state,
+                    &self.shared.config.protected_paths,
+                )
+                .await?;
+                let event = Event::Operator(OperatorCommand {
+                    thread,
+                    comment_id,
+                    actor,
+                    command: Command::Unblock { reason, facts },
+                });
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::Start { .. } | SignalAction::Ignore => {
+                let detail = json!({ "run_event": stored.id, "signal": stored.event });
+                self.acknowledge(stored.id, "run_event_not_driven", detail)
+                    .await
+            }
+        }
+    }
+
+    /// `Started`: the issue's repository default branch and its head now.
+    async fn started_event(&self, issue: u64) -> Result<Event, DriverError> {
+        let (base_branch, base_sha) =
+            facts::default_branch_head(&self.access.api, &self.access.repo).await?;
+        Ok(Event::Started {
+            repository: self.access.repo.to_string(),
+            issue,
+            epic: self.epic.and_then(|e| u64::try_from(e).ok()),
+            base_branch,
+            base_sha,
+            settings: self.state.settings.clone(),
+        })
+    }
+
+    /// Consumes a run event the machine has nothing to decide on, leaving
+    /// an audit record so nothing disappears silently.
+    async fn acknowledge(&self, id: i64, kind: &str, detail: Value) -> Result<(), DriverError> {
+        let mut tx = self.shared.journal.begin().await?;
+        tx.consume_run_event_with(self.lease, id).await?;
+        tx.record_audit_event(Some(self.lease.run_id), kind, &detail)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Decides `event` and commits the outcome: state, effect intents and
+    /// (if the event came from the queue) its consumption, atomically.
+    async fn apply(&mut self, event: Event, consumed: Option<i64>) -> Result<(), DriverError> {
+        let decision = decide(&self.state, &event)?;
+        let planned = self.plan_all(&decision.next, &decision.effects)?;
+        let changed = decision.next != self.state || !planned.is_empty();
+        let mut tx: JournalTx = self.shared.journal.begin().await?;
+        let mut version = self.version;
+        if changed {
+            let document =
+                serde_json::to_value(&decision.next).map_err(|e| DriverError::CorruptState {
+                    run: self.lease.run_id,
+                    detail: e.to_string(),
+                })?;
+            (version, _) = tx
+                .commit_transition(
+                    self.lease,
+                    self.version,
+                    decision.next.phase.as_str(),
+                    &document,
+                    &planned,
+                )
+                .await?;
+        }
+        if let Some(id) = consumed {
+            tx.consume_run_event_with(self.lease, id).await?;
+        }
+        if let Some(refusal) = &decision.refusal {
+            let detail = json!({ "event": event.name(), "refusal": refusal });
+            tx.record_audit_event(Some(self.lease.run_id), "event_refused", &detail)
+                .await?;
+        }
+        tx.commit().await?;
+        for effect in &planned {
+            crash_point(Point::AfterIntentCommit, Some(effect.kind));
+        }
+        if changed {
+            tracing::info!(run = %self.lease.run_id, event = event.name(),
+                from = %self.state.phase, to = %decision.next.phase, effects = planned.len(),
+                "transition committed");
+        }
+        self.version = version;
+        self.state = decision.next;
+        Ok(())
+    }
+
+    fn plan_all(
+        &self,
+        next: &RunState,
+        intents: &[crate::machine::EffectIntent],
+    ) -> Result<Vec<NewEffect>, DriverError> {
+        // Bodies read at phase start are only needed by adopt/append/splice
+        // intents, which the driver does not reach yet; planning one without
+        // its body is refused by `plan` rather than guessed.
+        let bodies = BTreeMap::new();
+        let context = PlanContext {
+            run_id: self.lease.run_id,
+            repo: &self.access.repo,
+            html_base: &self.access.html_base,
+            default_branch: &next.base_branch,
+            merge_method: &self.access.merge_method,
+            bodies: &bodies,
+        };
+        Ok(intents
+            .iter()
+            .map(|intent| plan(intent, &context))
+            .collect::<Result<_, _>>()?)
+    }
+}

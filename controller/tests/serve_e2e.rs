@@ -382,3 +382,63 @@ async fn serve_refuses_to_start_without_a_webhook_secret() {
     // Refused before anything started: no managed database was created.
     assert!(!state.path().join("postgres").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
+    let world = World::start().await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "driven by serve").await;
+    world.add_label(&owner, issue, "autoforge").await;
+    let run_id = wait_for_run(&world, issue).await;
+
+    // The driver inside serve leases the run, decides the start and posts
+    // the run's status comment through the effect journal.
+    let path = format!("/repos/{}/issues/{issue}/comments", world.repository());
+    let status_comments = eventually(Duration::from_secs(20), "the status comment", || {
+        let path = path.clone();
+        let world = &world;
+        let owner = owner.clone();
+        async move {
+            let comments = world
+                .api(&owner, reqwest::Method::GET, &path, serde_json::Value::Null)
+                .await;
+            let found: Vec<serde_json::Value> = comments
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|c| {
+                    c["body"]
+                        .as_str()
+                        .is_some_and(|b| b.contains("autoforge-status"))
+                })
+                .cloned()
+                .collect();
+            (!found.is_empty()).then_some(found)
+        }
+    })
+    .await;
+    assert_eq!(status_comments.len(), 1, "exactly one status comment");
+    assert!(
+        status_comments[0]["user"]["login"]
+            .as_str()
+            .is_some_and(|login| login.ends_with("[bot]")),
+        "the App wrote it: {}",
+        status_comments[0]["user"]
+    );
+
+    let run = world
+        .journal()
+        .get_run(run_id)
+        .await
+        .unwrap()
+        .expect("the run");
+    assert_eq!(run.phase, "IMPLEMENT");
+    let effects = world.journal().list_effects(run_id).await.unwrap();
+    assert!(!effects.is_empty(), "the write went through the journal");
+    assert!(
+        effects
+            .iter()
+            .all(|e| e.stage == autoforge_journal::Stage::Observed),
+        "{effects:?}"
+    );
+}

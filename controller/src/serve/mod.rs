@@ -59,6 +59,12 @@ async fn run_with_database(
             "authenticating with a token but github.repositories is empty: the poller watches nothing"
         );
     }
+    // The run driver leases the runs the dispatcher and poller start and
+    // moves them through the phase machine. Built before anything listens
+    // so a configuration it cannot use stops start-up cleanly.
+    let driver = crate::driver::driver_from_config(config, journal.clone())
+        .await
+        .context("cannot set up the run driver")?;
     let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;
@@ -78,16 +84,19 @@ async fn run_with_database(
     };
     let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
     let poller = Poller::new(journal.clone(), access, config.settings.poll.interval());
-    let poller = tokio::spawn(poller.run(loops_stopped));
+    let poller = tokio::spawn(poller.run(loops_stopped.clone()));
+    let driver = tokio::spawn(driver.run(loops_stopped));
 
     let app = router(journal, secret, wakeup);
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("the HTTP server failed");
-    tracing::info!("stopped accepting requests; stopping the dispatcher and the poller");
+    tracing::info!(
+        "stopped accepting requests; stopping the dispatcher, the poller and the driver"
+    );
     let _ignored = stop_loops.send(true);
-    for task in [dispatcher, poller] {
+    for task in [dispatcher, poller, driver] {
         if let Err(error) = task.await {
             tracing::error!(%error, "a serve loop ended abnormally");
         }

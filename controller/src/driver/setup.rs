@@ -166,3 +166,117 @@ pub async fn run_from_config(
     driver.run(shutdown).await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::agents::prompt::TemplateId;
+    use crate::config::{DATABASE_URL_VAR, Environment, load};
+
+    const TOKEN: &str = "ghp_setupTestToken0123456789abcdefABCD";
+    const WEBHOOK: &str = "setup-test-webhook-secret";
+    const DATABASE: &str = "postgres://driver:hunter2-setup@db.invalid/autoforge";
+
+    fn config_from(dir: &Path, toml: &str) -> Config {
+        let file = dir.join("autoforge.toml");
+        std::fs::write(&file, toml).unwrap();
+        let env = Environment::from_pairs([
+            ("HOME", dir.to_str().unwrap()),
+            ("AUTOFORGE_GITHUB_TOKEN", TOKEN),
+            ("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK),
+            (DATABASE_URL_VAR, DATABASE),
+        ]);
+        load(Some(&file), Some(&dir.join("state")), &env).expect("the config loads")
+    }
+
+    const IMPLEMENTER: &str = r#"
+[agents.profiles.coder]
+command = ["/bin/true"]
+idle_timeout_seconds = 30
+max_runtime_seconds = 60
+
+[agents.roles]
+implement = "coder"
+
+[validation]
+commands = ["make check", ["cargo", "test", "--all"]]
+timeout_seconds = 42
+"#;
+
+    #[test]
+    fn without_an_implement_role_there_is_no_agent_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config_from(dir.path(), "[validation]\ncommands = [\"true\"]\n");
+        assert!(agent_runtime_from_config(&config).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_implement_role_builds_the_runtime_with_validation_in_configured_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config_from(dir.path(), IMPLEMENTER);
+        let runtime = agent_runtime_from_config(&config)
+            .unwrap()
+            .expect("a runtime");
+        assert_eq!(
+            runtime.validation_commands,
+            vec![
+                ValidationCommand::Shell("make check".into()),
+                ValidationCommand::Argv(vec!["cargo".into(), "test".into(), "--all".into()]),
+            ]
+        );
+        assert_eq!(runtime.validation_limits.timeout, Duration::from_secs(42));
+        assert_eq!(runtime.validation_limits.kill_grace, KILL_GRACE);
+        assert!(
+            dir.path().join("state").is_dir(),
+            "workspaces live under the state dir"
+        );
+    }
+
+    #[test]
+    fn the_runtime_redactor_hides_the_token_webhook_secret_and_database_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config_from(dir.path(), IMPLEMENTER);
+        let runtime = agent_runtime_from_config(&config).unwrap().unwrap();
+        for secret in [TOKEN, WEBHOOK, DATABASE] {
+            let text = format!("the agent printed {secret} here");
+            let redacted = runtime.redactor.redact(&text);
+            assert!(!redacted.contains(secret), "{secret} leaked: {redacted}");
+        }
+    }
+
+    #[test]
+    fn a_prompt_override_with_wrong_placeholders_refuses_to_build_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompts = dir.path().join("prompts");
+        std::fs::create_dir(&prompts).unwrap();
+        std::fs::write(
+            prompts.join(TemplateId::ALL[0].file_name()),
+            "only {{not_a_placeholder}}\n",
+        )
+        .unwrap();
+        let config = config_from(
+            dir.path(),
+            &format!("[prompts]\ndir = \"prompts\"\n{IMPLEMENTER}"),
+        );
+        let error = agent_runtime_from_config(&config)
+            .err()
+            .expect("the override is refused");
+        assert!(
+            format!("{error:#}").contains("prompt templates"),
+            "{error:#}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_fixed_credential_is_handed_out_and_an_anonymous_remote_has_none() {
+        use secrecy::ExposeSecret;
+        let fixed = GitCredential::Fixed(SecretString::from(TOKEN));
+        let current = fixed.current().await.unwrap().expect("a credential");
+        assert_eq!(current.expose_secret(), TOKEN);
+        assert!(GitCredential::Anonymous.current().await.unwrap().is_none());
+    }
+}

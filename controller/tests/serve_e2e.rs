@@ -333,6 +333,7 @@ async fn a_delivery_redelivered_by_github_is_processed_once() {
 async fn serve_runs_on_its_managed_postgres_and_stops_it_on_sigterm() {
     let mut world = World::start_with(WorldOptions {
         managed_database: true,
+        ..WorldOptions::default()
     })
     .await;
     let data_dir = world.state.path().join("postgres");
@@ -441,4 +442,101 @@ async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
             .all(|e| e.stage == autoforge_journal::Stage::Observed),
         "{effects:?}"
     );
+}
+
+/// An implementer that commits `feature.txt` and answers for issue 1, and a
+/// validation command that always passes; no reviewer, so the run waits in
+/// REVIEW once its PR is open.
+fn scripted_implementer_config() -> String {
+    let script = format!(
+        "{}/../tests/agents/phase_implement.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    format!(
+        r#"
+[agents.profiles.scripted]
+command = ["{script}", "good", "{{hub}}/octo/widgets/issues/1"]
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.roles]
+implement = "scripted"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_pushes_the_implementers_branch_with_an_installation_token_and_opens_one_pr() {
+    let world = World::start_with(WorldOptions {
+        config_toml: Some(scripted_implementer_config()),
+        ..WorldOptions::default()
+    })
+    .await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "add the feature").await;
+    assert_eq!(issue, 1, "the scripted agent answers for issue 1");
+    world.add_label(&owner, issue, "autoforge").await;
+    let run_id = wait_for_run(&world, issue).await;
+
+    let pulls_path = format!("/repos/{}/pulls?state=all", world.repository());
+    let pulls = eventually(Duration::from_secs(90), "the run's pull request", || {
+        let path = pulls_path.clone();
+        let world = &world;
+        let owner = owner.clone();
+        async move {
+            let pulls = world
+                .api(&owner, reqwest::Method::GET, &path, serde_json::Value::Null)
+                .await;
+            let pulls = pulls.as_array().cloned().unwrap_or_default();
+            (!pulls.is_empty()).then_some(pulls)
+        }
+    })
+    .await;
+    let branch = format!("autoforge/{issue}");
+    assert_eq!(pulls.len(), 1, "exactly one PR: {pulls:?}");
+    assert_eq!(pulls[0]["head"]["ref"].as_str(), Some(branch.as_str()));
+    assert!(
+        pulls[0]["user"]["login"]
+            .as_str()
+            .is_some_and(|login| login.ends_with("[bot]")),
+        "the App opened it: {}",
+        pulls[0]["user"]
+    );
+
+    // The branch exists on fakehub's git side and holds the agent's commit.
+    // The repository is private and serve holds only the App's key, so the
+    // fetch and the push went through with an installation token.
+    let pushed = world
+        .api(
+            &owner,
+            reqwest::Method::GET,
+            &format!("/repos/{}/branches/{branch}", world.repository()),
+            serde_json::Value::Null,
+        )
+        .await;
+    let head = pushed["commit"]["sha"].as_str().expect("branch head sha");
+    assert_eq!(pulls[0]["head"]["sha"].as_str(), Some(head));
+
+    let run = eventually(Duration::from_secs(30), "the run in REVIEW", || async {
+        let run = world.journal().get_run(run_id).await.unwrap()?;
+        (run.phase == "REVIEW").then_some(run)
+    })
+    .await;
+    assert_eq!(run.phase, "REVIEW");
+
+    // Still exactly one PR after the driver had time for another pass.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let again = world
+        .api(
+            &owner,
+            reqwest::Method::GET,
+            &pulls_path,
+            serde_json::Value::Null,
+        )
+        .await;
+    assert_eq!(again.as_array().map(Vec::len), Some(1), "{again}");
 }

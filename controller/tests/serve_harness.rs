@@ -42,10 +42,13 @@ pub struct World {
 }
 
 /// Variations of the world.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct WorldOptions {
     /// No `DATABASE_URL`: serve starts its managed Postgres under the state dir.
     pub managed_database: bool,
+    /// Written as `autoforge.toml` in serve's working directory; `{hub}`
+    /// is replaced by fakehub's base URL, which is known only once it runs.
+    pub config_toml: Option<String>,
 }
 
 /// A person acting on fakehub with their own token.
@@ -98,6 +101,9 @@ impl World {
                     ("pull_requests", "write"),
                     ("contents", "write"),
                     ("metadata", "read"),
+                    // The driver reads a PR head's checks and statuses once it is open.
+                    ("checks", "read"),
+                    ("statuses", "read"),
                 ]
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -118,6 +124,10 @@ impl World {
         let state = tempfile::tempdir().expect("state dir");
         let key_file = state.path().join("app.pem");
         std::fs::write(&key_file, app.private_key_pem.expose_secret()).expect("write the key");
+        if let Some(toml) = &options.config_toml {
+            let toml = toml.replace("{hub}", hub.base_url());
+            std::fs::write(state.path().join("autoforge.toml"), toml).expect("write the config");
+        }
         let mut command = serve_command(state.path());
         if !options.managed_database {
             command.env("DATABASE_URL", db.url().expose_secret());

@@ -22,6 +22,7 @@ use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
 use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
+use crate::github::GitHubApi;
 use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
@@ -50,7 +51,31 @@ pub struct GitRemote {
     /// The clone URL, without credentials.
     pub url: String,
     /// Travels only in the git process's environment.
-    pub credential: Option<SecretString>,
+    pub credential: GitCredential,
+}
+
+/// Where git's credential comes from. An App's installation token expires
+/// after an hour, so it is asked for right before every fetch or push
+/// instead of being kept from start-up.
+#[derive(Clone)]
+pub enum GitCredential {
+    /// A public remote (local test repositories).
+    Anonymous,
+    /// A credential that does not expire while the driver runs.
+    Fixed(SecretString),
+    /// The handle's current token (see [`GitHubApi::git_credential`]).
+    FromApi(GitHubApi),
+}
+
+impl GitCredential {
+    /// The credential to hand git now; `None` for an anonymous remote.
+    pub async fn current(&self) -> Result<Option<SecretString>, DriverError> {
+        match self {
+            GitCredential::Anonymous => Ok(None),
+            GitCredential::Fixed(secret) => Ok(Some(secret.clone())),
+            GitCredential::FromApi(api) => Ok(Some(api.git_credential().await?)),
+        }
+    }
 }
 
 fn sha(text: &str) -> Result<CommitSha, DriverError> {
@@ -69,8 +94,9 @@ async fn mirror(
         .mirror(access.repo.owner(), access.repo.name(), &remote.url)
         .await
         .map_err(workspace)?;
+    let credential = remote.credential.current().await?;
     mirror
-        .fetch_shas(shas, remote.credential.as_ref())
+        .fetch_shas(shas, credential.as_ref())
         .await
         .map_err(workspace)?;
     Ok(mirror)

@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::Settings;
-pub use agent_step::{AgentRuntime, GitRemote};
+pub use agent_step::{AgentRuntime, GitCredential, GitRemote};
 pub use error::DriverError;
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
 pub use run_task::RunEnd;

@@ -318,7 +318,7 @@ impl<'a> RunTask<'a> {
         let (Some(runtime), Some(remote)) = (&self.shared.agents, &self.access.git) else {
             return Ok(executor);
         };
-        let Some(credential) = remote.credential.clone() else {
+        let Some(credential) = remote.credential.current().await? else {
             return Ok(executor);
         };
         let mirror = runtime

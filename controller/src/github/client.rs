@@ -73,6 +73,9 @@ struct Shared {
     /// `Octocrab` copies its token cache, so sharing it is what makes an
     /// installation token minted once serve every later request.
     installations: Mutex<HashMap<u64, Arc<Octocrab>>>,
+    /// The personal token in token mode, handed to git as its credential;
+    /// an App's git credential is its installation token instead.
+    personal_token: Option<SecretString>,
 }
 
 /// Entry point: one per process, cheap to clone.
@@ -125,6 +128,10 @@ impl GitHubClient {
                 HeaderName::from_static("x-github-api-version"),
                 API_VERSION.to_owned(),
             );
+        let personal_token = match &auth {
+            GitHubAuth::Token(token) => Some(token.clone()),
+            GitHubAuth::App { .. } => None,
+        };
         let (builder, is_app) = match auth {
             GitHubAuth::App {
                 app_id,
@@ -153,6 +160,7 @@ impl GitHubClient {
                 etags: EtagCache::new(options.etag_capacity),
                 options,
                 installations: Mutex::new(HashMap::new()),
+                personal_token,
             }),
         })
     }
@@ -249,6 +257,34 @@ pub struct GitHubApi {
 impl GitHubApi {
     pub fn scope(&self) -> RateScope {
         self.scope
+    }
+
+    /// The credential git uses for this handle's repositories: the
+    /// personal token, or the installation token — minted again by
+    /// octocrab when the cached one has less than a minute left, so ask
+    /// right before each fetch or push rather than keeping the answer.
+    pub async fn git_credential(&self) -> Result<SecretString, GitHubError> {
+        match self.scope {
+            RateScope::Token => {
+                self.shared.personal_token.clone().ok_or_else(|| {
+                    GitHubError::Setup("the token handle has no personal token".into())
+                })
+            }
+            RateScope::Installation(_) => self
+                .crab
+                .installation_token_with_buffer(chrono::Duration::seconds(60))
+                .await
+                .map_err(|e| match e {
+                    octocrab::Error::GitHub { ref source, .. } => GitHubError::Credentials {
+                        status: source.status_code.as_u16(),
+                        message: source.message.clone(),
+                    },
+                    other => GitHubError::Setup(describe_octocrab_error(&other)),
+                }),
+            RateScope::App => Err(GitHubError::Setup(
+                "the App's own handle has no git credential; use an installation".into(),
+            )),
+        }
     }
 
     pub(super) fn api_base(&self) -> &Uri {

@@ -692,3 +692,58 @@ async fn setup_errors_are_clear() {
     let client = GitHubClient::new("https://api.github.com", token()).unwrap();
     assert!(client.app().is_err(), "a token cannot act as the App");
 }
+
+#[tokio::test]
+async fn the_git_credential_of_an_installation_is_the_token_its_reads_already_use() {
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    let (client, installation) = installed_app(&hub).await;
+    let api = client.installation(installation).unwrap();
+    assert_eq!(api.issue(&repo(), issue).await.unwrap().number, issue);
+    let first = api.git_credential().await.unwrap();
+    let second = client
+        .installation(installation)
+        .unwrap()
+        .git_credential()
+        .await
+        .unwrap();
+    assert_eq!(first.expose_secret(), second.expose_secret());
+    assert!(!first.expose_secret().is_empty());
+    assert_eq!(
+        hub.answered("POST", TOKEN_ROUTE),
+        [201],
+        "one token serves the reads and git"
+    );
+}
+
+#[tokio::test]
+async fn git_credentials_come_from_the_token_or_an_installation_never_the_app() {
+    let hub = Hub::start().await;
+    let token = "ghp_gitCredentialTest0123456789abcdefAB";
+    let client = GitHubClient::new(
+        hub.hub.base_url(),
+        GitHubAuth::Token(SecretString::from(token)),
+    )
+    .unwrap();
+    let credential = client.installation(0).unwrap().git_credential().await;
+    assert_eq!(credential.unwrap().expose_secret(), token);
+
+    let (app_client, _installation) = installed_app(&hub).await;
+    let app_error = app_client
+        .app()
+        .unwrap()
+        .git_credential()
+        .await
+        .unwrap_err();
+    assert!(matches!(app_error, GitHubError::Setup(_)), "{app_error}");
+    let unknown = app_client
+        .installation(987_654)
+        .unwrap()
+        .git_credential()
+        .await;
+    assert!(
+        matches!(unknown, Err(GitHubError::Credentials { status: 404, .. })),
+        "{:?}",
+        unknown.map(|_| "a token")
+    );
+}

@@ -13,7 +13,8 @@ use autoforge::agents::profile::AgentCatalog;
 use autoforge::agents::prompt::PromptSet;
 use autoforge::config::AgentSettings;
 use autoforge::driver::{
-    AgentRuntime, Driver, DriverConfig, GitRemote, RepositoryAccess, RetryPolicy, RunHooks,
+    AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess, RetryPolicy,
+    RunHooks,
 };
 use autoforge::github::{
     ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment, RepoName,
@@ -354,7 +355,7 @@ pub fn git_access(api: GitHubApi, git_url: String, token: SecretString) -> Repos
         merge_method: "merge".into(),
         git: Some(GitRemote {
             url: git_url,
-            credential: Some(token),
+            credential: GitCredential::Fixed(token),
         }),
     }
 }

@@ -427,6 +427,22 @@ async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
         status_comments[0]["user"]
     );
 
+    // The comment is visible on GitHub a moment before the executor's
+    // read-back marks the effect observed: wait for the journal to settle.
+    let effects = eventually(Duration::from_secs(20), "the effects observed", || async {
+        let effects = world.journal().list_effects(run_id).await.unwrap();
+        (!effects.is_empty()
+            && effects
+                .iter()
+                .all(|e| e.stage == autoforge_journal::Stage::Observed))
+        .then_some(effects)
+    })
+    .await;
+    assert_eq!(
+        effects.len(),
+        1,
+        "one write, through the journal: {effects:?}"
+    );
     let run = world
         .journal()
         .get_run(run_id)
@@ -434,14 +450,6 @@ async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
         .unwrap()
         .expect("the run");
     assert_eq!(run.phase, "IMPLEMENT");
-    let effects = world.journal().list_effects(run_id).await.unwrap();
-    assert!(!effects.is_empty(), "the write went through the journal");
-    assert!(
-        effects
-            .iter()
-            .all(|e| e.stage == autoforge_journal::Stage::Observed),
-        "{effects:?}"
-    );
 }
 
 /// An implementer that commits `feature.txt` and answers for issue 1, and a

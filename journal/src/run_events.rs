@@ -12,10 +12,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::error::{ActiveRunScope, JournalError, Result, unique_violation};
+use crate::error::{JournalError, Result};
 use crate::ids::{DeliveryId, RunId};
 use crate::journal::{Journal, JournalTx};
-use crate::runs::{Lease, NewRun, lease_is_current, stale};
+use crate::runs::{Lease, NewRun, check_new_run, lease_is_current, run_insert_error, stale};
 
 /// Who saw a change first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -154,11 +154,7 @@ impl JournalTx {
     /// [`JournalError::ActiveRunExists`] like [`Journal::create_run`]; the
     /// transaction is then unusable and must be dropped.
     pub async fn start_run(&mut self, run: &NewRun) -> Result<RunId> {
-        if run.repository.is_empty() || run.phase.is_empty() {
-            return Err(JournalError::InvalidInput(
-                "a run needs a repository and a phase".to_owned(),
-            ));
-        }
+        check_new_run(run)?;
         let inserted: std::result::Result<RunId, sqlx::Error> = sqlx::query_scalar(
             "INSERT INTO runs (repository, epic, current_issue, phase, state) \
              VALUES ($1, $2, $3, $4, $5) RETURNING id",
@@ -170,17 +166,7 @@ impl JournalTx {
         .bind(&run.state)
         .fetch_one(self.conn())
         .await;
-        inserted.map_err(|error| {
-            let scope = match unique_violation(&error) {
-                Some("runs_one_active_per_issue") => ActiveRunScope::Issue(run.issue),
-                Some("runs_one_active_per_epic") => ActiveRunScope::Epic(run.epic.unwrap_or(0)),
-                _ => return error.into(),
-            };
-            JournalError::ActiveRunExists {
-                repository: run.repository.clone(),
-                scope,
-            }
-        })
+        inserted.map_err(|error| run_insert_error(error, run))
     }
 
     /// Marks a delivery handled together with what handling it produced.

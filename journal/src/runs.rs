@@ -91,11 +91,7 @@ impl Journal {
     /// [`JournalError::ActiveRunExists`] if the issue or the EPIC already has
     /// an active run.
     pub async fn create_run(&self, run: &NewRun) -> Result<Run> {
-        if run.repository.is_empty() || run.phase.is_empty() {
-            return Err(JournalError::InvalidInput(
-                "a run needs a repository and a phase".to_owned(),
-            ));
-        }
+        check_new_run(run)?;
         let inserted = sqlx::query_as::<_, Run>(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (repository, epic, current_issue, phase, state) \
              VALUES ($1, $2, $3, $4, $5) RETURNING {RUN_COLUMNS}"
@@ -107,17 +103,7 @@ impl Journal {
         .bind(&run.state)
         .fetch_one(&self.pool)
         .await;
-        inserted.map_err(|error| {
-            let scope = match unique_violation(&error) {
-                Some("runs_one_active_per_issue") => ActiveRunScope::Issue(run.issue),
-                Some("runs_one_active_per_epic") => ActiveRunScope::Epic(run.epic.unwrap_or(0)),
-                _ => return error.into(),
-            };
-            JournalError::ActiveRunExists {
-                repository: run.repository.clone(),
-                scope,
-            }
-        })
+        inserted.map_err(|error| run_insert_error(error, run))
     }
 
     /// One run, or `None` if the id is unknown.
@@ -318,5 +304,29 @@ pub(crate) fn stale(lease: &Lease) -> JournalError {
     JournalError::StaleLease {
         run_id: lease.run_id,
         fencing_token: lease.fencing_token,
+    }
+}
+
+/// Refuses a run without the fields every run needs, before any SQL.
+pub(crate) fn check_new_run(run: &NewRun) -> Result<()> {
+    if run.repository.is_empty() || run.phase.is_empty() {
+        return Err(JournalError::InvalidInput(
+            "a run needs a repository and a phase".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Names the active run a failed insert collided with, if that is why it
+/// failed (the partial unique indexes of SPEC §2's one-active-run rule).
+pub(crate) fn run_insert_error(error: sqlx::Error, run: &NewRun) -> JournalError {
+    let scope = match unique_violation(&error) {
+        Some("runs_one_active_per_issue") => ActiveRunScope::Issue(run.issue),
+        Some("runs_one_active_per_epic") => ActiveRunScope::Epic(run.epic.unwrap_or(0)),
+        _ => return error.into(),
+    };
+    JournalError::ActiveRunExists {
+        repository: run.repository.clone(),
+        scope,
     }
 }

@@ -198,14 +198,9 @@ impl From<&OperatorSettings> for OperatorPolicy {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MergeMode {
-    #[default]
-    Never,
-    OnCommand,
-    Auto,
-}
+/// `merge.mode`: the machine's own type, so the file's value is the value a
+/// run freezes, with no conversion in between.
+pub use crate::machine::MergeMode;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]

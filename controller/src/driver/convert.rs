@@ -12,20 +12,11 @@ use crate::config;
 use crate::machine::{self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand};
 use crate::serve::RunSignal;
 
-/// The machine's `merge.mode` for the configuration's.
-pub fn merge_mode(mode: config::MergeMode) -> machine::MergeMode {
-    match mode {
-        config::MergeMode::Never => machine::MergeMode::Never,
-        config::MergeMode::OnCommand => machine::MergeMode::OnCommand,
-        config::MergeMode::Auto => machine::MergeMode::Auto,
-    }
-}
-
 /// The bounds frozen into a new run, from the configuration; bounds the
 /// configuration does not expose keep the machine's defaults.
 pub fn run_settings(settings: &config::Settings) -> machine::Settings {
     machine::Settings {
-        merge_mode: merge_mode(settings.merge.mode),
+        merge_mode: settings.merge.mode,
         max_review_rounds: settings.limits.review_rounds,
         max_launches: settings.limits.launches_per_run,
         max_validation_failures: settings.limits.validation_failures_per_phase,

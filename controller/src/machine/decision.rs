@@ -202,15 +202,10 @@ impl EffectIntent {
     }
 }
 
-/// Which agent role a launch uses (SPEC §13 maps roles to profiles).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Implement,
-    Review,
-    Fix,
-    UpdateEpic,
-}
+/// Which agent role a launch uses (SPEC §13 maps roles to profiles): the
+/// same type the profile routing resolves, so a launch request needs no
+/// conversion to find its profile.
+pub use crate::agents::profile::Role;
 
 /// A correction relaunch: the launch it corrects and the controller's
 /// diagnosis, handed to `prompts/correction.md` as data.

@@ -39,6 +39,7 @@ fn status(phase: Phase) -> EffectIntent {
             blocked_reason: None,
             failure: None,
             waiting_for: "agent".into(),
+            last_validation: None,
         },
     }
 }

@@ -103,6 +103,7 @@ impl Setup {
             access: self.access.clone(),
             worker: "test-worker".into(),
             wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
+            notifier: autoforge::driver::RunNotifier::default(),
         }
     }
 

@@ -253,6 +253,7 @@ pub(super) async fn run_launch(
         ("ISSUE_URL", Value::trusted(issue_url)),
     ]);
     let launch_dir = launch_dir(runtime, lease, launch)?;
+    let cancel = shared.notifier.launch_started(lease.run_id);
     let report = run_phase(PhaseRequest {
         phase: plan.phase,
         round: launch.round,
@@ -268,7 +269,7 @@ pub(super) async fn run_launch(
         redactor: &runtime.redactor,
         expectations: plan.expectations,
         max_corrections: state.settings.max_corrections,
-        cancel: None,
+        cancel: Some(cancel.token()),
         heartbeat: None,
         kill_grace: runtime.kill_grace,
     })

@@ -22,6 +22,7 @@
 //! [`GitRemote`] for the repository.
 
 mod agent_step;
+mod cancel;
 pub mod convert;
 mod error;
 pub mod facts;
@@ -40,6 +41,7 @@ use tokio::task::JoinSet;
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::Settings;
 pub use agent_step::{AgentRuntime, GitCredential, GitRemote};
+pub use cancel::{LaunchCancel, RunNotifier};
 pub use error::DriverError;
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
 pub use run_task::RunEnd;
@@ -107,6 +109,8 @@ pub(crate) struct Shared {
     pub(crate) repositories: HashMap<String, RepositoryAccess>,
     pub(crate) retries: RetryBook,
     pub(crate) agents: Option<AgentRuntime>,
+    /// Stops and wake-ups from the observers of this process.
+    pub(crate) notifier: RunNotifier,
     hooks: Option<Arc<dyn RunHooks>>,
 }
 
@@ -132,6 +136,7 @@ impl Driver {
                     .collect(),
                 retries: RetryBook::default(),
                 agents: None,
+                notifier: RunNotifier::default(),
                 hooks: None,
             }),
         }
@@ -152,6 +157,11 @@ impl Driver {
             shared.agents = Some(runtime);
         }
         self
+    }
+
+    /// The handle observers use to wake this driver and stop a run's agent.
+    pub fn notifier(&self) -> RunNotifier {
+        self.shared.notifier.clone()
     }
 
     /// The worker loop; returns once `shutdown` turns true and every task
@@ -185,6 +195,7 @@ impl Driver {
             }
             tokio::select! {
                 () = tokio::time::sleep(config.poll_interval) => {}
+                () = self.shared.notifier.woken() => {}
                 changed = shutdown.changed() => {
                     // A dropped sender can never say "stop" any more; treat
                     // it as the request rather than spin on the closed channel.
@@ -250,6 +261,9 @@ impl Driver {
             _ = lost_rx => RunEnd::LostLease,
         };
         renewer.abort();
+        if ended == RunEnd::Terminal {
+            self.shared.notifier.forget(run);
+        }
         let ended = run_task::schedule_next(&self.shared, &lease, ended).await;
         // Reported before the release: once released, another task may
         // enter the run, and the two must not look like they overlapped.

@@ -30,6 +30,17 @@ pub fn status_text(status: &StatusSnapshot) -> Result<String, PolicyViolation> {
     if let Some(pr) = status.pr {
         lines.push(format!("- Pull request: #{pr}"));
     }
+    if let Some(validation) = &status.last_validation {
+        let short = code_span(validation.sha.get(..12).unwrap_or(&validation.sha));
+        lines.push(match (validation.passed, validation.failed_index) {
+            (true, _) => format!("- Last validation: passed on {short}"),
+            (false, Some(index)) => format!(
+                "- Last validation: failed on {short} (command {})",
+                u64::from(index) + 1
+            ),
+            (false, None) => format!("- Last validation: failed on {short}"),
+        });
+    }
     if let Some(reason) = &status.blocked_reason {
         lines.push(format!("- Blocked: {}", reason.replace('\n', " ")));
     }
@@ -77,6 +88,11 @@ mod tests {
             blocked_reason: Some("two PRs\nhold one identity".into()),
             failure: None,
             waiting_for: "nothing".into(),
+            last_validation: Some(crate::machine::LastValidation {
+                sha: "0123456789abcdef0123456789abcdef01234567".into(),
+                passed: false,
+                failed_index: Some(1),
+            }),
         }
     }
 
@@ -88,6 +104,10 @@ mod tests {
         assert!(text.contains("#7"));
         assert!(text.contains("Blocked: two PRs hold one identity"));
         assert!(text.contains("/autoforge unblock"));
+        assert!(
+            text.contains("Last validation: failed on `0123456789ab` (command 2)"),
+            "{text}"
+        );
     }
 
     #[test]

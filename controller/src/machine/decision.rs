@@ -6,7 +6,7 @@ use super::agent_result::Resolution;
 use super::agent_result::{Finding, ReviewSections};
 use super::bounds::MergeMode;
 use super::phase::{IllegalEdge, Phase};
-use super::state::{CarriedFindings, RoundBinding, RunState};
+use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
 use serde::{Deserialize, Serialize};
 
 /// The closed set of effect kinds of SPEC §6 (adding one is a migration).
@@ -38,6 +38,8 @@ pub struct StatusSnapshot {
     /// What the run waits for ([`crate::machine::Awaiting::name`]); tells
     /// the status comment which commands apply (e.g. `retry` when parked).
     pub waiting_for: String,
+    #[serde(default)]
+    pub last_validation: Option<LastValidation>,
 }
 
 impl StatusSnapshot {
@@ -49,6 +51,7 @@ impl StatusSnapshot {
             blocked_reason: state.blocked.as_ref().map(|b| b.reason.clone()),
             failure: state.failure.clone(),
             waiting_for: state.awaiting.name().to_owned(),
+            last_validation: state.last_validation.clone(),
         }
     }
 }
@@ -127,6 +130,13 @@ pub enum EffectIntent {
     AddReaction {
         comment_id: u64,
     },
+    /// The run's status labels on its issue (`status_labels = true`):
+    /// `add` present and `remove` absent afterwards.
+    SetLabels {
+        issue: u64,
+        add: Vec<String>,
+        remove: Vec<String>,
+    },
     /// Merge with GitHub's `sha` parameter set to the reviewed head.
     MergePr {
         pr: u64,
@@ -149,6 +159,7 @@ impl EffectIntent {
             EffectIntent::AppendFollowUpMarkers { .. } => EffectKind::AppendIssueMarkers,
             EffectIntent::SpliceEpicRoadmap { .. } => EffectKind::SpliceEpicRoadmap,
             EffectIntent::AddReaction { .. } => EffectKind::AddReaction,
+            EffectIntent::SetLabels { .. } => EffectKind::SetLabels,
             EffectIntent::MergePr { .. } => EffectKind::MergePr,
         }
     }
@@ -197,6 +208,11 @@ impl EffectIntent {
             EffectIntent::AddReaction { comment_id } => {
                 format!("reaction:eyes:comment={comment_id}")
             }
+            EffectIntent::SetLabels { issue, add, remove } => format!(
+                "labels:issue={issue}:add={}:remove={}",
+                add.join(","),
+                remove.join(",")
+            ),
             EffectIntent::MergePr { pr, sha, .. } => format!("merge:pr={pr}:sha={sha}"),
         }
     }

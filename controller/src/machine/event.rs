@@ -124,6 +124,17 @@ pub struct OperatorCommand {
 }
 
 /// What GitHub reported after the `merge_pr` effect.
+/// A command refused by authorisation or parsing; `command` is its verb, or
+/// `malformed` for a line that did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedCommand {
+    pub thread: u64,
+    pub comment_id: u64,
+    pub actor: String,
+    pub command: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeReport {
     pub pr: PrFacts,
@@ -175,6 +186,10 @@ pub enum Event {
         facts: GitHubFacts,
     },
     Operator(OperatorCommand),
+    /// A command the commands layer refused before the machine saw it (the
+    /// author is not an operator, or the line is malformed): it is answered
+    /// with a reply saying why, and nothing else changes.
+    CommandRefused(RefusedCommand),
     LabelRemoved,
     IssueClosed,
     /// A GitHub outage or similar failure while doing the awaited step.
@@ -196,6 +211,7 @@ impl Event {
             Event::EffectConflict { .. } => "effect_conflict",
             Event::GitHubObserved { .. } => "github_observed",
             Event::Operator(_) => "operator_command",
+            Event::CommandRefused(_) => "command_refused",
             Event::LabelRemoved => "label_removed",
             Event::IssueClosed => "issue_closed",
             Event::TransientFailure { .. } => "transient_failure",

@@ -209,6 +209,19 @@ pub struct RunState {
     pub blocked: Option<BlockedInfo>,
     pub failure: Option<String>,
     pub settings: Settings,
+    /// The outcome of the latest validation, shown in the status comment.
+    #[serde(default)]
+    pub last_validation: Option<LastValidation>,
+}
+
+/// One validation outcome as the status comment shows it (SPEC §15).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastValidation {
+    pub sha: String,
+    pub passed: bool,
+    /// 0-based index of the command that failed. The command's text stays
+    /// out of the status comment: a repository may supply it.
+    pub failed_index: Option<u32>,
 }
 
 impl RunState {
@@ -235,6 +248,7 @@ impl RunState {
             blocked: None,
             failure: None,
             settings,
+            last_validation: None,
         }
     }
 

@@ -81,6 +81,7 @@ async fn run_with_database(
         access: access.clone(),
         worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
         wakeup: std::sync::Arc::clone(&wakeup),
+        notifier: driver.notifier(),
     };
     let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
     let poller = Poller::new(journal.clone(), access, config.settings.poll.interval());

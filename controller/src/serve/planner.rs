@@ -428,27 +428,36 @@ fn plan_commands(
             run_id: Some(run_id),
             comment_id: comment,
             actor: actor.login.clone(),
-            command,
+            command: command.clone(),
             accepted,
-            reason,
+            reason: reason.clone(),
         }));
-        if let (true, Ok(command)) = (accepted, parsed) {
-            let argument = match command {
-                Command::Unblock { reason } => Some(reason.clone()),
-                _ => None,
-            };
-            plan = plan.with(Step::Signal {
-                run_id,
-                suffix: format!(":{index}"),
-                signal: RunSignal::Command {
-                    verb: command.verb().to_owned(),
-                    argument,
-                    comment_id,
-                    actor: actor.login.clone(),
-                    on_issue: issue,
+        // Accepted or not, the run answers every command on its thread
+        // (SPEC §2); only an accepted one can change its state.
+        let signal = match (accepted, parsed) {
+            (true, Ok(command)) => RunSignal::Command {
+                verb: command.verb().to_owned(),
+                argument: match command {
+                    Command::Unblock { reason } => Some(reason.clone()),
+                    _ => None,
                 },
-            });
-        }
+                comment_id,
+                actor: actor.login.clone(),
+                on_issue: issue,
+            },
+            _ => RunSignal::CommandRefused {
+                verb: command,
+                comment_id,
+                actor: actor.login.clone(),
+                on_issue: issue,
+                reason,
+            },
+        };
+        plan = plan.with(Step::Signal {
+            run_id,
+            suffix: format!(":{index}"),
+            signal,
+        });
     }
     Ok(plan)
 }
@@ -483,24 +492,34 @@ mod tests {
             })
             .collect();
         assert_eq!(decisions, [("retry", true), ("malformed", false)]);
-        let signals = plan
+        let signals: Vec<String> = plan
             .steps
             .iter()
-            .filter(|s| matches!(s, Step::Signal { .. }))
-            .count();
-        assert_eq!(signals, 1);
+            .filter_map(|s| match s {
+                Step::Signal { signal, .. } => Some(signal.to_json()["kind"].to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(signals, ["\"command\"", "\"command_refused\""]);
     }
 
     #[test]
-    fn a_refused_actor_gets_decisions_and_no_signal() {
+    fn a_refused_actor_gets_a_decision_and_a_refusal_to_answer_but_no_command() {
         let commands = parse_commands("/autoforge stop\n");
         let decision = OperatorDecision::Refused {
             reason: RefusalReason::BotAccount,
         };
         let plan =
             plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
-        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(plan.steps.len(), 2);
         assert!(matches!(&plan.steps[0], Step::Decision(d) if !d.accepted));
+        let Step::Signal { signal, .. } = &plan.steps[1] else {
+            panic!("the refusal is queued for the run to answer");
+        };
+        assert!(
+            matches!(signal, RunSignal::CommandRefused { verb, comment_id: 9, on_issue: 4, .. } if verb == "stop"),
+            "{signal:?}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::machine::decision::{
 use crate::machine::event::Event;
 use crate::machine::phase::{Cause, IllegalEdge, Phase, check_edge};
 use crate::machine::state::{Awaiting, BlockedInfo, RunState};
+use crate::machine::status_labels::label_change;
 
 pub(crate) struct Step {
     pub state: RunState,
@@ -59,12 +60,17 @@ impl Step {
 
     /// Closes the decision; any phase change edits the status comment.
     pub fn finish(mut self) -> Decision {
-        if !self.transitions.is_empty() {
+        if let Some((from, _)) = self.transitions.first() {
             self.effects.push(EffectIntent::EditStatusComment {
                 issue: self.state.issue,
                 run_id: self.state.run_id.clone(),
                 status: StatusSnapshot::of(&self.state),
             });
+            if self.state.settings.status_labels
+                && let Some(labels) = label_change(self.state.issue, *from, self.state.phase)
+            {
+                self.effects.push(labels);
+            }
         }
         Decision {
             next: self.state,

@@ -9,6 +9,7 @@ mod fix;
 mod merge;
 mod operator;
 mod review;
+mod surfaces;
 
 use crate::machine::*;
 

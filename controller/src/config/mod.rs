@@ -37,9 +37,10 @@ pub use problem::{ConfigError, Origin, Problem};
 pub use schema::{SCHEMA_TEXT, schema};
 pub use secrets::{DatabaseSource, GithubAuth};
 pub use settings::{
-    DatabaseSettings, EpicSettings, GithubSettings, LabelSettings, Limits, LogFormat,
-    LoggingSettings, MergeMode, MergeSettings, OperatorSettings, PollSettings, PromptSettings,
-    ServerSettings, Settings, ValidationCommand, ValidationSettings, WebhookSettings,
+    DatabaseSettings, DriverSettings, EpicSettings, GithubSettings, LabelSettings, Limits,
+    LogFormat, LoggingSettings, MergeMode, MergeSettings, OperatorSettings, PollSettings,
+    PromptSettings, ServerSettings, Settings, ValidationCommand, ValidationSettings,
+    WebhookSettings,
 };
 
 /// Name of the config file looked for in the working directory.

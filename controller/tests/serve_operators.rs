@@ -397,3 +397,70 @@ async fn removing_the_label_during_implement_kills_the_agents_process_group_and_
     let launches = world.journal().list_launches(run_id).await.unwrap();
     assert_eq!(launches.len(), 1, "the agent was not launched again");
 }
+
+async fn labels_of(world: &World, person: &Person, issue: u64) -> Vec<String> {
+    let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}");
+    let read = world
+        .api(person, reqwest::Method::GET, &path, Value::Null)
+        .await;
+    read["labels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_labels_follow_the_phase_when_enabled() {
+    let scratch = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}\n[labels]\nstatus = true\n",
+        gated_validation_config(&scratch.path().join("never-created"))
+    );
+    let world = World::start_with(WorldOptions {
+        config_toml: Some(config),
+        ..WorldOptions::default()
+    })
+    .await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "add the feature").await;
+    world.add_label(&owner, issue, "autoforge").await;
+    let run_id = wait_for_run(&world, issue).await;
+
+    wait_for_phase(&world, run_id, "BLOCKED", Duration::from_secs(90)).await;
+    let labels = eventually(Duration::from_secs(20), "the blocked label", || async {
+        let labels = labels_of(&world, &owner, issue).await;
+        labels
+            .contains(&"autoforge:blocked".to_owned())
+            .then_some(labels)
+    })
+    .await;
+    assert!(
+        !labels.contains(&"autoforge:running".to_owned()),
+        "{labels:?}"
+    );
+    let label_writes = world
+        .journal()
+        .list_effects(run_id)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == EffectKind::SetLabels)
+        .count();
+    assert_eq!(label_writes, 2, "running at the start, then blocked");
+
+    world.comment(&owner, issue, "/autoforge stop").await;
+    wait_for_phase(&world, run_id, "STOPPED", Duration::from_secs(20)).await;
+    eventually(Duration::from_secs(20), "no status label left", || async {
+        let labels = labels_of(&world, &owner, issue).await;
+        (!labels.iter().any(|l| l.starts_with("autoforge:"))).then_some(())
+    })
+    .await;
+    assert!(
+        labels_of(&world, &owner, issue)
+            .await
+            .contains(&"autoforge".to_owned()),
+        "the trigger label is not a status label and stays"
+    );
+}

@@ -43,6 +43,7 @@ fn started(settings: &Settings, epic: bool) -> Event {
         base_branch: "main".into(),
         base_sha: sha(1),
         settings: settings.clone(),
+        repository_settings: RepositorySettingsRead::default(),
     }
 }
 

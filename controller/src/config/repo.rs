@@ -22,8 +22,7 @@ use super::settings::ValidationCommand;
 pub const REPOSITORY_SETTINGS_PATH: &str = ".github/autoforge.toml";
 
 /// The schema text, exactly as shipped in `schemas/repo-settings.schema.json`.
-pub const REPOSITORY_SCHEMA_TEXT: &str =
-    include_str!("../../../schemas/repo-settings.schema.json");
+pub const REPOSITORY_SCHEMA_TEXT: &str = include_str!("../../../schemas/repo-settings.schema.json");
 
 /// Files larger than this are refused before parsing.
 pub const MAX_REPOSITORY_SETTINGS_BYTES: usize = 64 * 1024;
@@ -83,7 +82,9 @@ impl RepositoryAgents {
 /// publish: it names positions, keys and rules, never the file's values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RepositorySettingsError {
-    #[error("{REPOSITORY_SETTINGS_PATH} is {size} bytes; the limit is {MAX_REPOSITORY_SETTINGS_BYTES}")]
+    #[error(
+        "{REPOSITORY_SETTINGS_PATH} is {size} bytes; the limit is {MAX_REPOSITORY_SETTINGS_BYTES}"
+    )]
     TooLarge { size: usize },
     #[error("{REPOSITORY_SETTINGS_PATH} is not UTF-8 text")]
     NotUtf8,
@@ -115,14 +116,16 @@ pub fn parse_repository_settings(
             .map_or((1, 1), |span| line_and_column(text, span.start));
         RepositorySettingsError::Syntax { line, column }
     })?;
-    let document =
-        serde_json::to_value(&table).map_err(|_| RepositorySettingsError::Schema {
-            problems: vec!["a value cannot be represented as JSON".to_owned()],
-        })?;
+    let document = serde_json::to_value(&table).map_err(|_| RepositorySettingsError::Schema {
+        problems: vec!["a value cannot be represented as JSON".to_owned()],
+    })?;
     let validator = VALIDATOR
         .as_ref()
         .map_err(|e| RepositorySettingsError::BrokenSchema(e.clone()))?;
-    let problems: Vec<String> = validator.iter_errors(&document).map(|e| describe(&e)).collect();
+    let problems: Vec<String> = validator
+        .iter_errors(&document)
+        .map(|e| describe(&e))
+        .collect();
     if !problems.is_empty() {
         return Err(RepositorySettingsError::Schema { problems });
     }
@@ -230,13 +233,14 @@ review = "codex"
 
     #[test]
     fn unknown_keys_are_named_without_quoting_values() {
-        let error = parse_repository_settings(
-            b"[validation]\ncommand = \"fixes #1\"\n",
-            &profiles(),
-        )
-        .unwrap_err();
+        let error =
+            parse_repository_settings(b"[validation]\ncommand = \"fixes #1\"\n", &profiles())
+                .unwrap_err();
         let text = error.to_string();
-        assert!(text.contains("unknown key `command` in `validation`"), "{text}");
+        assert!(
+            text.contains("unknown key `command` in `validation`"),
+            "{text}"
+        );
         assert!(!text.contains("fixes"), "{text}");
     }
 
@@ -266,9 +270,8 @@ review = "codex"
 
     #[test]
     fn a_profile_the_operator_did_not_define_is_refused() {
-        let error =
-            parse_repository_settings(b"[agents]\nimplement = \"mine\"\n", &profiles())
-                .unwrap_err();
+        let error = parse_repository_settings(b"[agents]\nimplement = \"mine\"\n", &profiles())
+            .unwrap_err();
         assert_eq!(
             error,
             RepositorySettingsError::UnknownProfile {
@@ -280,12 +283,13 @@ review = "codex"
 
     #[test]
     fn an_agent_command_line_cannot_be_defined_by_the_repository() {
-        let error = parse_repository_settings(
-            b"[agents.profiles.evil]\ncommand = [\"sh\"]\n",
-            &profiles(),
-        )
-        .unwrap_err();
-        assert!(matches!(error, RepositorySettingsError::Schema { .. }), "{error}");
+        let error =
+            parse_repository_settings(b"[agents.profiles.evil]\ncommand = [\"sh\"]\n", &profiles())
+                .unwrap_err();
+        assert!(
+            matches!(error, RepositorySettingsError::Schema { .. }),
+            "{error}"
+        );
     }
 
     #[test]

@@ -378,6 +378,7 @@ pub(super) async fn validate(
     lease: &Lease,
     access: &RepositoryAccess,
     candidate: &str,
+    commands: &[ValidationCommand],
 ) -> Result<Event, DriverError> {
     let (runtime, remote) = match (&shared.agents, &access.git) {
         (Some(runtime), Some(remote)) => (runtime, remote),
@@ -390,7 +391,7 @@ pub(super) async fn validate(
         lease,
         mirror: &mirror,
         sha: &commit,
-        commands: &runtime.validation_commands,
+        commands,
         limits: runtime.validation_limits,
         redactor: &runtime.redactor,
     })
@@ -404,8 +405,7 @@ pub(super) async fn validate(
             format!(
                 "validation command {} ({}) ended {}",
                 index + 1,
-                runtime
-                    .validation_commands
+                commands
                     .get(index)
                     .map(ToString::to_string)
                     .unwrap_or_default(),

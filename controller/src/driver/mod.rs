@@ -26,6 +26,7 @@ mod cancel;
 pub mod convert;
 mod error;
 pub mod facts;
+mod repo_settings;
 pub mod retry;
 mod run_task;
 mod setup;

@@ -30,7 +30,7 @@ use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
-use super::{agent_step, facts};
+use super::{agent_step, facts, repo_settings};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
@@ -279,7 +279,13 @@ impl<'a> RunTask<'a> {
             }
             Awaiting::Validation { sha } if agents_ready => {
                 self.performed.push(awaiting.clone());
-                agent_step::validate(self.shared, self.lease, self.access, sha).await?
+                let commands = self
+                    .shared
+                    .agents
+                    .as_ref()
+                    .map(|runtime| repo_settings::validation_commands(&self.state, runtime))
+                    .unwrap_or_default();
+                agent_step::validate(self.shared, self.lease, self.access, sha, &commands).await?
             }
             Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
                 self.performed.push(awaiting.clone());
@@ -483,6 +489,13 @@ impl<'a> RunTask<'a> {
     async fn started_event(&self, issue: u64) -> Result<Event, DriverError> {
         let (base_branch, base_sha) =
             facts::default_branch_head(&self.access.api, &self.access.repo).await?;
+        let repository_settings = repo_settings::read_repository_settings(
+            &self.access.api,
+            &self.access.repo,
+            &base_sha,
+            self.shared.agents.as_ref(),
+        )
+        .await?;
         Ok(Event::Started {
             repository: self.access.repo.to_string(),
             issue,
@@ -490,6 +503,7 @@ impl<'a> RunTask<'a> {
             base_branch,
             base_sha,
             settings: self.state.settings.clone(),
+            repository_settings,
         })
     }
 

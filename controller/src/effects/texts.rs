@@ -19,8 +19,24 @@ fn next_commands(status: &StatusSnapshot) -> &'static str {
     }
 }
 
-/// The status comment's visible text (SPEC §15).
+/// The status comment's visible text (SPEC §15). A blocked or failure
+/// reason can carry outside text (an agent's message, a repository's file
+/// names); when the comment would then break the published-text policy,
+/// the reasons are left out instead of blocking every later status update.
 pub fn status_text(status: &StatusSnapshot) -> Result<String, PolicyViolation> {
+    match status_lines(status, true) {
+        Ok(text) => Ok(text),
+        Err(_) if status.blocked_reason.is_some() || status.failure.is_some() => {
+            status_lines(status, false)
+        }
+        Err(violation) => Err(violation),
+    }
+}
+
+const REASON_WITHHELD: &str =
+    "the reason is not shown here because it cannot be published; `autoforge runs show` has it";
+
+fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, PolicyViolation> {
     let mut lines = vec![
         "### autoforge status".to_owned(),
         String::new(),
@@ -41,11 +57,18 @@ pub fn status_text(status: &StatusSnapshot) -> Result<String, PolicyViolation> {
             (false, None) => format!("- Last validation: failed on {short}"),
         });
     }
+    let shown = |reason: &str| {
+        if with_reasons {
+            reason.replace('\n', " ")
+        } else {
+            REASON_WITHHELD.to_owned()
+        }
+    };
     if let Some(reason) = &status.blocked_reason {
-        lines.push(format!("- Blocked: {}", reason.replace('\n', " ")));
+        lines.push(format!("- Blocked: {}", shown(reason)));
     }
     if let Some(failure) = &status.failure {
-        lines.push(format!("- Failed: {}", failure.replace('\n', " ")));
+        lines.push(format!("- Failed: {}", shown(failure)));
     }
     lines.push(format!("- Commands: {}", next_commands(status)));
     let text = lines.join("\n");
@@ -108,6 +131,16 @@ mod tests {
             text.contains("Last validation: failed on `0123456789ab` (command 2)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_reason_that_cannot_be_published_is_withheld_not_fatal() {
+        let mut status = snapshot(Phase::Blocked);
+        status.blocked_reason = Some("the agent reported blocked: this fixes #12".into());
+        let text = status_text(&status).unwrap();
+        assert!(!text.contains("fixes #12"), "{text}");
+        assert!(text.contains("Blocked: the reason is not shown"), "{text}");
+        assert!(text.contains("**BLOCKED**"));
     }
 
     #[test]

@@ -308,6 +308,12 @@ pub enum UnblockRefusal {
     MergedWithoutCleanReview { pr: u64 },
     #[error("the review cap ({max_review_rounds} rounds) is reached")]
     ReviewCapReached { max_review_rounds: u32 },
+    /// The reason is in the status comment; it is not repeated in a reply,
+    /// which has no fallback when outside text breaks the policy.
+    #[error(
+        "the run was blocked before it started (see the status comment); remove and add the trigger label again to start a new run"
+    )]
+    NeverStarted,
 }
 
 /// A typed refusal: the event does not apply; the state is unchanged.

@@ -3,6 +3,7 @@
 
 use super::agent_result::AgentOutcome;
 use super::bounds::Settings;
+use crate::config::RepositorySettings;
 use serde::{Deserialize, Serialize};
 
 /// State of a pull request as GitHub reports it.
@@ -124,6 +125,28 @@ pub struct OperatorCommand {
 }
 
 /// What GitHub reported after the `merge_pr` effect.
+/// What the driver found in the repository's settings file when the run
+/// started (SPEC §16). An absent file reads as the default settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "read", rename_all = "snake_case")]
+pub enum RepositorySettingsRead {
+    Valid {
+        settings: RepositorySettings,
+    },
+    /// The file exists but cannot be used; the run blocks with `reason`.
+    Invalid {
+        reason: String,
+    },
+}
+
+impl Default for RepositorySettingsRead {
+    fn default() -> Self {
+        RepositorySettingsRead::Valid {
+            settings: RepositorySettings::default(),
+        }
+    }
+}
+
 /// A command refused by authorisation or parsing; `command` is its verb, or
 /// `malformed` for a line that did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,6 +185,9 @@ pub enum Event {
         base_branch: String,
         base_sha: String,
         settings: Settings,
+        /// The repository's `.github/autoforge.toml` as read from the
+        /// default branch; frozen into the run.
+        repository_settings: RepositorySettingsRead,
     },
     AgentFinished {
         launch: u32,

@@ -50,7 +50,7 @@ pub use decision::{
 };
 pub use event::{
     ChecksState, Command, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
-    Observed, OperatorCommand, PrFacts, PrState, RefusedCommand,
+    Observed, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
 };
 pub use phase::{Cause, IllegalEdge, Phase, check_edge, legal_edge};
 pub use state::{

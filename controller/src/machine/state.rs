@@ -9,6 +9,8 @@ use super::decision::LaunchRequest;
 use super::phase::Phase;
 use serde::{Deserialize, Serialize};
 
+use crate::config::RepositorySettings;
+
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundBinding {
@@ -212,6 +214,10 @@ pub struct RunState {
     /// The outcome of the latest validation, shown in the status comment.
     #[serde(default)]
     pub last_validation: Option<LastValidation>,
+    /// The repository's own settings, frozen when the run started: a later
+    /// edit of the file (or a PR changing it) never changes them.
+    #[serde(default)]
+    pub repository_settings: RepositorySettings,
 }
 
 /// One validation outcome as the status comment shows it (SPEC §15).
@@ -249,6 +255,7 @@ impl RunState {
             failure: None,
             settings,
             last_validation: None,
+            repository_settings: RepositorySettings::default(),
         }
     }
 

@@ -336,6 +336,7 @@ fn starting_on_the_epic_itself_blocks() {
         base_branch: "main".to_owned(),
         base_sha: sha(1),
         settings: Settings::default(),
+        repository_settings: RepositorySettingsRead::default(),
     };
     let decision = decide(&state, &started).expect("legal");
     assert_eq!(decision.next.phase, Phase::Blocked);

@@ -81,6 +81,7 @@ impl Run {
             base_branch: "main".to_owned(),
             base_sha: sha(1),
             settings,
+            repository_settings: RepositorySettingsRead::default(),
         };
         let last = decide(&state, &started).expect("legal");
         Run {

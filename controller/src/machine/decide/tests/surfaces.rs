@@ -114,3 +114,65 @@ fn a_validation_of_another_commit_is_not_remembered() {
     assert_eq!(run.state, before);
     assert_eq!(run.state.last_validation, None);
 }
+
+fn started_with(read: RepositorySettingsRead) -> Decision {
+    let state = RunState::new("run-1", Settings::default());
+    let started = Event::Started {
+        repository: "acme/widgets".to_owned(),
+        issue: ISSUE,
+        epic: None,
+        base_branch: "main".to_owned(),
+        base_sha: sha(1),
+        settings: Settings::default(),
+        repository_settings: read,
+    };
+    decide(&state, &started).expect("legal")
+}
+
+#[test]
+fn repository_settings_are_frozen_into_the_run_and_may_turn_status_labels_on() {
+    let mut chosen = crate::config::RepositorySettings::default();
+    chosen.labels.status = Some(true);
+    chosen.validation.commands = Some(vec![crate::config::ValidationCommand::Shell(
+        "make check".into(),
+    )]);
+    let decision = started_with(RepositorySettingsRead::Valid {
+        settings: chosen.clone(),
+    });
+    assert_eq!(decision.next.phase, Phase::Implement);
+    assert_eq!(decision.next.repository_settings, chosen);
+    assert!(decision.next.settings.status_labels);
+    assert!(
+        decision
+            .effects
+            .iter()
+            .any(|e| e.kind() == EffectKind::SetLabels)
+    );
+}
+
+#[test]
+fn unusable_repository_settings_block_the_run_with_the_reason_and_unblock_is_refused() {
+    let decision = started_with(RepositorySettingsRead::Invalid {
+        reason: "unknown key `x` in `(file)`".into(),
+    });
+    assert_eq!(decision.next.phase, Phase::Blocked);
+    let blocked = decision.next.blocked.clone().expect("blocked");
+    assert_eq!(blocked.from, Phase::Initializing);
+    assert!(
+        blocked.reason.contains("unknown key `x`"),
+        "{}",
+        blocked.reason
+    );
+    let mut run = Run {
+        state: decision.next.clone(),
+        last: decision,
+    };
+    let refusal = run.refuse(command(Command::Unblock {
+        reason: "fixed it".into(),
+        facts: facts(None),
+    }));
+    assert!(
+        matches!(refusal, Refusal::Unblock(UnblockRefusal::NeverStarted)),
+        "{refusal:?}"
+    );
+}

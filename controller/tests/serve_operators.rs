@@ -30,7 +30,9 @@ async fn wait_for_phase(world: &World, run_id: RunId, phase: &str, within: Durat
     let what = format!("the run in {phase}");
     eventually(within, &what, || async {
         let run = world.journal().get_run(run_id).await.unwrap()?;
-        (run.phase == phase).then_some(())
+        // A new run's row says IMPLEMENT before the driver has written its
+        // document; the document's own phase is the one that counts.
+        (run.phase == phase && run.state["phase"] == phase).then_some(())
     })
     .await;
 }

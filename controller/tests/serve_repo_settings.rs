@@ -330,3 +330,42 @@ async fn an_invalid_settings_file_blocks_the_run_with_the_reason_in_the_status_c
         "no agent ran"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_repository_may_pick_another_of_the_operators_profiles_for_a_role() {
+    let scratch = tempfile::tempdir().unwrap();
+    // The operator's implementer is a profile that always exits 1; the
+    // repository picks the working one, which the operator also defines.
+    let config = config(scratch.path()).replace(
+        "[agents.roles]\nimplement = \"scripted\"",
+        "[agents.profiles.broken]\ncommand = [\"false\"]\n\n[agents.roles]\nimplement = \"broken\"",
+    );
+    assert!(config.contains("implement = \"broken\""));
+    let world = World::start_with(WorldOptions {
+        config_toml: Some(config),
+        ..WorldOptions::default()
+    })
+    .await;
+    let owner = world.owner();
+    put_file(
+        &world,
+        &owner,
+        "main",
+        SETTINGS,
+        "[validation]\ncommands = [\"true\"]\n\n[agents]\nimplement = \"scripted\"\n",
+    )
+    .await;
+    let issue = world.open_issue(&owner, "add the feature").await;
+    assert_eq!(issue, 1, "the scripted agent answers for issue 1");
+    world.add_label(&owner, issue, "autoforge").await;
+    let run_id = wait_for_run(&world, issue).await;
+    open_gate(scratch.path());
+    let state = wait_for_phase(&world, run_id, "REVIEW").await;
+    assert_eq!(
+        state["repository_settings"]["agents"]["implement"],
+        json!("scripted")
+    );
+    let launches = world.journal().list_launches(run_id).await.unwrap();
+    assert_eq!(launches.len(), 1, "one launch, of the chosen profile");
+    assert_eq!(launches[0].profile, "scripted");
+}

@@ -253,11 +253,12 @@ pub(super) async fn run_launch(
         ("ISSUE_URL", Value::trusted(issue_url)),
     ]);
     let launch_dir = launch_dir(runtime, lease, launch)?;
+    let catalog = super::repo_settings::catalog_for(state, runtime)?;
     let cancel = shared.notifier.launch_started(lease.run_id);
     let report = run_phase(PhaseRequest {
         phase: plan.phase,
         round: launch.round,
-        catalog: &runtime.catalog,
+        catalog: &catalog,
         prompts: &runtime.prompts,
         boundary,
         rerequest: None,

@@ -39,6 +39,9 @@ pub struct World {
     pub app_id: u64,
     pub app_key: secrecy::SecretString,
     pub state: tempfile::TempDir,
+    /// How serve was started, to start it again after a crash.
+    pub options: WorldOptions,
+    port: u16,
 }
 
 /// Variations of the world.
@@ -49,6 +52,9 @@ pub struct WorldOptions {
     /// Written as `autoforge.toml` in serve's working directory; `{hub}`
     /// is replaced by fakehub's base URL, which is known only once it runs.
     pub config_toml: Option<String>,
+    /// Extra environment for the first serve process only (a restart
+    /// names its own), e.g. `AUTOFORGE_CRASH_AT`.
+    pub env: Vec<(String, String)>,
 }
 
 /// A person acting on fakehub with their own token.
@@ -128,17 +134,8 @@ impl World {
             let toml = toml.replace("{hub}", hub.base_url());
             std::fs::write(state.path().join("autoforge.toml"), toml).expect("write the config");
         }
-        let mut command = serve_command(state.path());
-        if !options.managed_database {
-            command.env("DATABASE_URL", db.url().expose_secret());
-        }
-        command
-            .env("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env("AUTOFORGE_GITHUB_API_URL", hub.base_url())
-            .env("AUTOFORGE_GITHUB_APP_ID", app.id.to_string())
-            .env("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", &key_file)
-            .env("AUTOFORGE_SERVER_LISTEN", format!("127.0.0.1:{port}"))
-            .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
+        let mut command = full_serve_command(&hub, &db, &options, state.path(), app.id, port);
+        command.envs(options.env.iter().map(|(k, v)| (k, v)));
         let serve = spawn_and_wait_for_listening(command);
         let world = World {
             hub,
@@ -150,9 +147,49 @@ impl World {
             app_id: app.id,
             app_key: secrecy::SecretString::from(app.private_key_pem.expose_secret().to_owned()),
             state,
+            options,
+            port,
         };
         world.wait_ready().await;
         world
+    }
+
+    /// Waits up to `timeout` for the serve process to end by itself (a
+    /// crash point aborts it); `None` if it is still running.
+    pub async fn wait_for_serve_exit(
+        &mut self,
+        timeout: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.serve.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Starts serve again on the same port, database and state directory
+    /// (after the previous process ended), with `env` added.
+    pub async fn restart_serve(&mut self, env: &[(&str, &str)]) {
+        assert!(
+            !matches!(self.serve.try_wait(), Ok(None)),
+            "the previous serve process is still running"
+        );
+        let mut command = full_serve_command(
+            &self.hub,
+            &self.db,
+            &self.options,
+            self.state.path(),
+            self.app_id,
+            self.port,
+        );
+        command.envs(env.iter().copied());
+        self.serve = spawn_and_wait_for_listening(command);
+        self.wait_ready().await;
     }
 
     pub fn journal(&self) -> &Journal {
@@ -284,6 +321,32 @@ impl Drop for World {
             let _status = terminate(&mut self.serve);
         }
     }
+}
+
+/// The serve command of a world: its database, fakehub, App and port.
+fn full_serve_command(
+    hub: &fakehub::Handle,
+    db: &TestDatabase,
+    options: &WorldOptions,
+    state_dir: &Path,
+    app_id: u64,
+    port: u16,
+) -> Command {
+    let mut command = serve_command(state_dir);
+    if !options.managed_database {
+        command.env("DATABASE_URL", db.url().expose_secret());
+    }
+    command
+        .env("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK_SECRET)
+        .env("AUTOFORGE_GITHUB_API_URL", hub.base_url())
+        .env("AUTOFORGE_GITHUB_APP_ID", app_id.to_string())
+        .env(
+            "AUTOFORGE_GITHUB_PRIVATE_KEY_FILE",
+            state_dir.join("app.pem"),
+        )
+        .env("AUTOFORGE_SERVER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
+    command
 }
 
 /// `autoforge serve` with a clean environment: only what the test sets.

@@ -398,9 +398,15 @@ impl<'a> RunTask<'a> {
                 reason,
             }));
         }
-        if !matches!(self.state.awaiting, Awaiting::Effects { .. })
-            || effects.iter().any(|e| e.stage != Stage::Observed)
-        {
+        let all_observed = effects.iter().all(|e| e.stage == Stage::Observed);
+        if all_observed {
+            // The crash window between the last read-back and whatever the
+            // run does next, whether or not the machine waits for these.
+            for effect in &effects {
+                crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
+            }
+        }
+        if !matches!(self.state.awaiting, Awaiting::Effects { .. }) || !all_observed {
             return Ok(None);
         }
         let mut observed = Vec::new();
@@ -409,9 +415,6 @@ impl<'a> RunTask<'a> {
             if let Some(item) = observed_for_machine(effect, &value)? {
                 observed.push(item);
             }
-        }
-        for effect in &effects {
-            crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
         }
         Ok(Some(Event::EffectsObserved { observed }))
     }

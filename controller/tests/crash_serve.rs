@@ -353,3 +353,36 @@ matrix!(Scenario::PublishAndReview, "post_comment" =>
     review_comment_survives_a_crash_after_read_back: "after_read_back",
     review_comment_survives_a_crash_after_observed: "after_observed",
 );
+
+/// Two `autoforge serve` processes on one database compete for the same
+/// run: the leases let one drive it at a time, and GitHub sees every
+/// object once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_on_one_database_write_every_object_once() {
+    let scenario = Scenario::PublishAndReview;
+    let world = World::start_with(WorldOptions {
+        config_toml: Some(scenario.config()),
+        ..WorldOptions::default()
+    })
+    .await;
+    let replica_state = tempfile::tempdir().unwrap();
+    let mut replica = world.start_replica(replica_state.path()).await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "two replicas").await;
+    world.add_label(&owner, issue, "autoforge").await;
+    let run = run_of(&world, issue).await;
+
+    let effects = settled(&world, run, scenario.final_phase(), "", "replicas").await;
+    comments_exactly_once(&world, &owner, &effects, "replicas").await;
+    let pulls = get(
+        &world,
+        &owner,
+        &format!("/repos/{}/pulls?state=all", world.repository()),
+    )
+    .await;
+    assert_eq!(pulls.len(), 1, "one PR: {pulls:?}");
+    let launches = world.journal().list_launches(run).await.unwrap();
+    let roles: Vec<&str> = launches.iter().map(|l| l.role.as_str()).collect();
+    assert_eq!(roles, ["implement", "review"], "each agent ran once");
+    assert!(serve_harness::terminate(&mut replica).success());
+}

@@ -172,6 +172,27 @@ impl World {
         }
     }
 
+    /// A second `autoforge serve` on the same database and fakehub (a
+    /// replica), on its own port and state directory; GitHub's webhooks
+    /// still go to the first. The caller ends it.
+    pub async fn start_replica(&self, state_dir: &Path) -> Child {
+        std::fs::copy(self.state.path().join("app.pem"), state_dir.join("app.pem"))
+            .expect("copy the App key");
+        let config = self.state.path().join("autoforge.toml");
+        if config.exists() {
+            std::fs::copy(&config, state_dir.join("autoforge.toml")).expect("copy the config");
+        }
+        let command = full_serve_command(
+            &self.hub,
+            &self.db,
+            &self.options,
+            state_dir,
+            self.app_id,
+            free_port(),
+        );
+        spawn_and_wait_for_listening(command)
+    }
+
     /// Starts serve again on the same port, database and state directory
     /// (after the previous process ended), with `env` added.
     pub async fn restart_serve(&mut self, env: &[(&str, &str)]) {
@@ -393,7 +414,8 @@ fn spawn_and_wait_for_listening(mut command: Command) -> Child {
     child
 }
 
-fn terminate(child: &mut Child) -> std::process::ExitStatus {
+/// Sends SIGTERM to `child` and waits for it (SIGKILL after 20 s).
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
     let _sent = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -17,11 +17,18 @@
 //! worker id unique per process); flip the `watch` to `true` on SIGTERM and
 //! await the handle.
 //!
+//! Merging: the pre-merge gate reads the clean review comment back by the
+//! id and bytes the journal recorded ([`clean_review`]); `auto` merges when
+//! the gate passes, `on-command` after `/autoforge merge`, `never` notices a
+//! human's merge on the next facts read (a run event such as a closed PR
+//! re-arms that read at once).
+//!
 //! Not driven yet (the run parks and is re-checked later): FIX and
 //! UPDATE_EPIC launches. Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
 
 mod agent_step;
+pub mod clean_review;
 pub mod convert;
 mod error;
 pub mod facts;

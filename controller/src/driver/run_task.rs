@@ -26,6 +26,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::clean_review::{CleanReviewRecord, find_clean_review};
 use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
@@ -231,6 +232,18 @@ impl<'a> RunTask<'a> {
                 .await?;
             if let Some(event) = next.into_iter().next() {
                 self.handle_run_event(event).await?;
+                // Whatever the event said (a command, a merge, finished
+                // checks), GitHub may look different now: the awaited read
+                // is worth doing again in this task. Launches and
+                // validations are never redone this way.
+                self.performed.retain(|done| {
+                    !matches!(
+                        done,
+                        Awaiting::Facts { .. }
+                            | Awaiting::MergeOutcome
+                            | Awaiting::NextIssueCheck { .. }
+                    )
+                });
                 continue;
             }
             match self.awaited_step().await? {
@@ -281,15 +294,20 @@ impl<'a> RunTask<'a> {
         let (api, repo) = (&self.access.api, &self.access.repo);
         let protected = &self.shared.config.protected_paths;
         Ok(Some(match awaiting {
-            Awaiting::Facts { .. } => Event::GitHubObserved {
-                facts: facts::read_facts(api, repo, &self.state, protected).await?,
-            },
+            Awaiting::Facts { .. } => {
+                let clean = self.clean_review().await?;
+                Event::GitHubObserved {
+                    facts: facts::read_facts(api, repo, &self.state, protected, clean.as_ref())
+                        .await?,
+                }
+            }
             Awaiting::MergeOutcome => {
                 let Some(pr) = self.state.pr else {
                     return Ok(None);
                 };
+                let clean = self.clean_review().await?;
                 Event::MergeResult(MergeReport {
-                    pr: facts::pr_facts(api, repo, pr, protected).await?,
+                    pr: facts::pr_facts(api, repo, pr, protected, clean.as_ref()).await?,
                 })
             }
             Awaiting::NextIssueCheck { issue } => {
@@ -304,6 +322,16 @@ impl<'a> RunTask<'a> {
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// The journal's record of the comment the run's clean review was
+    /// posted as, if the run has a clean review.
+    async fn clean_review(&self) -> Result<Option<CleanReviewRecord>, DriverError> {
+        let Some(clean) = &self.state.review.clean else {
+            return Ok(None);
+        };
+        let effects = self.shared.journal.list_effects(self.lease.run_id).await?;
+        Ok(find_clean_review(&effects, clean))
     }
 
     /// The executor for this run's repository; it can push when the
@@ -439,11 +467,13 @@ impl<'a> RunTask<'a> {
                 actor,
                 reason,
             } => {
+                let clean = self.clean_review().await?;
                 let facts = facts::read_facts(
                     &self.access.api,
                     &self.access.repo,
                     &self.state,
                     &self.shared.config.protected_paths,
+                    clean.as_ref(),
                 )
                 .await?;
                 let event = Event::Operator(OperatorCommand {

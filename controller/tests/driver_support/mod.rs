@@ -386,3 +386,73 @@ impl RunHooks for OverlapProbe {
         self.counter(run).fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+impl World {
+    /// The run's state document.
+    pub async fn state(&self, run: RunId) -> autoforge::machine::RunState {
+        let row = self.db.journal().get_run(run).await.unwrap().unwrap();
+        serde_json::from_value(row.state).unwrap()
+    }
+
+    /// Drives due runs again and again until `run` is in one of `phases`
+    /// (a run waiting for mergeability or a re-check is due again only
+    /// after its wake-up time). Panics after `limit` with the phase seen.
+    pub async fn drive_until(&self, driver: &Driver, run: RunId, phases: &[&str], limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            driver.drive_due_runs(5).await.unwrap();
+            let phase = self.phase(run).await;
+            if phases.contains(&phase.as_str()) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "run {run} is still in {phase}, not in {phases:?}: {:?}",
+                self.state(run).await.blocked
+            );
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    }
+
+    /// A completed check run named `name` on `sha` with `conclusion`.
+    pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
+        self.hub
+            .add_check(&fakehub::control::CheckSpec {
+                owner: OWNER.into(),
+                repo: NAME.into(),
+                sha: sha.into(),
+                name: name.into(),
+                status: Some("completed".into()),
+                conclusion: Some(conclusion.into()),
+            })
+            .unwrap();
+    }
+
+    /// Answered `PUT …/merge` requests on pull request `pr`.
+    pub fn merge_requests(&self, pr: u64) -> usize {
+        let path = format!("/repos/{REPOSITORY}/pulls/{pr}/merge");
+        self.hub
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT" && r.path == path)
+            .count()
+    }
+
+    /// A driver like [`World::publishing_driver`] whose runs use `mode`.
+    pub fn merging_driver(
+        &self,
+        worker: &str,
+        state_dir: &std::path::Path,
+        mode: autoforge::machine::MergeMode,
+    ) -> Driver {
+        let mut config = self.config(worker);
+        config.settings.merge_mode = mode;
+        let access = git_access(
+            self.api.clone(),
+            self.hub.git_url(OWNER, NAME),
+            self.token.clone(),
+        );
+        Driver::new(config, self.db.journal().clone(), [access])
+            .with_agents(agent_runtime(state_dir))
+    }
+}

@@ -3,8 +3,10 @@
 //! directory and journal what they did (launch rows, validation records)
 //! under the run's lease, which the driver keeps renewing meanwhile.
 //!
-//! IMPLEMENT and REVIEW launches are run so far; FIX and UPDATE_EPIC need
-//! their own template values and result conversions.
+//! Each phase's template values, result expectations and read-context
+//! are built here (IMPLEMENT, REVIEW) or in their own files
+//! ([`super::launch_fix`], [`super::launch_epic`]); running the launch and
+//! journalling it is the same for all.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,13 +17,14 @@ use secrecy::SecretString;
 
 use super::convert::agent_outcome;
 use super::error::DriverError;
+use super::launch_fix::{FixInputs, fix_plan};
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::journal::record_finished_launch;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
-use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
+use crate::agents::result::{Phase as AgentPhase, ReRequest, ReviewObservations};
 use crate::github::GitHubApi;
 use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
@@ -78,7 +81,7 @@ impl GitCredential {
     }
 }
 
-fn sha(text: &str) -> Result<CommitSha, DriverError> {
+pub(super) fn sha(text: &str) -> Result<CommitSha, DriverError> {
     CommitSha::parse(text).map_err(|e| DriverError::Workspace(e.to_string()))
 }
 
@@ -104,13 +107,15 @@ async fn mirror(
 
 /// What differs between phases: the commit the worktree starts from, the
 /// template values, what the result is checked against, the context.
-struct PhasePlan {
-    phase: AgentPhase,
-    start: CommitSha,
-    fetch: Vec<CommitSha>,
-    values: BTreeMap<&'static str, Value>,
-    expectations: Expectations,
-    context: ContextFiles,
+pub(super) struct PhasePlan {
+    pub phase: AgentPhase,
+    pub start: CommitSha,
+    pub fetch: Vec<CommitSha>,
+    pub values: BTreeMap<&'static str, Value>,
+    pub expectations: Expectations,
+    pub context: ContextFiles,
+    /// UPDATE_EPIC only: ask again for just these fields.
+    pub rerequest: Option<ReRequest>,
 }
 
 /// Runs `launch` and returns the `AgentFinished` event for it.
@@ -234,11 +239,35 @@ pub(super) async fn run_launch(
                     }),
                     ..ContextFiles::default()
                 },
+                rerequest: None,
             }
         }
-        LaunchInputs::Fix { .. } | LaunchInputs::UpdateEpic { .. } => {
+        LaunchInputs::Fix {
+            binding,
+            comment_url,
+            findings,
+            validation_failure,
+        } => {
+            let inputs = FixInputs {
+                binding,
+                comment_url: comment_url.as_deref(),
+                findings,
+                validation_failure: validation_failure.as_deref(),
+            };
+            fix_plan(
+                shared,
+                lease.run_id,
+                access,
+                state,
+                launch,
+                inputs,
+                issue_doc,
+            )
+            .await?
+        }
+        LaunchInputs::UpdateEpic { .. } => {
             return Err(DriverError::Unsupported(
-                "only IMPLEMENT and REVIEW launches are driven so far",
+                "UPDATE_EPIC launches are not driven yet",
             ));
         }
     };
@@ -259,7 +288,7 @@ pub(super) async fn run_launch(
         catalog: &runtime.catalog,
         prompts: &runtime.prompts,
         boundary,
-        rerequest: None,
+        rerequest: plan.rerequest,
         values: plan.values,
         context: &plan.context,
         mirror: &mirror,
@@ -285,9 +314,7 @@ pub(super) async fn run_launch(
         )
         .await?;
     }
-    let outcome = agent_outcome(&report).ok_or(DriverError::Unsupported(
-        "only IMPLEMENT and REVIEW results are converted so far",
-    ))?;
+    let outcome = agent_outcome(&report);
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
@@ -338,6 +365,7 @@ fn implement_plan(
             issue: Some(issue_doc),
             ..ContextFiles::default()
         },
+        rerequest: None,
     })
 }
 

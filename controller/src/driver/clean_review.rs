@@ -29,6 +29,16 @@ pub struct CleanReviewRecord {
 /// latest one, should a round have been bound to the same revision twice).
 /// `None` when no such row was observed: the gate then sees it missing.
 pub fn find_clean_review(effects: &[Effect], clean: &RoundBinding) -> Option<CleanReviewRecord> {
+    find_review_comment(effects, clean)
+}
+
+/// The observed review comment posted for `binding`, clean or not (the
+/// fixer reads the one it must resolve from here).
+pub fn find_review_comment(
+    effects: &[Effect],
+    binding: &RoundBinding,
+) -> Option<CleanReviewRecord> {
+    let clean = binding;
     effects
         .iter()
         .rev()

@@ -23,8 +23,11 @@
 //! human's merge on the next facts read (a run event such as a closed PR
 //! re-arms that read at once).
 //!
-//! Not driven yet (the run parks and is re-checked later): FIX and
-//! UPDATE_EPIC launches. Launches and validation need [`Driver::with_agents`] and a
+//! FIX launches are driven (follow-up issues, marker appends and the push
+//! are planned on bodies read just before the transition commits).
+//!
+//! Not driven yet (the run parks and is re-checked later): UPDATE_EPIC
+//! launches. Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
 
 mod agent_step;
@@ -32,6 +35,7 @@ pub mod clean_review;
 pub mod convert;
 mod error;
 pub mod facts;
+mod launch_fix;
 pub mod retry;
 mod run_task;
 mod setup;

@@ -35,8 +35,8 @@ use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
-    Awaiting, Command, Event, LaunchInputs, MergeReport, NextIssueFacts, Observed, OperatorCommand,
-    RunState, decide,
+    Awaiting, Command, EffectIntent, Event, LaunchInputs, MergeReport, NextIssueFacts, Observed,
+    OperatorCommand, RunState, decide,
 };
 use crate::serve::RunSignal;
 
@@ -266,7 +266,9 @@ impl<'a> RunTask<'a> {
                 if agents_ready
                     && matches!(
                         launch.inputs,
-                        LaunchInputs::Implement { .. } | LaunchInputs::Review { .. }
+                        LaunchInputs::Implement { .. }
+                            | LaunchInputs::Review { .. }
+                            | LaunchInputs::Fix { .. }
                     ) =>
             {
                 self.performed.push(awaiting.clone());
@@ -521,7 +523,8 @@ impl<'a> RunTask<'a> {
     /// (if the event came from the queue) its consumption, atomically.
     async fn apply(&mut self, event: Event, consumed: Option<i64>) -> Result<(), DriverError> {
         let decision = decide(&self.state, &event)?;
-        let planned = self.plan_all(&decision.next, &decision.effects)?;
+        let bodies = self.bodies_for(&decision.effects).await?;
+        let planned = self.plan_all(&decision.next, &decision.effects, &bodies)?;
         let changed = decision.next != self.state || !planned.is_empty();
         let mut tx: JournalTx = self.shared.journal.begin().await?;
         let mut version = self.version;
@@ -563,22 +566,45 @@ impl<'a> RunTask<'a> {
         Ok(())
     }
 
+    /// The current bodies of the issues and PRs that append-kind intents
+    /// (adopt, marker append, roadmap splice) write to. Read before the
+    /// transition commits, so the digest each row records is of the very
+    /// body its payload was built on; a later change is caught by the
+    /// executor's digest check instead of being overwritten.
+    async fn bodies_for(
+        &self,
+        intents: &[EffectIntent],
+    ) -> Result<BTreeMap<u64, String>, DriverError> {
+        let mut bodies = BTreeMap::new();
+        for intent in intents {
+            let number = match intent {
+                EffectIntent::AdoptPr { pr, .. } => *pr,
+                EffectIntent::AppendFollowUpMarkers { issue, .. } => *issue,
+                EffectIntent::SpliceEpicRoadmap { epic, .. } => *epic,
+                _ => continue,
+            };
+            if let std::collections::btree_map::Entry::Vacant(slot) = bodies.entry(number) {
+                // A PR is an issue to this endpoint: same body either way.
+                let read = self.access.api.issue(&self.access.repo, number).await?;
+                slot.insert(read.body.unwrap_or_default());
+            }
+        }
+        Ok(bodies)
+    }
+
     fn plan_all(
         &self,
         next: &RunState,
-        intents: &[crate::machine::EffectIntent],
+        intents: &[EffectIntent],
+        bodies: &BTreeMap<u64, String>,
     ) -> Result<Vec<NewEffect>, DriverError> {
-        // Bodies read at phase start are only needed by adopt/append/splice
-        // intents, which the driver does not reach yet; planning one without
-        // its body is refused by `plan` rather than guessed.
-        let bodies = BTreeMap::new();
         let context = PlanContext {
             run_id: self.lease.run_id,
             repo: &self.access.repo,
             html_base: &self.access.html_base,
             default_branch: &next.base_branch,
             merge_method: &self.access.merge_method,
-            bodies: &bodies,
+            bodies,
         };
         Ok(intents
             .iter()

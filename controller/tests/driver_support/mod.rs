@@ -456,3 +456,64 @@ impl World {
             .with_agents(agent_runtime(state_dir))
     }
 }
+
+/// A script of `tests/agents/` as a profile: `args` follow the script.
+pub fn script_profile(script: &str, args: &[&str]) -> Value {
+    let path = format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut command = vec![path];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    json!({
+        "command": command,
+        "idle_timeout_seconds": 60,
+        "max_runtime_seconds": 120,
+    })
+}
+
+/// The whole loop scripted: the well-behaved implementer, a round-1
+/// reviewer in `first_review` mode, a clean reviewer from round 2 on, the
+/// fixer `phase_fix.sh FIX_MODE R1-F1` and the EPIC agent
+/// `phase_update_epic.sh EPIC_MODE`.
+pub fn loop_catalog(first_review: &str, fix_mode: &str, epic_mode: &str) -> AgentCatalog {
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {
+            "implementer": implement_profile("good"),
+            "first_reviewer": script_profile("phase_review.sh", &[first_review, "1"]),
+            "later_reviewer": script_profile("phase_review.sh", &["clean", "2"]),
+            "fixer": script_profile("phase_fix.sh", &[fix_mode, "R1-F1"]),
+            "epic": script_profile("phase_update_epic.sh", &[epic_mode]),
+        },
+        "roles": {
+            "implement": "implementer",
+            "review": [
+                {"rounds": "1", "profile": "first_reviewer"},
+                {"rounds": "2+", "profile": "later_reviewer"},
+            ],
+            "fix": "fixer",
+            "update_epic": "epic",
+        }
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}
+
+impl World {
+    /// A driver whose runs use `mode` and the agents of `catalog`.
+    pub fn loop_driver(
+        &self,
+        worker: &str,
+        state_dir: &std::path::Path,
+        mode: autoforge::machine::MergeMode,
+        catalog: AgentCatalog,
+    ) -> Driver {
+        let mut config = self.config(worker);
+        config.settings.merge_mode = mode;
+        let access = git_access(
+            self.api.clone(),
+            self.hub.git_url(OWNER, NAME),
+            self.token.clone(),
+        );
+        let mut runtime = agent_runtime(state_dir);
+        runtime.catalog = catalog;
+        Driver::new(config, self.db.journal().clone(), [access]).with_agents(runtime)
+    }
+}

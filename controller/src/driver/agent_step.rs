@@ -17,6 +17,7 @@ use secrecy::SecretString;
 
 use super::convert::agent_outcome;
 use super::error::DriverError;
+use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
@@ -265,10 +266,30 @@ pub(super) async fn run_launch(
             )
             .await?
         }
-        LaunchInputs::UpdateEpic { .. } => {
-            return Err(DriverError::Unsupported(
-                "UPDATE_EPIC launches are not driven yet",
-            ));
+        LaunchInputs::UpdateEpic {
+            epic,
+            finished_issue,
+            finished_pr,
+            merges_since_roadmap,
+            roadmap_due,
+            want_progress,
+            rerequest,
+        } => {
+            let inputs = EpicInputs {
+                epic: *epic,
+                finished_issue: *finished_issue,
+                finished_pr: *finished_pr,
+                merges_since_roadmap: *merges_since_roadmap,
+                roadmap_due: *roadmap_due,
+                want_progress: *want_progress,
+                rerequest: rerequest.as_deref(),
+                merged_prs: &state.merged_prs,
+                update_every: state.settings.epic_update_every,
+            };
+            let effects = shared.journal.list_effects(lease.run_id).await?;
+            let mut plan = epic_plan(shared, access, &effects, inputs).await?;
+            plan.context.issue = Some(issue_doc);
+            plan
         }
     };
     let mirror = mirror(runtime, access, remote, &plan.fetch).await?;

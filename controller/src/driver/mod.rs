@@ -23,18 +23,22 @@
 //! human's merge on the next facts read (a run event such as a closed PR
 //! re-arms that read at once).
 //!
-//! FIX launches are driven (follow-up issues, marker appends and the push
-//! are planned on bodies read just before the transition commits).
+//! FIX and UPDATE_EPIC launches are driven too: follow-up issues, marker
+//! appends and the roadmap splice are planned on bodies read just before
+//! their transition commits. A run started on an EPIC begins with its
+//! first open child and continues, issue after issue, through the EPIC
+//! agent's verified picks until the agent reports the EPIC complete.
 //!
-//! Not driven yet (the run parks and is re-checked later): UPDATE_EPIC
-//! launches. Launches and validation need [`Driver::with_agents`] and a
+//! Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
 
 mod agent_step;
 pub mod clean_review;
 pub mod convert;
+mod epic_scope;
 mod error;
 pub mod facts;
+mod launch_epic;
 mod launch_fix;
 pub mod retry;
 mod run_task;
@@ -73,6 +77,8 @@ pub struct DriverConfig {
     pub settings: Settings,
     /// Path prefixes whose change a PR's facts report (`merge.protected_paths`).
     pub protected_paths: Vec<String>,
+    /// The label that makes an issue an EPIC (`labels.epic`).
+    pub epic_label: String,
 }
 
 impl DriverConfig {
@@ -86,6 +92,7 @@ impl DriverConfig {
             retry: RetryPolicy::default(),
             settings: Settings::default(),
             protected_paths: vec![".github/workflows/".to_owned()],
+            epic_label: "epic".to_owned(),
         }
     }
 }

@@ -31,12 +31,12 @@ use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
-use super::{agent_step, facts};
+use super::{agent_step, epic_scope, facts};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
-    Awaiting, Command, EffectIntent, Event, LaunchInputs, MergeReport, NextIssueFacts, Observed,
-    OperatorCommand, RunState, decide,
+    Awaiting, Command, EffectIntent, Event, MergeReport, NextIssueFacts, Observed, OperatorCommand,
+    RunState, decide,
 };
 use crate::serve::RunSignal;
 
@@ -262,15 +262,7 @@ impl<'a> RunTask<'a> {
         }
         let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
         let event = match &awaiting {
-            Awaiting::Agent { launch }
-                if agents_ready
-                    && matches!(
-                        launch.inputs,
-                        LaunchInputs::Implement { .. }
-                            | LaunchInputs::Review { .. }
-                            | LaunchInputs::Fix { .. }
-                    ) =>
-            {
+            Awaiting::Agent { launch } if agents_ready => {
                 self.performed.push(awaiting.clone());
                 agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
                     .await?
@@ -494,14 +486,22 @@ impl<'a> RunTask<'a> {
         }
     }
 
-    /// `Started`: the issue's repository default branch and its head now.
-    async fn started_event(&self, issue: u64) -> Result<Event, DriverError> {
+    /// `Started`: the issue to start on and its EPIC (an EPIC's first open
+    /// child), the repository's default branch and its head now.
+    async fn started_event(&self, labelled: u64) -> Result<Event, DriverError> {
         let (base_branch, base_sha) =
             facts::default_branch_head(&self.access.api, &self.access.repo).await?;
+        let known_epic = self.epic.and_then(|e| u64::try_from(e).ok());
+        let (api, repo, label) = (
+            &self.access.api,
+            &self.access.repo,
+            &self.shared.config.epic_label,
+        );
+        let scope = epic_scope::start_scope(api, repo, labelled, known_epic, label).await?;
         Ok(Event::Started {
             repository: self.access.repo.to_string(),
-            issue,
-            epic: self.epic.and_then(|e| u64::try_from(e).ok()),
+            issue: scope.issue,
+            epic: scope.epic,
             base_branch,
             base_sha,
             settings: self.state.settings.clone(),

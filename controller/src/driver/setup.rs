@@ -147,6 +147,7 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
     let driver_config = DriverConfig {
         settings: run_settings(&config.settings),
         protected_paths: config.settings.merge.protected_paths.clone(),
+        epic_label: config.settings.labels.epic.clone(),
         ..DriverConfig::new(worker)
     };
     let driver = Driver::new(driver_config, journal, repositories);

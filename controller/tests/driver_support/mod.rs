@@ -517,3 +517,50 @@ impl World {
         Driver::new(config, self.db.journal().clone(), [access]).with_agents(runtime)
     }
 }
+
+/// Agents for an EPIC: `phase_implement.sh per_issue` for every child, a
+/// clean reviewer, and `phase_update_epic.sh sequence COUNTER NEXT...`
+/// picking `next` in order, then reporting the EPIC complete.
+pub fn epic_catalog(counter: &std::path::Path, next: &[&str]) -> AgentCatalog {
+    let mut epic_args = vec!["sequence", counter.to_str().unwrap()];
+    epic_args.extend_from_slice(next);
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {
+            "implementer": script_profile("phase_implement.sh", &["per_issue", "-"]),
+            "reviewer": script_profile("phase_review.sh", &["clean", "1"]),
+            "epic": script_profile("phase_update_epic.sh", &epic_args),
+        },
+        "roles": {
+            "implement": "implementer",
+            "review": "reviewer",
+            "fix": "implementer",
+            "update_epic": "epic",
+        }
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}
+
+impl World {
+    /// Makes `child` a sub-issue of `parent` through the REST API.
+    pub async fn add_sub_issue(&self, parent: u64, child: u64) {
+        use secrecy::ExposeSecret;
+        let id = self.api.issue(&self.repo, child).await.unwrap().id;
+        let url = format!(
+            "{}/repos/{REPOSITORY}/issues/{parent}/sub_issues",
+            self.hub.base_url().trim_end_matches('/')
+        );
+        let answer = reqwest::Client::new()
+            .post(url)
+            .header(
+                "authorization",
+                format!("token {}", self.token.expose_secret()),
+            )
+            .header("user-agent", "autoforge-tests")
+            .json(&json!({ "sub_issue_id": id }))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{}", answer.status());
+    }
+}

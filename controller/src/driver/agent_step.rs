@@ -19,13 +19,14 @@ use super::convert::agent_outcome;
 use super::error::DriverError;
 use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
+use super::launch_review::{ReviewInputs, review_plan};
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::journal::record_finished_launch;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
-use crate::agents::result::{Phase as AgentPhase, ReRequest, ReviewObservations};
+use crate::agents::result::{Phase as AgentPhase, ReRequest};
 use crate::github::GitHubApi;
 use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
@@ -164,84 +165,22 @@ pub(super) async fn run_launch(
             prior_findings,
             last_resolutions,
         } => {
-            let failed = shared
-                .journal
-                .list_validations(lease.run_id, Some(&binding.head_sha))
-                .await?;
-            let evidence = failed
-                .iter()
-                .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let failed_validation_index = failed
-                .iter()
-                .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
-                .and_then(|v| usize::try_from(v.command_index).ok());
-            let start = sha(&binding.head_sha)?;
-            let pr_url = format!(
-                "{}/{}/pull/{}",
-                access.html_base.trim_end_matches('/'),
-                access.repo,
-                binding.pr
-            );
-            let values = BTreeMap::from([
-                ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
-                ("PR_URL", Value::trusted(pr_url)),
-                ("ISSUE_URL", Value::trusted(issue_url.clone())),
-                ("REPOSITORY", Value::trusted(access.repo.to_string())),
-                (
-                    "REVIEWED_HEAD_SHA",
-                    Value::trusted(binding.head_sha.clone()),
-                ),
-                (
-                    "REVIEWED_BASE_REF",
-                    Value::trusted(binding.base_ref.clone()),
-                ),
-                (
-                    "REVIEWED_MERGE_BASE_SHA",
-                    Value::trusted(binding.merge_base_sha.clone()),
-                ),
-                (
-                    "PREVIOUS_REVIEW_COMMENT_URL",
-                    Value::trusted(previous_comment_url.clone().unwrap_or_default()),
-                ),
-                ("EXISTING_FOLLOW_UP_ISSUES", Value::trusted(String::new())),
-                // Agent-written texts of earlier rounds: shown fenced.
-                (
-                    "PRIOR_FINDINGS",
-                    Value::untrusted(json_text(prior_findings)),
-                ),
-                (
-                    "PREVIOUS_FIX_RESOLUTIONS",
-                    Value::untrusted(json_text(last_resolutions)),
-                ),
-                ("VALIDATION_EVIDENCE", Value::trusted(evidence)),
-                ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
-            ]);
-            PhasePlan {
-                phase: AgentPhase::Review,
-                fetch: vec![start.clone()],
-                start,
-                values,
-                expectations: Expectations::Review(ReviewObservations {
-                    round: launch.round,
-                    reviewed_head_sha: binding.head_sha.clone(),
-                    failed_validation_index,
-                }),
-                context: ContextFiles {
-                    issue: Some(issue_doc),
-                    pull_request: Some(ContextDoc {
-                        facts: vec![
-                            ("number".to_owned(), binding.pr.to_string()),
-                            ("head_sha".to_owned(), binding.head_sha.clone()),
-                            ("base_ref".to_owned(), binding.base_ref.clone()),
-                        ],
-                        body: String::new(),
-                    }),
-                    ..ContextFiles::default()
-                },
-                rerequest: None,
-            }
+            let inputs = ReviewInputs {
+                binding,
+                previous_comment_url: previous_comment_url.as_deref(),
+                prior_findings,
+                last_resolutions,
+            };
+            review_plan(
+                shared,
+                lease.run_id,
+                access,
+                launch,
+                inputs,
+                &issue_url,
+                issue_doc,
+            )
+            .await?
         }
         LaunchInputs::Fix {
             binding,
@@ -388,15 +327,6 @@ fn implement_plan(
         },
         rerequest: None,
     })
-}
-
-/// Earlier rounds' data as JSON for the prompt; empty when there is none.
-fn json_text<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Null) | Err(_) => String::new(),
-        Ok(serde_json::Value::Array(items)) if items.is_empty() => String::new(),
-        Ok(other) => other.to_string(),
-    }
 }
 
 /// A fresh directory for one launch, outside every worktree.

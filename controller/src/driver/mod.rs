@@ -40,6 +40,7 @@ mod error;
 pub mod facts;
 mod launch_epic;
 mod launch_fix;
+mod launch_review;
 pub mod retry;
 mod run_task;
 mod setup;

@@ -21,22 +21,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod reads;
+
 use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::clean_review::{CleanReviewRecord, find_clean_review};
 use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
-use super::{agent_step, epic_scope, facts};
+use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
-    Awaiting, Command, EffectIntent, Event, MergeReport, NextIssueFacts, Observed, OperatorCommand,
-    RunState, decide,
+    Awaiting, Command, EffectIntent, Event, Observed, OperatorCommand, RunState, decide,
 };
 use crate::serve::RunSignal;
 
@@ -283,51 +283,6 @@ impl<'a> RunTask<'a> {
         Ok(Some(event))
     }
 
-    /// The fresh GitHub read a wait asks for.
-    async fn read_event(&self, awaiting: &Awaiting) -> Result<Option<Event>, DriverError> {
-        let (api, repo) = (&self.access.api, &self.access.repo);
-        let protected = &self.shared.config.protected_paths;
-        Ok(Some(match awaiting {
-            Awaiting::Facts { .. } => {
-                let clean = self.clean_review().await?;
-                Event::GitHubObserved {
-                    facts: facts::read_facts(api, repo, &self.state, protected, clean.as_ref())
-                        .await?,
-                }
-            }
-            Awaiting::MergeOutcome => {
-                let Some(pr) = self.state.pr else {
-                    return Ok(None);
-                };
-                let clean = self.clean_review().await?;
-                Event::MergeResult(MergeReport {
-                    pr: facts::pr_facts(api, repo, pr, protected, clean.as_ref()).await?,
-                })
-            }
-            Awaiting::NextIssueCheck { issue } => {
-                let read = api.issue(repo, *issue).await?;
-                let (_, base_sha) = facts::default_branch_head(api, repo).await?;
-                Event::NextIssue(NextIssueFacts {
-                    issue: *issue,
-                    repository: repo.to_string(),
-                    open: read.state == "open",
-                    base_sha,
-                })
-            }
-            _ => return Ok(None),
-        }))
-    }
-
-    /// The journal's record of the comment the run's clean review was
-    /// posted as, if the run has a clean review.
-    async fn clean_review(&self) -> Result<Option<CleanReviewRecord>, DriverError> {
-        let Some(clean) = &self.state.review.clean else {
-            return Ok(None);
-        };
-        let effects = self.shared.journal.list_effects(self.lease.run_id).await?;
-        Ok(find_clean_review(&effects, clean))
-    }
-
     /// The executor for this run's repository; it can push when the
     /// driver has a workspace and the repository a git remote.
     async fn executor(&self) -> Result<EffectExecutor, DriverError> {
@@ -486,28 +441,6 @@ impl<'a> RunTask<'a> {
         }
     }
 
-    /// `Started`: the issue to start on and its EPIC (an EPIC's first open
-    /// child), the repository's default branch and its head now.
-    async fn started_event(&self, labelled: u64) -> Result<Event, DriverError> {
-        let (base_branch, base_sha) =
-            facts::default_branch_head(&self.access.api, &self.access.repo).await?;
-        let known_epic = self.epic.and_then(|e| u64::try_from(e).ok());
-        let (api, repo, label) = (
-            &self.access.api,
-            &self.access.repo,
-            &self.shared.config.epic_label,
-        );
-        let scope = epic_scope::start_scope(api, repo, labelled, known_epic, label).await?;
-        Ok(Event::Started {
-            repository: self.access.repo.to_string(),
-            issue: scope.issue,
-            epic: scope.epic,
-            base_branch,
-            base_sha,
-            settings: self.state.settings.clone(),
-        })
-    }
-
     /// Consumes a run event the machine has nothing to decide on, leaving
     /// an audit record so nothing disappears silently.
     async fn acknowledge(&self, id: i64, kind: &str, detail: Value) -> Result<(), DriverError> {
@@ -564,32 +497,6 @@ impl<'a> RunTask<'a> {
         self.version = version;
         self.state = decision.next;
         Ok(())
-    }
-
-    /// The current bodies of the issues and PRs that append-kind intents
-    /// (adopt, marker append, roadmap splice) write to. Read before the
-    /// transition commits, so the digest each row records is of the very
-    /// body its payload was built on; a later change is caught by the
-    /// executor's digest check instead of being overwritten.
-    async fn bodies_for(
-        &self,
-        intents: &[EffectIntent],
-    ) -> Result<BTreeMap<u64, String>, DriverError> {
-        let mut bodies = BTreeMap::new();
-        for intent in intents {
-            let number = match intent {
-                EffectIntent::AdoptPr { pr, .. } => *pr,
-                EffectIntent::AppendFollowUpMarkers { issue, .. } => *issue,
-                EffectIntent::SpliceEpicRoadmap { epic, .. } => *epic,
-                _ => continue,
-            };
-            if let std::collections::btree_map::Entry::Vacant(slot) = bodies.entry(number) {
-                // A PR is an issue to this endpoint: same body either way.
-                let read = self.access.api.issue(&self.access.repo, number).await?;
-                slot.insert(read.body.unwrap_or_default());
-            }
-        }
-        Ok(bodies)
     }
 
     fn plan_all(

@@ -368,7 +368,7 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
 
 /// The machine keeps its own copy of a finding; the renderer takes the
 /// validated result's type. Same fields, converted one to one.
-fn published_finding(finding: &machine::Finding) -> result::Finding {
+pub(crate) fn published_finding(finding: &machine::Finding) -> result::Finding {
     result::Finding {
         id: finding.id.clone(),
         classification: match finding.classification {

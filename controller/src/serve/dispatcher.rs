@@ -318,7 +318,7 @@ impl Dispatcher {
 /// stop kills the run's agent at once, and the driver looks without
 /// waiting for its next poll. Failures here only cost latency (the idle
 /// re-check finds the events), so they are logged, not returned.
-async fn notify_driver(journal: &Journal, notifier: &RunNotifier, plan: &Plan) {
+pub(super) async fn notify_driver(journal: &Journal, notifier: &RunNotifier, plan: &Plan) {
     for step in &plan.steps {
         let Step::Signal { run_id, signal, .. } = step else {
             continue;

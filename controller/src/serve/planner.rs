@@ -271,7 +271,10 @@ pub async fn plan(
                 return Ok(None);
             }
             let Some(run_id) = run_of(repository, *issue).await? else {
-                return Ok(None);
+                // Nothing to act on and no run to answer under: every
+                // GitHub write is journalled and fenced by a run's lease,
+                // so the command is recorded (once) but not answered.
+                return Ok(Some(plan_without_run(key, *comment_id, actor, commands)?));
             };
             if journal.observed_change(&key).await?.is_some() {
                 return Ok(Some(Plan::new(key, "seen")));
@@ -401,6 +404,32 @@ async fn plan_trigger(
     Ok(plan)
 }
 
+/// Commands on a thread no active run watches: one refused decision each.
+fn plan_without_run(
+    key: String,
+    comment_id: u64,
+    actor: &Actor,
+    commands: &[Result<Command, CommandParseError>],
+) -> anyhow::Result<Plan> {
+    let comment = i64::try_from(comment_id)?;
+    let mut plan = Plan::new(key, "commands without a run");
+    for parsed in commands {
+        let command = match parsed {
+            Ok(command) => command.verb().to_owned(),
+            Err(_) => "malformed".to_owned(),
+        };
+        plan = plan.with(Step::Decision(NewCommandDecision {
+            run_id: None,
+            comment_id: comment,
+            actor: actor.login.clone(),
+            command,
+            accepted: false,
+            reason: "no active run on this issue or pull request".to_owned(),
+        }));
+    }
+    Ok(plan)
+}
+
 fn plan_commands(
     key: String,
     run_id: RunId,
@@ -519,6 +548,24 @@ mod tests {
         assert!(
             matches!(signal, RunSignal::CommandRefused { verb, comment_id: 9, on_issue: 4, .. } if verb == "stop"),
             "{signal:?}"
+        );
+    }
+
+    #[test]
+    fn commands_without_a_run_are_recorded_as_refused_and_queue_nothing() {
+        let commands = parse_commands("/autoforge status\n/autoforge frobnicate\n");
+        let plan = plan_without_run("k".into(), 9, &alice(), &commands).unwrap();
+        let decisions: Vec<_> = plan
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Decision(d) => (d.run_id, d.command.as_str(), d.accepted),
+                other => panic!("only decisions: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            decisions,
+            [(None, "status", false), (None, "malformed", false)]
         );
     }
 

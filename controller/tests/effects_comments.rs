@@ -40,6 +40,8 @@ fn status(phase: Phase) -> EffectIntent {
             failure: None,
             waiting_for: "agent".into(),
             last_validation: None,
+            merge_mode: autoforge::machine::MergeMode::Never,
+            blocked_from: None,
         },
     }
 }

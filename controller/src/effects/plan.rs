@@ -534,6 +534,8 @@ mod tests {
                 failure: None,
                 waiting_for: "agent".into(),
                 last_validation: None,
+                merge_mode: crate::machine::MergeMode::Never,
+                blocked_from: None,
             },
         };
         let effect = plan(&status, &context(&repo, &bodies)).unwrap();

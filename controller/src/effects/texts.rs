@@ -2,16 +2,24 @@
 //! the reply to an operator command. Their visible text is checked with the
 //! published-text policy like every other body; the marker is added after.
 
-use crate::machine::{Reply, StatusSnapshot};
+use crate::machine::{MergeMode, Phase, Reply, StatusSnapshot};
 use crate::publish::review::code_span;
 use crate::publish::{PolicyViolation, check_body};
 
-/// The commands that make sense next, by what the run waits for.
+/// The commands that make sense next, by phase and what the run waits for.
 fn next_commands(status: &StatusSnapshot) -> &'static str {
-    match status.phase.as_str() {
-        "BLOCKED" => "`/autoforge unblock <reason>`, `/autoforge stop`, `/autoforge status`",
-        "DONE" | "FAILED" | "STOPPED" => "none: the run is finished",
-        "READY_FOR_MERGE" => "`/autoforge merge`, `/autoforge stop`, `/autoforge status`",
+    match status.phase {
+        Phase::Blocked if status.blocked_from == Some(Phase::Initializing) => {
+            "remove and add the trigger label again to start a new run; `/autoforge status`"
+        }
+        Phase::Blocked => "`/autoforge unblock <reason>`, `/autoforge stop`, `/autoforge status`",
+        Phase::Done | Phase::Failed | Phase::Stopped => "none: the run is finished",
+        Phase::ReadyForMerge if status.merge_mode == MergeMode::OnCommand => {
+            "`/autoforge merge`, `/autoforge stop`, `/autoforge status`"
+        }
+        Phase::ReadyForMerge if status.merge_mode == MergeMode::Never => {
+            "`/autoforge stop`, `/autoforge status`; a person merges the pull request"
+        }
         _ if status.waiting_for == "operator_retry" => {
             "`/autoforge retry`, `/autoforge stop`, `/autoforge status`"
         }
@@ -101,7 +109,6 @@ pub fn reply_text(reply: &Reply) -> Result<String, PolicyViolation> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::machine::Phase;
 
     fn snapshot(phase: Phase) -> StatusSnapshot {
         StatusSnapshot {
@@ -116,6 +123,8 @@ mod tests {
                 passed: false,
                 failed_index: Some(1),
             }),
+            merge_mode: MergeMode::OnCommand,
+            blocked_from: Some(Phase::Review),
         }
     }
 
@@ -141,6 +150,25 @@ mod tests {
         assert!(!text.contains("fixes #12"), "{text}");
         assert!(text.contains("Blocked: the reason is not shown"), "{text}");
         assert!(text.contains("**BLOCKED**"));
+    }
+
+    #[test]
+    fn the_commands_offered_are_the_ones_that_would_be_accepted() {
+        let ready = snapshot(Phase::ReadyForMerge);
+        assert!(status_text(&ready).unwrap().contains("`/autoforge merge`"));
+        let never = StatusSnapshot {
+            merge_mode: MergeMode::Never,
+            ..ready
+        };
+        let text = status_text(&never).unwrap();
+        assert!(!text.contains("/autoforge merge"), "{text}");
+        let before_start = StatusSnapshot {
+            blocked_from: Some(Phase::Initializing),
+            ..snapshot(Phase::Blocked)
+        };
+        let text = status_text(&before_start).unwrap();
+        assert!(!text.contains("/autoforge unblock"), "{text}");
+        assert!(text.contains("trigger label"), "{text}");
     }
 
     #[test]

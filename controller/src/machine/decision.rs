@@ -40,6 +40,13 @@ pub struct StatusSnapshot {
     pub waiting_for: String,
     #[serde(default)]
     pub last_validation: Option<LastValidation>,
+    /// Whether `/autoforge merge` means anything for this run.
+    #[serde(default)]
+    pub merge_mode: MergeMode,
+    /// The phase a BLOCKED run was blocked in: blocked at INITIALIZING, it
+    /// cannot be unblocked, only started again.
+    #[serde(default)]
+    pub blocked_from: Option<Phase>,
 }
 
 impl StatusSnapshot {
@@ -52,6 +59,8 @@ impl StatusSnapshot {
             failure: state.failure.clone(),
             waiting_for: state.awaiting.name().to_owned(),
             last_validation: state.last_validation.clone(),
+            merge_mode: state.settings.merge_mode,
+            blocked_from: state.blocked.as_ref().map(|b| b.from),
         }
     }
 }

@@ -94,10 +94,22 @@ pub fn reply_text(reply: &Reply) -> Result<String, PolicyViolation> {
             )
         }
         Reply::Refused { command, reason } => {
-            format!(
+            let refused = format!(
                 "Refused {}: {reason}",
                 code_span(&format!("/autoforge {command}"))
-            )
+            );
+            // A parse error quotes the commenter's word: if that cannot be
+            // published, the reply still goes out, without the reason (the
+            // recorded decision keeps it). `command` is a known verb or
+            // `malformed`, never the commenter's text.
+            if check_body("command reply", &refused).is_ok() {
+                refused
+            } else {
+                format!(
+                    "Refused {}: {REASON_WITHHELD}",
+                    code_span(&format!("/autoforge {command}"))
+                )
+            }
         }
         Reply::Status { status } => status_text(status)?,
     };
@@ -169,6 +181,17 @@ mod tests {
         let text = status_text(&before_start).unwrap();
         assert!(!text.contains("/autoforge unblock"), "{text}");
         assert!(text.contains("trigger label"), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_quoting_unpublishable_text_is_still_answered() {
+        let reply = Reply::Refused {
+            command: "malformed".into(),
+            reason: "unknown command `<!--autoforge-status`; see the usage".into(),
+        };
+        let text = reply_text(&reply).unwrap();
+        assert!(!text.contains("<!--"), "{text}");
+        assert!(text.starts_with("Refused `/autoforge malformed`"), "{text}");
     }
 
     #[test]

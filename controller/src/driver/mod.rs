@@ -31,6 +31,13 @@
 //!
 //! Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
+//!
+//! Observers in the same process hold [`Driver::notifier`]: storing a run
+//! event wakes the loop at once instead of at its next poll, and storing a
+//! stop (command or label removal) cancels the run's running launch, which
+//! kills the agent's process group. A run's repository settings
+//! (`.github/autoforge.toml`) are read once at its start and frozen
+//! (see the `repo_settings` module).
 
 mod agent_step;
 mod cancel;

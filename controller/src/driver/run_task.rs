@@ -380,7 +380,11 @@ impl<'a> RunTask<'a> {
             // The crash window between the last read-back and whatever the
             // run does next, whether or not the machine waits for these.
             for effect in &effects {
-                crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
+                crash_point(
+                    Point::AfterObservedBeforeTransition,
+                    effect.kind,
+                    &effect.identity,
+                );
             }
         }
         if !matches!(self.state.awaiting, Awaiting::Effects { .. }) || !all_observed {
@@ -490,7 +494,7 @@ impl<'a> RunTask<'a> {
         }
         tx.commit().await?;
         for effect in &planned {
-            crash_point(Point::AfterIntentCommit, Some(effect.kind));
+            crash_point(Point::AfterIntentCommit, effect.kind, &effect.identity);
         }
         if changed {
             tracing::info!(run = %self.lease.run_id, event = event.name(),

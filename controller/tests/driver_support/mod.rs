@@ -564,3 +564,30 @@ impl World {
         assert!(answer.status().is_success(), "{}", answer.status());
     }
 }
+
+/// Two review rounds with a finding each (texts naming their round), a
+/// clean third round, and the fixer `phase_fix.sh defer_listed`: round 1's
+/// finding gets a new follow-up issue, round 2's is deferred to it.
+pub fn deferring_catalog() -> AgentCatalog {
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {
+            "implementer": implement_profile("good"),
+            "r1": script_profile("phase_review.sh", &["round_findings", "1"]),
+            "r2": script_profile("phase_review.sh", &["round_findings", "2"]),
+            "r3": script_profile("phase_review.sh", &["clean", "3"]),
+            "fixer": script_profile("phase_fix.sh", &["defer_listed"]),
+        },
+        "roles": {
+            "implement": "implementer",
+            "review": [
+                {"rounds": "1", "profile": "r1"},
+                {"rounds": "2", "profile": "r2"},
+                {"rounds": "3+", "profile": "r3"},
+            ],
+            "fix": "fixer",
+            "update_epic": "implementer",
+        }
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}

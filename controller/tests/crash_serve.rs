@@ -43,6 +43,10 @@ enum Scenario {
     /// automatic merge, UPDATE_EPIC (progress comment, roadmap splice) and
     /// DONE.
     FullLoop,
+    /// Issue #1 alone: round 1's finding deferred to a new follow-up issue,
+    /// round 2's finding deferred to that same (listed) issue, whose
+    /// markers are appended; a clean round 3, an automatic merge, DONE.
+    FollowUpReuse,
 }
 
 impl Scenario {
@@ -121,6 +125,45 @@ timeout_seconds = 60
                 fix = agent("phase_fix.sh", &["follow_up", "R1-F1"]),
                 epic = agent("phase_update_epic.sh", &["good"]),
             ),
+            Scenario::FollowUpReuse => format!(
+                r#"{DRIVER}
+[merge]
+mode = "auto"
+
+[agents.profiles.implementer]
+command = {implement}
+
+[agents.profiles.r1]
+command = {r1}
+
+[agents.profiles.r2]
+command = {r2}
+
+[agents.profiles.r3]
+command = {r3}
+
+[agents.profiles.fixer]
+command = {fix}
+
+[agents.roles]
+implement = "implementer"
+review = [{{ rounds = "1", profile = "r1" }}, {{ rounds = "2", profile = "r2" }}, {{ rounds = "3+", profile = "r3" }}]
+fix = "fixer"
+update_epic = "implementer"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+                implement = agent(
+                    "phase_implement.sh",
+                    &["good", "{hub}/octo/widgets/issues/1"]
+                ),
+                r1 = agent("phase_review.sh", &["round_findings", "1"]),
+                r2 = agent("phase_review.sh", &["round_findings", "2"]),
+                r3 = agent("phase_review.sh", &["clean", "3"]),
+                fix = agent("phase_fix.sh", &["defer_listed"]),
+            ),
         }
     }
 
@@ -129,7 +172,7 @@ timeout_seconds = 60
         match self {
             Scenario::StartAndStatusCommand => "IMPLEMENT",
             Scenario::PublishAndReview => "READY_FOR_MERGE",
-            Scenario::FullLoop => "DONE",
+            Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
         }
     }
 }
@@ -334,6 +377,30 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     if let Scenario::FullLoop = scenario {
         full_loop_objects_exactly_once(&world, &owner, &cell).await;
     }
+    if let Scenario::FollowUpReuse = scenario {
+        let issues = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/issues?state=all", world.repository()),
+        )
+        .await;
+        let marked: Vec<&Value> = issues
+            .iter()
+            .filter(|i| {
+                i["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("<!-- ai-follow-up")
+            })
+            .collect();
+        assert_eq!(marked.len(), 1, "{cell}: one follow-up issue: {issues:?}");
+        let body = marked[0]["body"].as_str().unwrap();
+        assert_eq!(
+            body.matches("<!-- ai-follow-up").count(),
+            2,
+            "{cell}: created once, appended once: {body}"
+        );
+    }
 }
 
 /// EPIC #1 (its body written by a person) with sub-issue #2; returns 2.
@@ -528,6 +595,14 @@ matrix!(Scenario::FullLoop, "post_comment:ai-epic-progress" =>
     epic_progress_survives_a_crash_after_send: "after_send",
     epic_progress_survives_a_crash_after_read_back: "after_read_back",
     epic_progress_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FollowUpReuse, "append_issue_markers" =>
+    follow_up_markers_survive_a_crash_after_their_intent: "after_intent",
+    follow_up_markers_survive_a_crash_after_attempted: "after_attempted",
+    follow_up_markers_survive_a_crash_after_send: "after_send",
+    follow_up_markers_survive_a_crash_after_read_back: "after_read_back",
+    follow_up_markers_survive_a_crash_after_observed: "after_observed",
 );
 
 /// Two `autoforge serve` processes on one database compete for the same

@@ -14,7 +14,7 @@ if [ "$mode" = defer_listed ]; then
     head=$(git rev-parse HEAD)
     round=$(printf '%s\n' "$prompt" | grep -o 'after review round [0-9]*' | head -n 1)
     id="R${round##* }-F1"
-    listed=$(printf '%s\n' "$prompt" | grep -o 'R[0-9]*-F[0-9]*: https://[^ `]*/issues/[0-9]*' | head -n 1)
+    listed=$(printf '%s\n' "$prompt" | grep -o 'R[0-9]*-F[0-9]*: https\?://[^ `]*/issues/[0-9]*' | head -n 1)
     if [ -n "$listed" ]; then
         entry=$(printf '{"finding_id":"%s","resolution":"follow_up_created","follow_up_issue_url":"%s"}' "$id" "${listed#* }")
     else

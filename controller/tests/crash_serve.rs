@@ -38,6 +38,15 @@ enum Scenario {
     /// An implementer and a clean reviewer: branch, PR, one review comment,
     /// READY_FOR_MERGE (merge.mode = never).
     PublishAndReview,
+    /// EPIC #1 with child #2, the child labelled: a round-1 finding
+    /// deferred by the fixer to a new follow-up issue, a clean round 2, an
+    /// automatic merge, UPDATE_EPIC (progress comment, roadmap splice) and
+    /// DONE.
+    FullLoop,
+    /// Issue #1 alone: round 1's finding deferred to a new follow-up issue,
+    /// round 2's finding deferred to that same (listed) issue, whose
+    /// markers are appended; a clean round 3, an automatic merge, DONE.
+    FollowUpReuse,
 }
 
 impl Scenario {
@@ -70,6 +79,91 @@ timeout_seconds = 60
                 ),
                 review = agent("phase_review.sh", &["clean", "1"]),
             ),
+            Scenario::FullLoop => format!(
+                r#"{DRIVER}
+[merge]
+mode = "auto"
+
+[agents.profiles.implementer]
+command = {implement}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.first_reviewer]
+command = {first_review}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.later_reviewer]
+command = {later_review}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.fixer]
+command = {fix}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.epic]
+command = {epic}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.roles]
+implement = "implementer"
+review = [{{ rounds = "1", profile = "first_reviewer" }}, {{ rounds = "2+", profile = "later_reviewer" }}]
+fix = "fixer"
+update_epic = "epic"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+                implement = agent("phase_implement.sh", &["per_issue", "-"]),
+                first_review = agent("phase_review.sh", &["findings", "1"]),
+                later_review = agent("phase_review.sh", &["clean", "2"]),
+                fix = agent("phase_fix.sh", &["follow_up", "R1-F1"]),
+                epic = agent("phase_update_epic.sh", &["good"]),
+            ),
+            Scenario::FollowUpReuse => format!(
+                r#"{DRIVER}
+[merge]
+mode = "auto"
+
+[agents.profiles.implementer]
+command = {implement}
+
+[agents.profiles.r1]
+command = {r1}
+
+[agents.profiles.r2]
+command = {r2}
+
+[agents.profiles.r3]
+command = {r3}
+
+[agents.profiles.fixer]
+command = {fix}
+
+[agents.roles]
+implement = "implementer"
+review = [{{ rounds = "1", profile = "r1" }}, {{ rounds = "2", profile = "r2" }}, {{ rounds = "3+", profile = "r3" }}]
+fix = "fixer"
+update_epic = "implementer"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+                implement = agent(
+                    "phase_implement.sh",
+                    &["good", "{hub}/octo/widgets/issues/1"]
+                ),
+                r1 = agent("phase_review.sh", &["round_findings", "1"]),
+                r2 = agent("phase_review.sh", &["round_findings", "2"]),
+                r3 = agent("phase_review.sh", &["clean", "3"]),
+                fix = agent("phase_fix.sh", &["defer_listed"]),
+            ),
         }
     }
 
@@ -78,6 +172,7 @@ timeout_seconds = 60
         match self {
             Scenario::StartAndStatusCommand => "IMPLEMENT",
             Scenario::PublishAndReview => "READY_FOR_MERGE",
+            Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
         }
     }
 }
@@ -211,8 +306,14 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     })
     .await;
     let owner = world.owner();
-    let issue = world.open_issue(&owner, "crash matrix").await;
-    assert_eq!(issue, 1, "the scripted agents answer for issue 1");
+    let issue = match scenario {
+        Scenario::FullLoop => epic_with_one_child(&world, &owner).await,
+        _ => {
+            let issue = world.open_issue(&owner, "crash matrix").await;
+            assert_eq!(issue, 1, "the scripted agents answer for issue 1");
+            issue
+        }
+    };
     world.add_label(&owner, issue, "autoforge").await;
     let run = run_of(&world, issue).await;
 
@@ -273,6 +374,116 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         let implements = launches.iter().filter(|l| l.role == "implement").count();
         assert!(implements >= 1, "{cell}");
     }
+    if let Scenario::FullLoop = scenario {
+        full_loop_objects_exactly_once(&world, &owner, &cell).await;
+    }
+    if let Scenario::FollowUpReuse = scenario {
+        let issues = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/issues?state=all", world.repository()),
+        )
+        .await;
+        let marked: Vec<&Value> = issues
+            .iter()
+            .filter(|i| {
+                i["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("<!-- ai-follow-up")
+            })
+            .collect();
+        assert_eq!(marked.len(), 1, "{cell}: one follow-up issue: {issues:?}");
+        let body = marked[0]["body"].as_str().unwrap();
+        assert_eq!(
+            body.matches("<!-- ai-follow-up").count(),
+            2,
+            "{cell}: created once, appended once: {body}"
+        );
+    }
+}
+
+/// EPIC #1 (its body written by a person) with sub-issue #2; returns 2.
+async fn epic_with_one_child(world: &World, owner: &Person) -> u64 {
+    let epic = world.open_issue(owner, "The widgets EPIC").await;
+    let child = world.open_issue(owner, "First widget").await;
+    assert_eq!((epic, child), (1, 2));
+    let path = format!("/repos/{}/issues/{child}", world.repository());
+    let read = world
+        .api(owner, reqwest::Method::GET, &path, Value::Null)
+        .await;
+    world
+        .api(
+            owner,
+            reqwest::Method::POST,
+            &format!("/repos/{}/issues/{epic}/sub_issues", world.repository()),
+            serde_json::json!({ "sub_issue_id": read["id"] }),
+        )
+        .await;
+    child
+}
+
+/// After the whole loop: the PR merged by one request, one follow-up
+/// issue, the EPIC's roadmap section once with the person's text kept.
+async fn full_loop_objects_exactly_once(world: &World, owner: &Person, cell: &str) {
+    let repository = world.repository();
+    let pulls = get(
+        world,
+        owner,
+        &format!("/repos/{repository}/pulls?state=all"),
+    )
+    .await;
+    assert_eq!(pulls.len(), 1, "{cell}: one PR: {pulls:?}");
+    let number = pulls[0]["number"].as_u64().unwrap();
+    assert_eq!(pulls[0]["merged"], true, "{cell}: merged");
+    let merge_path = format!("/repos/{repository}/pulls/{number}/merge");
+    let merges = world
+        .hub
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path == merge_path)
+        .count();
+    assert_eq!(merges, 1, "{cell}: one merge request");
+    let issues = get(
+        world,
+        owner,
+        &format!("/repos/{repository}/issues?state=all"),
+    )
+    .await;
+    let follow_ups = issues
+        .iter()
+        .filter(|i| {
+            i["pull_request"].is_null()
+                && i["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("ai-follow-up")
+        })
+        .count();
+    assert_eq!(follow_ups, 1, "{cell}: one follow-up issue: {issues:?}");
+    let epic = world
+        .api(
+            owner,
+            reqwest::Method::GET,
+            &format!("/repos/{repository}/issues/1"),
+            Value::Null,
+        )
+        .await;
+    let body = epic["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("please"),
+        "{cell}: the person's text kept: {body:?}"
+    );
+    assert_eq!(
+        body.matches("ai-controller-roadmap:start").count(),
+        1,
+        "{cell}: {body}"
+    );
+    assert_eq!(
+        body.matches("ai-controller-roadmap:end").count(),
+        1,
+        "{cell}: {body}"
+    );
 }
 
 /// Waits for the child to abort at its crash point and starts a clean one.
@@ -352,6 +563,46 @@ matrix!(Scenario::PublishAndReview, "post_comment" =>
     review_comment_survives_a_crash_after_send: "after_send",
     review_comment_survives_a_crash_after_read_back: "after_read_back",
     review_comment_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "merge_pr" =>
+    merge_survives_a_crash_after_its_intent: "after_intent",
+    merge_survives_a_crash_after_attempted: "after_attempted",
+    merge_survives_a_crash_after_send: "after_send",
+    merge_survives_a_crash_after_read_back: "after_read_back",
+    merge_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "create_issue" =>
+    follow_up_issue_survives_a_crash_after_its_intent: "after_intent",
+    follow_up_issue_survives_a_crash_after_attempted: "after_attempted",
+    follow_up_issue_survives_a_crash_after_send: "after_send",
+    follow_up_issue_survives_a_crash_after_read_back: "after_read_back",
+    follow_up_issue_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "splice_epic_roadmap" =>
+    roadmap_splice_survives_a_crash_after_its_intent: "after_intent",
+    roadmap_splice_survives_a_crash_after_attempted: "after_attempted",
+    roadmap_splice_survives_a_crash_after_send: "after_send",
+    roadmap_splice_survives_a_crash_after_read_back: "after_read_back",
+    roadmap_splice_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "post_comment:ai-epic-progress" =>
+    epic_progress_survives_a_crash_after_its_intent: "after_intent",
+    epic_progress_survives_a_crash_after_attempted: "after_attempted",
+    epic_progress_survives_a_crash_after_send: "after_send",
+    epic_progress_survives_a_crash_after_read_back: "after_read_back",
+    epic_progress_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FollowUpReuse, "append_issue_markers" =>
+    follow_up_markers_survive_a_crash_after_their_intent: "after_intent",
+    follow_up_markers_survive_a_crash_after_attempted: "after_attempted",
+    follow_up_markers_survive_a_crash_after_send: "after_send",
+    follow_up_markers_survive_a_crash_after_read_back: "after_read_back",
+    follow_up_markers_survive_a_crash_after_observed: "after_observed",
 );
 
 /// Two `autoforge serve` processes on one database compete for the same

@@ -32,16 +32,27 @@ pub fn status_label(phase: Phase) -> Option<&'static str> {
 /// when both phases show the same label.
 pub fn label_change(issue: u64, from: Phase, to: Phase) -> Option<EffectIntent> {
     let (before, after) = (status_label(from), status_label(to));
-    if before == after {
-        return None;
-    }
-    let add: Vec<String> = after.into_iter().map(str::to_owned).collect();
+    (before != after).then(|| set_exactly(issue, after))
+}
+
+/// The writes when an EPIC run leaves `finished` for `next` (now in
+/// `phase`): the finished issue is done, the next one shows its phase.
+pub fn issue_switch(finished: u64, next: u64, phase: Phase) -> Vec<EffectIntent> {
+    vec![
+        set_exactly(finished, status_label(Phase::Done)),
+        set_exactly(next, status_label(phase)),
+    ]
+}
+
+/// `label` present (if any) and every other status label absent.
+fn set_exactly(issue: u64, label: Option<&str>) -> EffectIntent {
+    let add: Vec<String> = label.into_iter().map(str::to_owned).collect();
     let remove = STATUS_LABELS
         .iter()
-        .filter(|label| Some(**label) != after)
-        .map(|label| (*label).to_owned())
+        .filter(|other| Some(**other) != label)
+        .map(|other| (*other).to_owned())
         .collect();
-    Some(EffectIntent::SetLabels { issue, add, remove })
+    EffectIntent::SetLabels { issue, add, remove }
 }
 
 #[cfg(test)]
@@ -66,6 +77,25 @@ mod tests {
         assert_eq!(
             remove,
             ["autoforge:running", "autoforge:ready", "autoforge:done"]
+        );
+    }
+
+    #[test]
+    fn moving_to_the_next_issue_marks_the_finished_one_done() {
+        let writes = issue_switch(3, 8, Phase::Implement);
+        let EffectIntent::SetLabels { issue, add, .. } = &writes[0] else {
+            panic!("{writes:?}");
+        };
+        assert_eq!(
+            (*issue, add.as_slice()),
+            (3, ["autoforge:done".to_owned()].as_slice())
+        );
+        let EffectIntent::SetLabels { issue, add, .. } = &writes[1] else {
+            panic!("{writes:?}");
+        };
+        assert_eq!(
+            (*issue, add.as_slice()),
+            (8, ["autoforge:running".to_owned()].as_slice())
         );
     }
 

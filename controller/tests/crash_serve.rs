@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
 use serde_json::Value;
-use serve_harness::{Person, World, WorldOptions, eventually};
+use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 /// Short leases: the restarted process takes the dead one's run over soon.
 const DRIVER: &str = "[driver]\nlease_seconds = 5\n";
@@ -47,13 +47,18 @@ enum Scenario {
     /// round 2's finding deferred to that same (listed) issue, whose
     /// markers are appended; a clean round 3, an automatic merge, DONE.
     FollowUpReuse,
+    /// A person already pushed `autoforge/1` and opened an unmarked PR
+    /// from it: the implementer continues that branch, the push
+    /// fast-forwards it and the PR is adopted (marker appended to the
+    /// person's body); a clean review; READY_FOR_MERGE.
+    AdoptPersonsPr,
 }
 
 impl Scenario {
     fn config(self) -> String {
         match self {
             Scenario::StartAndStatusCommand => DRIVER.to_owned(),
-            Scenario::PublishAndReview => format!(
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => format!(
                 r#"{DRIVER}
 [agents.profiles.implementer]
 command = {implement}
@@ -171,7 +176,7 @@ timeout_seconds = 60
     fn final_phase(self) -> &'static str {
         match self {
             Scenario::StartAndStatusCommand => "IMPLEMENT",
-            Scenario::PublishAndReview => "READY_FOR_MERGE",
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => "READY_FOR_MERGE",
             Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
         }
     }
@@ -308,6 +313,11 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     let owner = world.owner();
     let issue = match scenario {
         Scenario::FullLoop => epic_with_one_child(&world, &owner).await,
+        Scenario::AdoptPersonsPr => {
+            let issue = world.open_issue(&owner, "crash matrix").await;
+            persons_branch_and_pr(&world, &owner, issue).await;
+            issue
+        }
         _ => {
             let issue = world.open_issue(&owner, "crash matrix").await;
             assert_eq!(issue, 1, "the scripted agents answer for issue 1");
@@ -351,7 +361,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         assert_eq!(reactions.len(), 1, "{cell}: one 👀 reaction: {reactions:?}");
         assert_eq!(reactions[0]["content"], "eyes", "{cell}");
     }
-    if let Scenario::PublishAndReview = scenario {
+    if let Scenario::PublishAndReview | Scenario::AdoptPersonsPr = scenario {
         let pulls = get(
             &world,
             &owner,
@@ -377,6 +387,28 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     if let Scenario::FullLoop = scenario {
         full_loop_objects_exactly_once(&world, &owner, &cell).await;
     }
+    if let Scenario::AdoptPersonsPr = scenario {
+        let pulls = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/pulls?state=all", world.repository()),
+        )
+        .await;
+        let body = pulls[0]["body"].as_str().unwrap_or_default();
+        assert!(
+            body.starts_with(PERSONS_BODY),
+            "{cell}: the person's text kept: {body:?}"
+        );
+        assert_eq!(
+            body.matches("<!-- ai-implementation").count(),
+            1,
+            "{cell}: adopted once: {body}"
+        );
+        assert_eq!(
+            pulls[0]["user"]["login"], OWNER,
+            "{cell}: still the person's PR"
+        );
+    }
     if let Scenario::FollowUpReuse = scenario {
         let issues = get(
             &world,
@@ -401,6 +433,73 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
             "{cell}: created once, appended once: {body}"
         );
     }
+}
+
+const PERSONS_BODY: &str = "Started on this myself; please take it over.";
+
+/// `autoforge/<issue>` pushed by the owner with one commit on the default
+/// branch, and an open PR from it without any marker.
+async fn persons_branch_and_pr(world: &World, owner: &Person, issue: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = world.hub.git_url(OWNER, REPO);
+    let header = format!("http.extraHeader=Authorization: Bearer {}", owner.token);
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args([
+                "-c",
+                &header,
+                "-c",
+                "user.name=Octo",
+                "-c",
+                "user.email=octo@example.com",
+            ])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    git(&["clone", "-q", &url, "work"]);
+    let work = dir.path().join("work");
+    let git_in = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args([
+                "-c",
+                &header,
+                "-c",
+                "user.name=Octo",
+                "-c",
+                "user.email=octo@example.com",
+            ])
+            .args(args)
+            .current_dir(&work)
+            .output()
+            .expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let branch = format!("autoforge/{issue}");
+    git_in(&["checkout", "-q", "-b", &branch]);
+    std::fs::write(work.join("started.txt"), "a start\n").unwrap();
+    git_in(&["add", "started.txt"]);
+    git_in(&["commit", "-q", "-m", "Start the widget"]);
+    git_in(&["push", "-q", "origin", &branch]);
+    world
+        .api(
+            owner,
+            reqwest::Method::POST,
+            &format!("/repos/{}/pulls", world.repository()),
+            serde_json::json!({ "title": "Widget (started by hand)", "head": branch,
+                "base": "main", "body": PERSONS_BODY }),
+        )
+        .await;
 }
 
 /// EPIC #1 (its body written by a person) with sub-issue #2; returns 2.
@@ -603,6 +702,14 @@ matrix!(Scenario::FollowUpReuse, "append_issue_markers" =>
     follow_up_markers_survive_a_crash_after_send: "after_send",
     follow_up_markers_survive_a_crash_after_read_back: "after_read_back",
     follow_up_markers_survive_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::AdoptPersonsPr, "adopt_pr" =>
+    adoption_survives_a_crash_after_its_intent: "after_intent",
+    adoption_survives_a_crash_after_attempted: "after_attempted",
+    adoption_survives_a_crash_after_send: "after_send",
+    adoption_survives_a_crash_after_read_back: "after_read_back",
+    adoption_survives_a_crash_after_observed: "after_observed",
 );
 
 /// Two `autoforge serve` processes on one database compete for the same

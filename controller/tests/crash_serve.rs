@@ -182,22 +182,6 @@ timeout_seconds = 60
     }
 }
 
-async fn run_of(world: &World, issue: u64) -> RunId {
-    let repository = world.repository();
-    eventually(Duration::from_secs(20), "a run for the issue", || {
-        let repository = repository.clone();
-        async move {
-            world
-                .journal()
-                .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
-                .await
-                .unwrap()
-                .map(|run| run.id)
-        }
-    })
-    .await
-}
-
 async fn phase(world: &World, run: RunId) -> String {
     world.journal().get_run(run).await.unwrap().unwrap().phase
 }
@@ -325,7 +309,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         }
     };
     world.add_label(&owner, issue, "autoforge").await;
-    let run = run_of(&world, issue).await;
+    let run = world.run_for(issue).await;
 
     let mut command_comment = None;
     if let Scenario::StartAndStatusCommand = scenario {
@@ -443,18 +427,13 @@ async fn persons_branch_and_pr(world: &World, owner: &Person, issue: u64) {
     let dir = tempfile::tempdir().unwrap();
     let url = world.hub.git_url(OWNER, REPO);
     let header = format!("http.extraHeader=Authorization: Bearer {}", owner.token);
-    let git = |args: &[&str]| {
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let identity = ["-c", "user.name=Octo", "-c", "user.email=octo@example.com"];
         let output = std::process::Command::new("git")
-            .args([
-                "-c",
-                &header,
-                "-c",
-                "user.name=Octo",
-                "-c",
-                "user.email=octo@example.com",
-            ])
+            .args(["-c", &header])
+            .args(identity)
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .output()
             .expect("run git");
         assert!(
@@ -463,28 +442,9 @@ async fn persons_branch_and_pr(world: &World, owner: &Person, issue: u64) {
             String::from_utf8_lossy(&output.stderr)
         );
     };
-    git(&["clone", "-q", &url, "work"]);
+    git(dir.path(), &["clone", "-q", &url, "work"]);
     let work = dir.path().join("work");
-    let git_in = |args: &[&str]| {
-        let output = std::process::Command::new("git")
-            .args([
-                "-c",
-                &header,
-                "-c",
-                "user.name=Octo",
-                "-c",
-                "user.email=octo@example.com",
-            ])
-            .args(args)
-            .current_dir(&work)
-            .output()
-            .expect("run git");
-        assert!(
-            output.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
+    let git_in = |args: &[&str]| git(&work, args);
     let branch = format!("autoforge/{issue}");
     git_in(&["checkout", "-q", "-b", &branch]);
     std::fs::write(work.join("started.txt"), "a start\n").unwrap();
@@ -728,7 +688,7 @@ async fn two_serve_processes_on_one_database_write_every_object_once() {
     let owner = world.owner();
     let issue = world.open_issue(&owner, "two replicas").await;
     world.add_label(&owner, issue, "autoforge").await;
-    let run = run_of(&world, issue).await;
+    let run = world.run_for(issue).await;
 
     let effects = settled(&world, run, scenario.final_phase(), "", "replicas").await;
     comments_exactly_once(&world, &owner, &effects, "replicas").await;

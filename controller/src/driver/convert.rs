@@ -26,6 +26,7 @@ pub fn run_settings(settings: &config::Settings) -> machine::Settings {
         max_corrections: settings.limits.corrections_per_launch,
         epic_update_every: settings.epic.update_every,
         status_labels: settings.labels.status,
+        max_tokens: settings.limits.tokens_per_run,
         ..machine::Settings::default()
     }
 }

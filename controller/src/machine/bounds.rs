@@ -61,6 +61,10 @@ pub struct Settings {
     /// Keep one `autoforge:<status>` label on the run's issue (SPEC §15).
     #[serde(default)]
     pub status_labels: bool,
+    /// Tokens the run's agents may report in total (`limits.tokens_per_run`);
+    /// `None` is no limit.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Settings {
@@ -79,6 +83,7 @@ impl Default for Settings {
             max_next_issue_rejections: 2,
             max_roadmap_rerequests: 2,
             status_labels: false,
+            max_tokens: None,
         }
     }
 }
@@ -89,6 +94,9 @@ impl Default for Settings {
 pub struct Counters {
     /// Agent launches in the whole run; never reset.
     pub launches: u32,
+    /// Tokens the run's launches reported; never reset.
+    #[serde(default)]
+    pub tokens: u64,
     /// Validation failures since the current phase was entered.
     pub validation_failures: u32,
     /// Correction relaunches of the current launch.
@@ -118,6 +126,11 @@ impl Counters {
 /// Whether one more launch stays inside the run's budget.
 pub fn launch_allowed(settings: &Settings, counters: &Counters) -> bool {
     counters.launches < settings.max_launches
+}
+
+/// Whether the run's agents have tokens left (always, without a limit).
+pub fn tokens_left(settings: &Settings, counters: &Counters) -> bool {
+    settings.max_tokens.is_none_or(|max| counters.tokens < max)
 }
 
 /// Whether the next review round would still be inside the cap.

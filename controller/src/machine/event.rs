@@ -172,6 +172,10 @@ pub struct NextIssueFacts {
     pub open: bool,
     /// Default-branch head, to start the next issue from.
     pub base_sha: String,
+    /// Head of the next issue's branch `autoforge/<n>` if it exists
+    /// (earlier work the implementer continues from).
+    #[serde(default)]
+    pub branch_head: Option<String>,
 }
 
 /// An input to [`super::decide`].
@@ -184,6 +188,10 @@ pub enum Event {
         epic: Option<u64>,
         base_branch: String,
         base_sha: String,
+        /// Head of `autoforge/<issue>` if the branch exists already: earlier
+        /// work (SPEC §4 IMPLEMENT, `START_SHA`).
+        #[serde(default)]
+        branch_head: Option<String>,
         settings: Settings,
         /// The repository's `.github/autoforge.toml` as read from the
         /// default branch; frozen into the run.
@@ -192,6 +200,10 @@ pub enum Event {
     AgentFinished {
         launch: u32,
         outcome: AgentOutcome,
+        /// Tokens the launch (its corrections included) reported through
+        /// the profile's `usage_pattern`; `None` when it reported none.
+        #[serde(default)]
+        tokens: Option<u64>,
     },
     ValidationFinished {
         sha: String,

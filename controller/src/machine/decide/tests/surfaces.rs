@@ -123,6 +123,7 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
         epic: None,
         base_branch: "main".to_owned(),
         base_sha: sha(1),
+        branch_head: None,
         settings: Settings::default(),
         repository_settings: read,
     };

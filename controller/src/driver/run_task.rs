@@ -32,7 +32,7 @@ use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
-use super::{agent_step, facts};
+use super::{agent_step, facts, repo_settings};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
@@ -127,6 +127,9 @@ async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd 
 /// Sets when the run is next due, according to how the task ended.
 pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
     let wake = match &end {
+        // An event stored while the task was finishing (its wake-up set to
+        // now by the observer) must not be pushed back to the re-check.
+        RunEnd::Idle if has_queued_event(shared, lease).await => Utc::now(),
         RunEnd::Idle | RunEnd::Failed(_) => Utc::now() + shared.config.idle_recheck,
         RunEnd::LostLease | RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => return end,
     };
@@ -139,6 +142,14 @@ pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -
             end
         }
     }
+}
+
+async fn has_queued_event(shared: &Shared, lease: &Lease) -> bool {
+    shared
+        .journal
+        .next_run_events(lease.run_id, 1)
+        .await
+        .is_ok_and(|events| !events.is_empty())
 }
 
 /// Gives the run back (unless it was lost already).
@@ -208,6 +219,12 @@ impl<'a> RunTask<'a> {
                 detail: e.to_string(),
             })?
         };
+        let recorded_pr = shared.journal.run_pull_request(run_id).await?;
+        if recorded_pr != state.pr.and_then(|n| i64::try_from(n).ok()) {
+            // A crash between a transition and the column's update.
+            let pr = state.pr.and_then(|n| i64::try_from(n).ok());
+            shared.journal.set_run_pull_request(run_id, pr).await?;
+        }
         Ok(RunTask {
             shared,
             lease,
@@ -285,7 +302,13 @@ impl<'a> RunTask<'a> {
             }
             Awaiting::Validation { sha } if agents_ready => {
                 self.performed.push(wait.clone());
-                agent_step::validate(self.shared, self.lease, self.access, sha).await?
+                let commands = self
+                    .shared
+                    .agents
+                    .as_ref()
+                    .map(|runtime| repo_settings::validation_commands(&self.state, runtime))
+                    .unwrap_or_default();
+                agent_step::validate(self.shared, self.lease, self.access, sha, &commands).await?
             }
             Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
                 self.performed.push(wait.clone());
@@ -516,6 +539,14 @@ impl<'a> RunTask<'a> {
             tracing::info!(run = %self.lease.run_id, event = event.name(),
                 from = %self.state.phase, to = %decision.next.phase, effects = planned.len(),
                 "transition committed");
+        }
+        if decision.next.pr != self.state.pr {
+            // Commands on the PR's thread find the run by this column.
+            let pr = decision.next.pr.and_then(|n| i64::try_from(n).ok());
+            self.shared
+                .journal
+                .set_run_pull_request(self.lease.run_id, pr)
+                .await?;
         }
         self.version = version;
         self.state = decision.next;

@@ -58,6 +58,9 @@ pub struct Settings {
     pub max_next_issue_rejections: u32,
     /// Roadmap sections voided by a concurrent EPIC edit before the run blocks.
     pub max_roadmap_rerequests: u32,
+    /// Keep one `autoforge:<status>` label on the run's issue (SPEC §15).
+    #[serde(default)]
+    pub status_labels: bool,
     /// Tokens the run's agents may report in total (`limits.tokens_per_run`);
     /// `None` is no limit.
     #[serde(default)]
@@ -79,6 +82,7 @@ impl Default for Settings {
             epic_update_every: 1,
             max_next_issue_rejections: 2,
             max_roadmap_rerequests: 2,
+            status_labels: false,
             max_tokens: None,
         }
     }

@@ -9,6 +9,8 @@ use super::decision::LaunchRequest;
 use super::phase::Phase;
 use serde::{Deserialize, Serialize};
 
+use crate::config::RepositorySettings;
+
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundBinding {
@@ -213,6 +215,23 @@ pub struct RunState {
     pub blocked: Option<BlockedInfo>,
     pub failure: Option<String>,
     pub settings: Settings,
+    /// The outcome of the latest validation, shown in the status comment.
+    #[serde(default)]
+    pub last_validation: Option<LastValidation>,
+    /// The repository's own settings, frozen when the run started: a later
+    /// edit of the file (or a PR changing it) never changes them.
+    #[serde(default)]
+    pub repository_settings: RepositorySettings,
+}
+
+/// One validation outcome as the status comment shows it (SPEC §15).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastValidation {
+    pub sha: String,
+    pub passed: bool,
+    /// 0-based index of the command that failed. The command's text stays
+    /// out of the status comment: a repository may supply it.
+    pub failed_index: Option<u32>,
 }
 
 impl RunState {
@@ -240,6 +259,8 @@ impl RunState {
             blocked: None,
             failure: None,
             settings,
+            last_validation: None,
+            repository_settings: RepositorySettings::default(),
         }
     }
 

@@ -14,6 +14,16 @@ pub fn unblock_target(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Un
     if state.phase != Phase::Blocked {
         return Err(UnblockRefusal::NotBlocked { phase: state.phase });
     }
+    // Blocked before it started (unusable repository settings, an EPIC
+    // labelled as its own issue): nothing was set up to resume, and the
+    // settings are read only at the start, so a new run is the way on.
+    if state
+        .blocked
+        .as_ref()
+        .is_some_and(|b| b.from == Phase::Initializing)
+    {
+        return Err(UnblockRefusal::NeverStarted);
+    }
     let target = target_from_facts(state, facts)?;
     let launches_agent = match target {
         Phase::ReadyForMerge => false,

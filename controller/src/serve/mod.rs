@@ -81,9 +81,11 @@ async fn run_with_database(
         access: access.clone(),
         worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
         wakeup: std::sync::Arc::clone(&wakeup),
+        notifier: driver.notifier(),
     };
     let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
-    let poller = Poller::new(journal.clone(), access, config.settings.poll.interval());
+    let poller = Poller::new(journal.clone(), access, config.settings.poll.interval())
+        .with_notifier(driver.notifier());
     let poller = tokio::spawn(poller.run(loops_stopped.clone()));
     let driver = tokio::spawn(driver.run(loops_stopped));
 

@@ -4,7 +4,7 @@
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{ImplementResult, PhaseResult};
 use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
-use crate::machine::event::{Event, GitHubFacts, Observed, PrState};
+use crate::machine::event::{Event, GitHubFacts, Observed, PrState, RepositorySettingsRead};
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, EpicState, FactsPurpose, RunState};
 
@@ -19,6 +19,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             base_sha,
             branch_head,
             settings,
+            repository_settings,
         },
     ) = (&state.awaiting, event)
     else {
@@ -34,7 +35,21 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.prior_branch_head.clone_from(branch_head);
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
-    if *epic == Some(*issue) {
+    let unusable = match repository_settings {
+        RepositorySettingsRead::Valid { settings: chosen } => {
+            if let Some(status) = chosen.labels.status {
+                s.settings.status_labels = status;
+            }
+            s.repository_settings = chosen.clone();
+            None
+        }
+        RepositorySettingsRead::Invalid { reason } => Some(reason),
+    };
+    if let Some(reason) = unusable {
+        step.block(format!(
+            "the repository settings cannot be used: {reason}; fix the file on the default branch, then remove and add the trigger label again"
+        ))?;
+    } else if *epic == Some(*issue) {
         step.block(format!(
             "issue #{issue} is the EPIC itself; label one of its issues"
         ))?;

@@ -338,6 +338,7 @@ fn starting_on_the_epic_itself_blocks() {
         base_sha: sha(1),
         branch_head: None,
         settings: Settings::default(),
+        repository_settings: RepositorySettingsRead::default(),
     };
     let decision = decide(&state, &started).expect("legal");
     assert_eq!(decision.next.phase, Phase::Blocked);
@@ -355,6 +356,7 @@ fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
         base_sha: sha(1),
         branch_head: Some(sha(7)),
         settings: Settings::default(),
+        repository_settings: RepositorySettingsRead::default(),
     };
     let decision = decide(&state, &started).expect("legal");
     let launch = decision

@@ -76,6 +76,39 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
 }
 
 #[test]
+fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
+    let settings = Settings {
+        status_labels: true,
+        ..Settings::default()
+    };
+    let mut run = Run::to_ready(settings, Some(EPIC));
+    run.github(facts(Some(merged(&sha(2)))));
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    run.apply(next_issue(8, true));
+    assert_eq!(run.state.issue, 8);
+    let labels: Vec<(u64, Vec<String>)> = run
+        .last
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            EffectIntent::SetLabels { issue, add, .. } => Some((*issue, add.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            (ISSUE, vec!["autoforge:done".to_owned()]),
+            (8, vec!["autoforge:running".to_owned()]),
+        ]
+    );
+}
+
+#[test]
 fn merge_counter_resets_only_after_the_splice_read_back() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));

@@ -9,6 +9,7 @@ mod fix;
 mod merge;
 mod operator;
 mod review;
+mod surfaces;
 
 use crate::machine::*;
 
@@ -81,6 +82,7 @@ impl Run {
             base_sha: sha(1),
             branch_head: None,
             settings,
+            repository_settings: RepositorySettingsRead::default(),
         };
         let last = decide(&state, &started).expect("legal");
         Run {

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod database;
+pub mod demo;
 pub mod driver;
 pub mod effects;
 pub mod github;

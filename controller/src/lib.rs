@@ -7,6 +7,7 @@ pub mod agents;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod dashboard;
 pub mod database;
 pub mod demo;
 pub mod driver;

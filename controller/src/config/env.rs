@@ -26,6 +26,10 @@ pub const GITHUB_TOKEN_VAR: &str = "AUTOFORGE_GITHUB_TOKEN";
 pub const GITHUB_TOKEN_FILE_VAR: &str = "AUTOFORGE_GITHUB_TOKEN_FILE";
 /// A PEM file holding the GitHub App private key.
 pub const GITHUB_PRIVATE_KEY_FILE_VAR: &str = "AUTOFORGE_GITHUB_PRIVATE_KEY_FILE";
+/// The dashboard's access token (required on a non-loopback listener).
+pub const DASHBOARD_TOKEN_VAR: &str = "AUTOFORGE_DASHBOARD_TOKEN";
+/// A file holding the dashboard's access token.
+pub const DASHBOARD_TOKEN_FILE_VAR: &str = "AUTOFORGE_DASHBOARD_TOKEN_FILE";
 /// Postgres connection URL; wins over `database.url`.
 pub const DATABASE_URL_VAR: &str = "DATABASE_URL";
 
@@ -38,6 +42,8 @@ const NON_KEY_VARS: &[&str] = &[
     GITHUB_TOKEN_VAR,
     GITHUB_TOKEN_FILE_VAR,
     GITHUB_PRIVATE_KEY_FILE_VAR,
+    DASHBOARD_TOKEN_VAR,
+    DASHBOARD_TOKEN_FILE_VAR,
 ];
 
 /// A snapshot of environment variables. Loading reads only this snapshot, so

@@ -37,9 +37,10 @@ pub use problem::{ConfigError, Origin, Problem};
 pub use schema::{SCHEMA_TEXT, schema};
 pub use secrets::{DatabaseSource, GithubAuth};
 pub use settings::{
-    DatabaseSettings, EpicSettings, GithubSettings, LabelSettings, Limits, LogFormat,
-    LoggingSettings, MergeMode, MergeSettings, OperatorSettings, PollSettings, PromptSettings,
-    ServerSettings, Settings, ValidationCommand, ValidationSettings, WebhookSettings,
+    DatabaseSettings, DriverSettings, EpicSettings, GithubSettings, LabelSettings, Limits,
+    LogFormat, LoggingSettings, MergeMode, MergeSettings, OperatorSettings, PollSettings,
+    PromptSettings, ServerSettings, Settings, ValidationCommand, ValidationSettings,
+    WebhookSettings,
 };
 
 /// Name of the config file looked for in the working directory.
@@ -60,6 +61,8 @@ pub struct Config {
     pub github_auth: GithubAuth,
     /// From `AUTOFORGE_WEBHOOK_SECRET` or `AUTOFORGE_WEBHOOK_SECRET_FILE`.
     pub webhook_secret: Option<SecretString>,
+    /// From `AUTOFORGE_DASHBOARD_TOKEN` or `AUTOFORGE_DASHBOARD_TOKEN_FILE`.
+    pub dashboard_token: Option<SecretString>,
     /// Valid but suspicious things worth logging once logging is set up.
     pub warnings: Vec<String>,
 }
@@ -171,6 +174,7 @@ pub fn load(
         database: resolved.database,
         github_auth: resolved.github_auth,
         webhook_secret: resolved.webhook_secret,
+        dashboard_token: resolved.dashboard_token,
         warnings,
     })
 }

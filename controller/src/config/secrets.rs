@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::env::{
-    DATABASE_URL_VAR, Environment, GITHUB_PRIVATE_KEY_FILE_VAR, GITHUB_TOKEN_FILE_VAR,
-    GITHUB_TOKEN_VAR, WEBHOOK_SECRET_FILE_VAR, WEBHOOK_SECRET_VAR,
+    DASHBOARD_TOKEN_FILE_VAR, DASHBOARD_TOKEN_VAR, DATABASE_URL_VAR, Environment,
+    GITHUB_PRIVATE_KEY_FILE_VAR, GITHUB_TOKEN_FILE_VAR, GITHUB_TOKEN_VAR, WEBHOOK_SECRET_FILE_VAR,
+    WEBHOOK_SECRET_VAR,
 };
 use super::problem::Problem;
 use super::settings::Settings;
@@ -41,6 +42,7 @@ pub(crate) struct Resolved {
     pub database: DatabaseSource,
     pub github_auth: GithubAuth,
     pub webhook_secret: Option<SecretString>,
+    pub dashboard_token: Option<SecretString>,
 }
 
 /// `url_var` names the variable that set `database.url` through an
@@ -56,6 +58,12 @@ pub(crate) fn resolve(
         database: database_source(settings, state_dir, env, url_var, problems),
         github_auth: github_auth(settings, env, problems),
         webhook_secret: secret_from_env(env, WEBHOOK_SECRET_VAR, WEBHOOK_SECRET_FILE_VAR, problems),
+        dashboard_token: secret_from_env(
+            env,
+            DASHBOARD_TOKEN_VAR,
+            DASHBOARD_TOKEN_FILE_VAR,
+            problems,
+        ),
     }
 }
 

@@ -23,6 +23,7 @@ pub struct Settings {
     pub github: GithubSettings,
     pub webhook: WebhookSettings,
     pub server: ServerSettings,
+    pub driver: DriverSettings,
     pub poll: PollSettings,
     pub logging: LoggingSettings,
     pub labels: LabelSettings,
@@ -102,6 +103,28 @@ impl Default for ServerSettings {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DriverSettings {
+    pub lease_seconds: u64,
+    pub concurrency: usize,
+}
+
+impl DriverSettings {
+    pub fn lease_ttl(&self) -> Duration {
+        Duration::from_secs(self.lease_seconds)
+    }
+}
+
+impl Default for DriverSettings {
+    fn default() -> Self {
+        Self {
+            lease_seconds: 60,
+            concurrency: 8,
         }
     }
 }

@@ -147,6 +147,8 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
     let driver_config = DriverConfig {
         settings: run_settings(&config.settings),
         protected_paths: config.settings.merge.protected_paths.clone(),
+        lease_ttl: config.settings.driver.lease_ttl(),
+        concurrency: config.settings.driver.concurrency,
         ..DriverConfig::new(worker)
     };
     let driver = Driver::new(driver_config, journal, repositories);

@@ -102,7 +102,17 @@ pub async fn serve_on(
     let poller = tokio::spawn(poller.run(loops_stopped.clone()));
     let driver = tokio::spawn(driver.run(loops_stopped));
 
-    let app = router(journal, secret, wakeup);
+    let dashboard = crate::dashboard::dashboard_router(
+        journal.clone(),
+        crate::dashboard::Links {
+            html_base: crate::driver::convert::html_base(&config.settings.github.api_url),
+        },
+        crate::dashboard::DashboardAccess::for_listener(
+            &config.settings.server.listen.to_string(),
+            config.dashboard_token.clone(),
+        ),
+    );
+    let app = router(journal, secret, wakeup).merge(dashboard);
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

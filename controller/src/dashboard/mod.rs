@@ -1,0 +1,174 @@
+//! The read-only dashboard (SPEC §15): `/` lists runs with phase and age,
+//! `/runs/{id}` shows one run's timeline of transitions, its GitHub writes
+//! (stage, attempts, links), agent launches (profile, exit, duration,
+//! tokens, log tail) and validations.
+//!
+//! Who may look (SPEC §17): the pages show issue titles' runs, agent logs
+//! and refusal reasons, so they are served openly only when `serve`
+//! listens on a loopback address. On any other address they need the
+//! access token (`AUTOFORGE_DASHBOARD_TOKEN`), sent as a bearer token or
+//! as the password of HTTP basic authentication (what a phone's browser
+//! can prompt for); without a token they are not served at all.
+
+mod pages;
+mod view;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use autoforge_journal::{Journal, RunId};
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine;
+use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
+
+pub use pages::Links;
+
+/// Who may see the dashboard.
+#[derive(Clone)]
+pub enum DashboardAccess {
+    /// Loopback listener: whoever can reach it is on this machine.
+    Open,
+    /// Every request must carry this token.
+    Token(SecretString),
+    /// A public listener without a token: the pages are not served.
+    Disabled,
+}
+
+impl DashboardAccess {
+    /// The rule of SPEC §17 for a server bound to `listen`.
+    pub fn for_listener(listen: &str, token: Option<SecretString>) -> DashboardAccess {
+        match token {
+            Some(token) => DashboardAccess::Token(token),
+            None if is_loopback(listen) => DashboardAccess::Open,
+            None => DashboardAccess::Disabled,
+        }
+    }
+}
+
+/// `127.0.0.1:8080`, `[::1]:8080` or `localhost:8080`.
+fn is_loopback(listen: &str) -> bool {
+    match listen.parse::<SocketAddr>() {
+        Ok(address) => address.ip().is_loopback(),
+        Err(_) => listen
+            .rsplit_once(':')
+            .is_some_and(|(host, _)| host == "localhost"),
+    }
+}
+
+#[derive(Clone)]
+struct Dashboard {
+    journal: Journal,
+    links: Arc<Links>,
+}
+
+/// The dashboard's routes; empty when `access` is [`DashboardAccess::Disabled`].
+pub fn dashboard_router(journal: Journal, links: Links, access: DashboardAccess) -> Router {
+    let token = match access {
+        DashboardAccess::Disabled => {
+            tracing::warn!(
+                "the dashboard is off: serve listens on a non-loopback address and \
+                 AUTOFORGE_DASHBOARD_TOKEN is not set"
+            );
+            return Router::new();
+        }
+        DashboardAccess::Open => None,
+        DashboardAccess::Token(token) => Some(Arc::new(token)),
+    };
+    let state = Dashboard {
+        journal,
+        links: Arc::new(links),
+    };
+    let routes = Router::new()
+        .route("/", get(index))
+        .route("/runs/{id}", get(run))
+        .with_state(state);
+    match token {
+        None => routes,
+        Some(token) => routes.layer(middleware::from_fn_with_state(token, require_token)),
+    }
+}
+
+async fn index(State(dashboard): State<Dashboard>) -> Response {
+    match view::load_index(&dashboard.journal).await {
+        Ok(runs) => Html(pages::index(&runs, &dashboard.links, chrono::Utc::now()).into_string())
+            .into_response(),
+        Err(error) => unavailable(&error),
+    }
+}
+
+async fn run(State(dashboard): State<Dashboard>, Path(id): Path<String>) -> Response {
+    let Ok(id) = id.parse::<i64>() else {
+        return (StatusCode::BAD_REQUEST, "a run id is a number").into_response();
+    };
+    match view::load_run(&dashboard.journal, RunId(id)).await {
+        Ok(Some(detail)) => {
+            Html(pages::run(&detail, &dashboard.links, chrono::Utc::now()).into_string())
+                .into_response()
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, "no such run").into_response(),
+        Err(error) => unavailable(&error),
+    }
+}
+
+fn unavailable(error: &autoforge_journal::JournalError) -> Response {
+    tracing::warn!(%error, "dashboard: the journal could not be read");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the journal cannot be read right now",
+    )
+        .into_response()
+}
+
+async fn require_token(
+    State(token): State<Arc<SecretString>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if presented_token(request.headers()).is_some_and(|given| same_secret(&given, &token)) {
+        return next.run(request).await;
+    }
+    let mut refused = (
+        StatusCode::UNAUTHORIZED,
+        "the dashboard needs its access token",
+    )
+        .into_response();
+    refused.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"autoforge\", charset=\"UTF-8\""),
+    );
+    refused
+}
+
+/// The token of `Authorization: Bearer …` or the password of `Basic …`.
+fn presented_token(headers: &HeaderMap) -> Option<SecretString> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = value.split_once(' ')?;
+    if scheme.eq_ignore_ascii_case("bearer") {
+        return Some(SecretString::from(rest.trim().to_owned()));
+    }
+    if scheme.eq_ignore_ascii_case("basic") {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(rest.trim())
+            .ok()?;
+        let text = String::from_utf8(decoded).ok()?;
+        let (_, password) = text.split_once(':')?;
+        return Some(SecretString::from(password.to_owned()));
+    }
+    None
+}
+
+/// Compares digests, so the time taken says nothing about how much of the
+/// token a guess got right.
+fn same_secret(given: &SecretString, expected: &SecretString) -> bool {
+    let digest = |s: &SecretString| Sha256::digest(s.expose_secret().as_bytes());
+    digest(given) == digest(expected)
+}
+
+#[cfg(test)]
+mod tests;

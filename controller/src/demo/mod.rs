@@ -396,7 +396,8 @@ impl Demo<'_> {
             "  repository            {}",
             self.hub.git_url(world::OPERATOR, world::REPOSITORY)
         );
-        println!("  controller            {}/metrics", self.serve_url);
+        println!("  dashboard             {}/", self.serve_url);
+        println!("  metrics               {}/metrics", self.serve_url);
         println!("  state directory       {}", self.state.display());
         println!(
             "  operator token        in {} (curl -H \"Authorization: token $(cat FILE)\" …)",
@@ -494,6 +495,33 @@ mod tests {
     fn every_run_done_and_inactive_is_the_end_of_the_demo() {
         assert_eq!(judge(&[run("DONE", false, json!({}))]), Some(DemoEnd::Done));
         assert_eq!(judge(&[run("DONE", true, json!({}))]), None);
+    }
+
+    #[test]
+    fn a_state_dir_that_held_an_earlier_demo_is_refused_and_a_fresh_one_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("fresh");
+        let state = StateDir::prepare(Some(&fresh)).unwrap();
+        assert_eq!(state.path(), fresh);
+        std::fs::write(fresh.join(settings::CONFIG_FILE), "").unwrap();
+        let error = StateDir::prepare(Some(&fresh)).err().expect("refused");
+        assert!(error.to_string().contains("earlier demo"), "{error}");
+    }
+
+    #[test]
+    fn a_temporary_state_dir_is_traversable_and_removed_unless_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let state = StateDir::prepare(None).unwrap();
+        let path = state.path().to_path_buf();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o755, 0o755);
+        state.finish(false);
+        assert!(!path.exists());
+        let kept = StateDir::prepare(None).unwrap();
+        let path = kept.path().to_path_buf();
+        kept.finish(true);
+        assert!(path.is_dir());
+        std::fs::remove_dir_all(path).unwrap();
     }
 
     #[test]

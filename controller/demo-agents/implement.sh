@@ -13,6 +13,7 @@ if [ -n "$context" ] && [ -f "$context/issue.md" ]; then
     helper=$(sed -n 's/.*Helper name: `\([a-z_]*\)`.*/\1/p' "$context/issue.md" | head -n 1)
 fi
 [ -n "$helper" ] || helper="issue_$number"
+echo "read the issue from ${context:-nowhere}: helper $helper"
 
 mkdir -p lib tests
 case $helper in

@@ -75,6 +75,20 @@ impl DemoEnd {
     }
 }
 
+/// The issue a run works on: the machine state knows it as the run moves
+/// through an EPIC; the journal column is the fallback.
+pub fn working_issue(run: &Run) -> i64 {
+    run.state["issue"]
+        .as_i64()
+        .filter(|issue| *issue > 0)
+        .unwrap_or(run.current_issue)
+}
+
+/// The EPIC a run belongs to, from the machine state or the journal.
+pub fn working_epic(run: &Run) -> Option<i64> {
+    run.state["epic"].as_i64().or(run.epic)
+}
+
 /// Decides from the runs whether the demo is over.
 pub fn judge(runs: &[Run]) -> Option<DemoEnd> {
     if runs.is_empty() {
@@ -86,7 +100,7 @@ pub fn judge(runs: &[Run]) -> Option<DemoEnd> {
     {
         return Some(DemoEnd::Stopped {
             phase: run.phase.clone(),
-            reason: find_reason(&run.state)
+            reason: stop_reason(&run.state)
                 .unwrap_or_else(|| "the run state names no reason".to_owned()),
         });
     }
@@ -95,7 +109,16 @@ pub fn judge(runs: &[Run]) -> Option<DemoEnd> {
         .then_some(DemoEnd::Done)
 }
 
-/// The first `reason` (or `message`) text anywhere in a run's state.
+/// Why a run stopped: the machine state's blocked reason or failure, else
+/// the first `reason` or `message` text anywhere in it.
+fn stop_reason(state: &Value) -> Option<String> {
+    state["blocked"]["reason"]
+        .as_str()
+        .or_else(|| state["failure"].as_str())
+        .map(str::to_owned)
+        .or_else(|| find_reason(state))
+}
+
 fn find_reason(state: &Value) -> Option<String> {
     match state {
         Value::Object(map) => ["reason", "message"]
@@ -522,6 +545,34 @@ mod tests {
         kept.finish(true);
         assert!(path.is_dir());
         std::fs::remove_dir_all(path).unwrap();
+    }
+
+    #[test]
+    fn the_working_issue_comes_from_the_machine_state_when_it_names_one() {
+        assert_eq!(
+            working_issue(&run("REVIEW", true, json!({"issue": 2, "epic": 4}))),
+            2
+        );
+        assert_eq!(
+            working_epic(&run("REVIEW", true, json!({"issue": 2, "epic": 4}))),
+            Some(4)
+        );
+        assert_eq!(
+            working_issue(&run("INITIALIZING", true, json!({"issue": 0}))),
+            1
+        );
+    }
+
+    #[test]
+    fn a_failed_run_names_its_failure() {
+        let state = json!({"failure": "the implementer gave up", "review": {"reason": "other"}});
+        assert_eq!(
+            judge(&[run("FAILED", false, state)]),
+            Some(DemoEnd::Stopped {
+                phase: "FAILED".into(),
+                reason: "the implementer gave up".into()
+            })
+        );
     }
 
     #[test]

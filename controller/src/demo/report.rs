@@ -99,14 +99,21 @@ pub fn summarize_requests(records: &[fakehub::world::RequestRecord]) -> RequestS
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ObjectRef {
     pub repository: String,
-    /// `issue 4`, `pull 5`, `comment 17`.
+    /// The issue or pull request a comment sits on; `None` for an issue
+    /// or pull request body.
+    pub container: Option<u64>,
+    /// `issue 4`, `pull 5`, `comment 17 on 4`.
     pub what: String,
 }
 
 /// Marker identities carried by more than one object, with those objects.
-/// An identity is the marker name plus its payload without the `write`
-/// nonce; a marker that cannot be read is ignored here (the controller
-/// blocks on it where it matters).
+/// An identity is where the object lives (the repository, and for a
+/// comment the issue or pull request it is on, which is where the
+/// controller looks for it) plus the marker name and its payload without
+/// the `write` nonce. A run that moves through an EPIC keeps one status
+/// comment on each of its issues, so those are distinct identities. A
+/// marker that cannot be read is ignored here (the controller blocks on
+/// it where it matters).
 pub fn duplicated_identities<'a>(
     objects: impl IntoIterator<Item = (ObjectRef, &'a str)>,
 ) -> BTreeMap<String, BTreeSet<ObjectRef>> {
@@ -119,8 +126,11 @@ pub fn duplicated_identities<'a>(
             for marker in found {
                 let mut payload = marker.payload.clone();
                 payload.remove("write");
+                let place = object
+                    .container
+                    .map_or_else(String::new, |number| format!("#{number} "));
                 let identity = format!(
-                    "{} {} {}",
+                    "{} {place}{} {}",
                     object.repository,
                     name.as_str(),
                     Value::Object(payload)
@@ -155,6 +165,7 @@ fn world_bodies(hub: &fakehub::Handle) -> Vec<(ObjectRef, String)> {
             bodies.push((
                 ObjectRef {
                     repository: repository.clone(),
+                    container: None,
                     what: format!("{kind} {}", issue.number),
                 },
                 issue.body.clone().unwrap_or_default(),
@@ -169,6 +180,7 @@ fn world_bodies(hub: &fakehub::Handle) -> Vec<(ObjectRef, String)> {
         bodies.push((
             ObjectRef {
                 repository,
+                container: Some(comment.issue_number),
                 what: format!("comment {} on {}", comment.id, comment.issue_number),
             },
             comment.body.clone(),
@@ -235,10 +247,10 @@ pub async fn build(
     let mut runs: Vec<RunSummary> = runs
         .into_iter()
         .map(|run| RunSummary {
+            epic: super::working_epic(&run),
+            issue: super::working_issue(&run),
             id: run.id.to_string(),
             repository: run.repository,
-            epic: run.epic,
-            issue: run.current_issue,
             phase: run.phase,
             active: run.active,
         })
@@ -270,8 +282,13 @@ mod tests {
     use serde_json::json;
 
     fn object(what: &str) -> ObjectRef {
+        comment_on(4, what)
+    }
+
+    fn comment_on(issue: u64, what: &str) -> ObjectRef {
         ObjectRef {
             repository: "o/r".into(),
+            container: Some(issue),
             what: what.into(),
         }
     }
@@ -327,6 +344,22 @@ mod tests {
             (object("issue 4"), "no markers at all"),
         ]);
         assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn one_status_comment_on_each_issue_of_an_epic_run_is_not_a_duplicate_but_two_on_one_issue_are()
+    {
+        let status = marker(MarkerName::Status, json!({"run": 1}));
+        let across = duplicated_identities([
+            (comment_on(1, "comment 1"), status.as_str()),
+            (comment_on(2, "comment 2"), status.as_str()),
+        ]);
+        assert!(across.is_empty(), "{across:?}");
+        let twice = duplicated_identities([
+            (comment_on(1, "comment 1"), status.as_str()),
+            (comment_on(1, "comment 3"), status.as_str()),
+        ]);
+        assert_eq!(twice.len(), 1, "{twice:?}");
     }
 
     fn record(method: &str, route: &str, token_kind: &str) -> fakehub::world::RequestRecord {

@@ -111,13 +111,11 @@ fn stamp(seconds: f64) -> String {
 
 fn phase_line(before: &(i64, String), run: &Run) -> String {
     let (issue, phase) = before;
-    if *issue == run.current_issue {
-        format!("phase   {phase} → {} on #{}", run.phase, run.current_issue)
+    let now = super::working_issue(run);
+    if *issue == now {
+        format!("phase   {phase} → {} on #{now}", run.phase)
     } else {
-        format!(
-            "phase   {phase} on #{issue} → {} on #{}",
-            run.phase, run.current_issue
-        )
+        format!("phase   {phase} on #{issue} → {} on #{now}", run.phase)
     }
 }
 

@@ -39,6 +39,9 @@ pub struct World {
     pub app_id: u64,
     pub app_key: secrecy::SecretString,
     pub state: tempfile::TempDir,
+    /// How serve was started, to start it again after a crash.
+    pub options: WorldOptions,
+    port: u16,
 }
 
 /// Variations of the world.
@@ -49,6 +52,9 @@ pub struct WorldOptions {
     /// Written as `autoforge.toml` in serve's working directory; `{hub}`
     /// is replaced by fakehub's base URL, which is known only once it runs.
     pub config_toml: Option<String>,
+    /// Extra environment for the first serve process only (a restart
+    /// names its own), e.g. `AUTOFORGE_CRASH_AT`.
+    pub env: Vec<(String, String)>,
 }
 
 /// A person acting on fakehub with their own token.
@@ -128,17 +134,8 @@ impl World {
             let toml = toml.replace("{hub}", hub.base_url());
             std::fs::write(state.path().join("autoforge.toml"), toml).expect("write the config");
         }
-        let mut command = serve_command(state.path());
-        if !options.managed_database {
-            command.env("DATABASE_URL", db.url().expose_secret());
-        }
-        command
-            .env("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env("AUTOFORGE_GITHUB_API_URL", hub.base_url())
-            .env("AUTOFORGE_GITHUB_APP_ID", app.id.to_string())
-            .env("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", &key_file)
-            .env("AUTOFORGE_SERVER_LISTEN", format!("127.0.0.1:{port}"))
-            .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
+        let mut command = full_serve_command(&hub, &db, &options, state.path(), app.id, port);
+        command.envs(options.env.iter().map(|(k, v)| (k, v)));
         let serve = spawn_and_wait_for_listening(command);
         let world = World {
             hub,
@@ -150,9 +147,70 @@ impl World {
             app_id: app.id,
             app_key: secrecy::SecretString::from(app.private_key_pem.expose_secret().to_owned()),
             state,
+            options,
+            port,
         };
         world.wait_ready().await;
         world
+    }
+
+    /// Waits up to `timeout` for the serve process to end by itself (a
+    /// crash point aborts it); `None` if it is still running.
+    pub async fn wait_for_serve_exit(
+        &mut self,
+        timeout: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.serve.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A second `autoforge serve` on the same database and fakehub (a
+    /// replica), on its own port and state directory; GitHub's webhooks
+    /// still go to the first. The caller ends it.
+    pub async fn start_replica(&self, state_dir: &Path) -> Child {
+        std::fs::copy(self.state.path().join("app.pem"), state_dir.join("app.pem"))
+            .expect("copy the App key");
+        let config = self.state.path().join("autoforge.toml");
+        if config.exists() {
+            std::fs::copy(&config, state_dir.join("autoforge.toml")).expect("copy the config");
+        }
+        let command = full_serve_command(
+            &self.hub,
+            &self.db,
+            &self.options,
+            state_dir,
+            self.app_id,
+            free_port(),
+        );
+        spawn_and_wait_for_listening(command)
+    }
+
+    /// Starts serve again on the same port, database and state directory
+    /// (after the previous process ended), with `env` added.
+    pub async fn restart_serve(&mut self, env: &[(&str, &str)]) {
+        assert!(
+            !matches!(self.serve.try_wait(), Ok(None)),
+            "the previous serve process is still running"
+        );
+        let mut command = full_serve_command(
+            &self.hub,
+            &self.db,
+            &self.options,
+            self.state.path(),
+            self.app_id,
+            self.port,
+        );
+        command.envs(env.iter().copied());
+        self.serve = spawn_and_wait_for_listening(command);
+        self.wait_ready().await;
     }
 
     pub fn journal(&self) -> &Journal {
@@ -286,6 +344,32 @@ impl Drop for World {
     }
 }
 
+/// The serve command of a world: its database, fakehub, App and port.
+fn full_serve_command(
+    hub: &fakehub::Handle,
+    db: &TestDatabase,
+    options: &WorldOptions,
+    state_dir: &Path,
+    app_id: u64,
+    port: u16,
+) -> Command {
+    let mut command = serve_command(state_dir);
+    if !options.managed_database {
+        command.env("DATABASE_URL", db.url().expose_secret());
+    }
+    command
+        .env("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK_SECRET)
+        .env("AUTOFORGE_GITHUB_API_URL", hub.base_url())
+        .env("AUTOFORGE_GITHUB_APP_ID", app_id.to_string())
+        .env(
+            "AUTOFORGE_GITHUB_PRIVATE_KEY_FILE",
+            state_dir.join("app.pem"),
+        )
+        .env("AUTOFORGE_SERVER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
+    command
+}
+
 /// `autoforge serve` with a clean environment: only what the test sets.
 pub fn serve_command(state_dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_autoforge"));
@@ -330,7 +414,8 @@ fn spawn_and_wait_for_listening(mut command: Command) -> Child {
     child
 }
 
-fn terminate(child: &mut Child) -> std::process::ExitStatus {
+/// Sends SIGTERM to `child` and waits for it (SIGKILL after 20 s).
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
     let _sent = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(20);

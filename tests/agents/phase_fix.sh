@@ -1,11 +1,24 @@
 #!/bin/sh
 # A scripted FIX agent: `phase_fix.sh MODE FINDING_ID...`. It commits one
-# fix on top of the reviewed HEAD and resolves the findings per MODE.
+# fix on top of the reviewed HEAD and resolves the findings per MODE; the
+# `follow_up` mode commits nothing and defers every finding to a new
+# follow-up issue for the controller to create.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
 shift
 cat >/dev/null
+if [ "$mode" = follow_up ]; then
+    head=$(git rev-parse HEAD)
+    resolutions=""
+    for id in "$@"; do
+        entry=$(printf '{"finding_id":"%s","resolution":"follow_up_created","follow_up_issue":{"title":"Add a test for the feature (%s)","body":"The review asked for a test; it is tracked here so the change can land."}}' "$id" "$id")
+        resolutions="${resolutions:+$resolutions,}$entry"
+    done
+    block "$(printf '{"phase":"FIX","status":"success","previous_head_sha":"%s","head_sha":"%s","resolutions":[%s]}' \
+        "$head" "$head" "$resolutions")"
+    exit 0
+fi
 if [ -f fix.txt ]; then
     # A correction relaunch: the fix commit of the first attempt is HEAD.
     previous=$(git rev-parse HEAD~1)

@@ -1,7 +1,10 @@
 #!/bin/sh
 # A scripted IMPLEMENT agent: `phase_implement.sh MODE ISSUE_URL`. It reads
 # its prompt on stdin, commits in the worktree and answers per MODE; every
-# mode but `good` is hostile or broken in one precise way.
+# mode but `good` and `per_issue` is hostile or broken in one precise way.
+# `per_issue` serves any issue (an EPIC's children one after another): it
+# takes the issue URL from the prompt (the first issue URL in it is the
+# run's, in the trust-boundary section) and commits a file of its own.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
@@ -19,6 +22,12 @@ good_answer() {
 case $mode in
     good)
         commit_file feature.txt "feature" "Add the feature"
+        good_answer ;;
+    per_issue)
+        issue_url=$(printf '%s\n' "$prompt" | grep -o 'https://[^ `)]*/issues/[0-9][0-9]*' | head -n 1)
+        number=${issue_url##*/}
+        commit_file feature.txt "feature" "Add the feature"
+        commit_file "feature-$number.txt" "feature $number" "Add the feature of issue $number"
         good_answer ;;
     no_block)
         commit_file feature.txt "feature" "Add the feature"

@@ -2,11 +2,26 @@
 # A scripted UPDATE_EPIC agent: `phase_update_epic.sh MODE`. It writes the
 # progress note and roadmap section without touching the worktree; the
 # `rerequest_*` modes answer a re-request for the next issue only.
+# `sequence COUNTER URL...` answers the Nth launch (N kept in the file
+# COUNTER, outside the worktree) with the Nth URL as the next issue, and
+# with `null` (EPIC complete) once the URLs are used up.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
 cat >/dev/null
 case $mode in
+    sequence)
+        counter=$2
+        shift 2
+        done_count=$(cat "$counter" 2>/dev/null || echo 0)
+        echo $((done_count + 1)) > "$counter"
+        next=null
+        if [ "$done_count" -lt $# ]; then
+            shift "$done_count"
+            next="\"$1\""
+        fi
+        block "$(printf '{"phase":"UPDATE_EPIC","status":"success","progress":"Update %s: the issue is finished and merged.","roadmap_section":"- step %s of the EPIC is done","next_issue_url":%s}' \
+            "$((done_count + 1))" "$((done_count + 1))" "$next")" ;;
     good)
         block '{"phase":"UPDATE_EPIC","status":"success","progress":"The widget issue is finished and merged.","roadmap_section":"- [x] widgets\n- [ ] gadgets","next_issue_url":null}' ;;
     rerequest_next)

@@ -3,8 +3,10 @@
 //! directory and journal what they did (launch rows, validation records)
 //! under the run's lease, which the driver keeps renewing meanwhile.
 //!
-//! IMPLEMENT and REVIEW launches are run so far; FIX and UPDATE_EPIC need
-//! their own template values and result conversions.
+//! Each phase's template values, result expectations and read-context
+//! are built here (IMPLEMENT, REVIEW) or in their own files
+//! ([`super::launch_fix`], [`super::launch_epic`]); running the launch and
+//! journalling it is the same for all.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,13 +17,16 @@ use secrecy::SecretString;
 
 use super::convert::agent_outcome;
 use super::error::DriverError;
+use super::launch_epic::{EpicInputs, epic_plan};
+use super::launch_fix::{FixInputs, fix_plan};
+use super::launch_review::{ReviewInputs, review_plan};
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::journal::record_finished_launch;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
-use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
+use crate::agents::result::{Phase as AgentPhase, ReRequest};
 use crate::github::GitHubApi;
 use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
@@ -78,7 +83,7 @@ impl GitCredential {
     }
 }
 
-fn sha(text: &str) -> Result<CommitSha, DriverError> {
+pub(super) fn sha(text: &str) -> Result<CommitSha, DriverError> {
     CommitSha::parse(text).map_err(|e| DriverError::Workspace(e.to_string()))
 }
 
@@ -104,13 +109,15 @@ async fn mirror(
 
 /// What differs between phases: the commit the worktree starts from, the
 /// template values, what the result is checked against, the context.
-struct PhasePlan {
-    phase: AgentPhase,
-    start: CommitSha,
-    fetch: Vec<CommitSha>,
-    values: BTreeMap<&'static str, Value>,
-    expectations: Expectations,
-    context: ContextFiles,
+pub(super) struct PhasePlan {
+    pub phase: AgentPhase,
+    pub start: CommitSha,
+    pub fetch: Vec<CommitSha>,
+    pub values: BTreeMap<&'static str, Value>,
+    pub expectations: Expectations,
+    pub context: ContextFiles,
+    /// UPDATE_EPIC only: ask again for just these fields.
+    pub rerequest: Option<ReRequest>,
 }
 
 /// Runs `launch` and returns the `AgentFinished` event for it.
@@ -158,88 +165,70 @@ pub(super) async fn run_launch(
             prior_findings,
             last_resolutions,
         } => {
-            let failed = shared
-                .journal
-                .list_validations(lease.run_id, Some(&binding.head_sha))
-                .await?;
-            let evidence = failed
-                .iter()
-                .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let failed_validation_index = failed
-                .iter()
-                .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
-                .and_then(|v| usize::try_from(v.command_index).ok());
-            let start = sha(&binding.head_sha)?;
-            let pr_url = format!(
-                "{}/{}/pull/{}",
-                access.html_base.trim_end_matches('/'),
-                access.repo,
-                binding.pr
-            );
-            let values = BTreeMap::from([
-                ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
-                ("PR_URL", Value::trusted(pr_url)),
-                ("ISSUE_URL", Value::trusted(issue_url.clone())),
-                ("REPOSITORY", Value::trusted(access.repo.to_string())),
-                (
-                    "REVIEWED_HEAD_SHA",
-                    Value::trusted(binding.head_sha.clone()),
-                ),
-                (
-                    "REVIEWED_BASE_REF",
-                    Value::trusted(binding.base_ref.clone()),
-                ),
-                (
-                    "REVIEWED_MERGE_BASE_SHA",
-                    Value::trusted(binding.merge_base_sha.clone()),
-                ),
-                (
-                    "PREVIOUS_REVIEW_COMMENT_URL",
-                    Value::trusted(previous_comment_url.clone().unwrap_or_default()),
-                ),
-                ("EXISTING_FOLLOW_UP_ISSUES", Value::trusted(String::new())),
-                // Agent-written texts of earlier rounds: shown fenced.
-                (
-                    "PRIOR_FINDINGS",
-                    Value::untrusted(json_text(prior_findings)),
-                ),
-                (
-                    "PREVIOUS_FIX_RESOLUTIONS",
-                    Value::untrusted(json_text(last_resolutions)),
-                ),
-                ("VALIDATION_EVIDENCE", Value::trusted(evidence)),
-                ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
-            ]);
-            PhasePlan {
-                phase: AgentPhase::Review,
-                fetch: vec![start.clone()],
-                start,
-                values,
-                expectations: Expectations::Review(ReviewObservations {
-                    round: launch.round,
-                    reviewed_head_sha: binding.head_sha.clone(),
-                    failed_validation_index,
-                }),
-                context: ContextFiles {
-                    issue: Some(issue_doc),
-                    pull_request: Some(ContextDoc {
-                        facts: vec![
-                            ("number".to_owned(), binding.pr.to_string()),
-                            ("head_sha".to_owned(), binding.head_sha.clone()),
-                            ("base_ref".to_owned(), binding.base_ref.clone()),
-                        ],
-                        body: String::new(),
-                    }),
-                    ..ContextFiles::default()
-                },
-            }
+            let inputs = ReviewInputs {
+                binding,
+                previous_comment_url: previous_comment_url.as_deref(),
+                prior_findings,
+                last_resolutions,
+            };
+            review_plan(
+                shared,
+                lease.run_id,
+                access,
+                launch,
+                inputs,
+                &issue_url,
+                issue_doc,
+            )
+            .await?
         }
-        LaunchInputs::Fix { .. } | LaunchInputs::UpdateEpic { .. } => {
-            return Err(DriverError::Unsupported(
-                "only IMPLEMENT and REVIEW launches are driven so far",
-            ));
+        LaunchInputs::Fix {
+            binding,
+            comment_url,
+            findings,
+            validation_failure,
+        } => {
+            let inputs = FixInputs {
+                binding,
+                comment_url: comment_url.as_deref(),
+                findings,
+                validation_failure: validation_failure.as_deref(),
+            };
+            fix_plan(
+                shared,
+                lease.run_id,
+                access,
+                state,
+                launch,
+                inputs,
+                issue_doc,
+            )
+            .await?
+        }
+        LaunchInputs::UpdateEpic {
+            epic,
+            finished_issue,
+            finished_pr,
+            merges_since_roadmap,
+            roadmap_due,
+            want_progress,
+            rerequest,
+        } => {
+            let inputs = EpicInputs {
+                epic: *epic,
+                finished_issue: *finished_issue,
+                finished_pr: *finished_pr,
+                merges_since_roadmap: *merges_since_roadmap,
+                roadmap_due: *roadmap_due,
+                want_progress: *want_progress,
+                rerequest: rerequest.as_deref(),
+                merged_prs: &state.merged_prs,
+                update_every: state.settings.epic_update_every,
+            };
+            let effects = shared.journal.list_effects(lease.run_id).await?;
+            let mut plan = epic_plan(shared, access, &effects, inputs).await?;
+            plan.context.issue = Some(issue_doc);
+            plan
         }
     };
     let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
@@ -259,7 +248,7 @@ pub(super) async fn run_launch(
         catalog: &runtime.catalog,
         prompts: &runtime.prompts,
         boundary,
-        rerequest: None,
+        rerequest: plan.rerequest,
         values: plan.values,
         context: &plan.context,
         mirror: &mirror,
@@ -285,9 +274,7 @@ pub(super) async fn run_launch(
         )
         .await?;
     }
-    let outcome = agent_outcome(&report).ok_or(DriverError::Unsupported(
-        "only IMPLEMENT and REVIEW results are converted so far",
-    ))?;
+    let outcome = agent_outcome(&report);
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
@@ -338,16 +325,8 @@ fn implement_plan(
             issue: Some(issue_doc),
             ..ContextFiles::default()
         },
+        rerequest: None,
     })
-}
-
-/// Earlier rounds' data as JSON for the prompt; empty when there is none.
-fn json_text<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::Null) | Err(_) => String::new(),
-        Ok(serde_json::Value::Array(items)) if items.is_empty() => String::new(),
-        Ok(other) => other.to_string(),
-    }
 }
 
 /// A fresh directory for one launch, outside every worktree.

@@ -4,20 +4,27 @@
 //!
 //! A read that fails is a transient failure of the step (the driver backs
 //! off); an absent branch or PR is a fact, not a failure.
+//!
+//! `clean_review_intact` is reported from the journal's record of the clean
+//! review comment (see [`super::clean_review`]): without a record it is
+//! `false`, so a merge never rests on a review the controller cannot show.
 
 use serde_json::Value;
 
+use super::clean_review::{CleanReviewRecord, comment_intact};
 use crate::effects::markers::{MarkerName, scan};
 use crate::github::{GitHubApi, GitHubError, PullRequest, RepoName};
 use crate::machine::{ChecksState, GitHubFacts, MergeableState, PrFacts, PrState, RunState};
 
 /// Reads everything [`GitHubFacts`] holds for `state`'s issue and branch.
-/// `protected_paths` are path prefixes a PR must not change unnoticed.
+/// `protected_paths` are path prefixes a PR must not change unnoticed;
+/// `clean_review` is the journal's record of the run's clean review comment.
 pub async fn read_facts(
     api: &GitHubApi,
     repo: &RepoName,
     state: &RunState,
     protected_paths: &[String],
+    clean_review: Option<&CleanReviewRecord>,
 ) -> Result<GitHubFacts, GitHubError> {
     let issue = api.issue(repo, state.issue).await?;
     let branch_head = branch_head(api, repo, &state.branch).await?;
@@ -37,7 +44,7 @@ pub async fn read_facts(
     // A bound PR is read directly: it may have moved to another head.
     let number = state.pr.or(ours);
     let pr = match number {
-        Some(number) => Some(pr_facts(api, repo, number, protected_paths).await?),
+        Some(number) => Some(pr_facts(api, repo, number, protected_paths, clean_review).await?),
         None => None,
     };
     Ok(GitHubFacts {
@@ -94,12 +101,14 @@ fn carries_our_marker(pr: &PullRequest, issue: u64) -> bool {
         })
 }
 
-/// One PR's facts: state, head and base, merge base, checks, mergeability.
+/// One PR's facts: state, head and base, merge base, checks, mergeability,
+/// and whether `clean_review` (if any) is intact at the PR's revision now.
 pub async fn pr_facts(
     api: &GitHubApi,
     repo: &RepoName,
     number: u64,
     protected_paths: &[String],
+    clean_review: Option<&CleanReviewRecord>,
 ) -> Result<PrFacts, GitHubError> {
     let pr = api.pull_request(repo, number).await?;
     let merged = pr.merged.unwrap_or(false) || pr.merged_at.is_some();
@@ -120,12 +129,24 @@ pub async fn pr_facts(
                     .is_some_and(|old| old.starts_with(prefix.as_str()))
         })
     });
+    let merge_base_sha = comparison.merge_base_commit.sha;
+    let clean_review_intact = match clean_review {
+        Some(record)
+            if record.binding.pr == number
+                && record.binding.head_sha == pr.head.sha
+                && record.binding.base_ref == pr.base.ref_name
+                && record.binding.merge_base_sha == merge_base_sha =>
+        {
+            comment_intact(api, repo, record).await?
+        }
+        _ => false,
+    };
     Ok(PrFacts {
         number,
         state,
         head_sha: pr.head.sha.clone(),
         base_ref: pr.base.ref_name.clone(),
-        merge_base_sha: comparison.merge_base_commit.sha,
+        merge_base_sha,
         draft: pr.draft.unwrap_or(false),
         merge_commit: if merged {
             pr.merge_commit_sha.clone()
@@ -135,9 +156,7 @@ pub async fn pr_facts(
         checks,
         mergeable: pr.mergeable,
         mergeable_state: mergeable_state(pr.mergeable_state.as_deref()),
-        // Reading the clean review comment back is not wired yet; claiming
-        // it intact could let a merge through, so the gate sees it missing.
-        clean_review_intact: false,
+        clean_review_intact,
         protected_paths_changed,
     })
 }

@@ -17,14 +17,30 @@
 //! worker id unique per process); flip the `watch` to `true` on SIGTERM and
 //! await the handle.
 //!
-//! Not driven yet (the run parks and is re-checked later): FIX and
-//! UPDATE_EPIC launches. Launches and validation need [`Driver::with_agents`] and a
+//! Merging: the pre-merge gate reads the clean review comment back by the
+//! id and bytes the journal recorded ([`clean_review`]); `auto` merges when
+//! the gate passes, `on-command` after `/autoforge merge`, `never` notices a
+//! human's merge on the next facts read (a run event such as a closed PR
+//! re-arms that read at once).
+//!
+//! FIX and UPDATE_EPIC launches are driven too: follow-up issues, marker
+//! appends and the roadmap splice are planned on bodies read just before
+//! their transition commits. A run started on an EPIC begins with its
+//! first open child and continues, issue after issue, through the EPIC
+//! agent's verified picks until the agent reports the EPIC complete.
+//!
+//! Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
 
 mod agent_step;
+pub mod clean_review;
 pub mod convert;
+mod epic_scope;
 mod error;
 pub mod facts;
+mod launch_epic;
+mod launch_fix;
+mod launch_review;
 pub mod retry;
 mod run_task;
 mod setup;
@@ -62,6 +78,8 @@ pub struct DriverConfig {
     pub settings: Settings,
     /// Path prefixes whose change a PR's facts report (`merge.protected_paths`).
     pub protected_paths: Vec<String>,
+    /// The label that makes an issue an EPIC (`labels.epic`).
+    pub epic_label: String,
 }
 
 impl DriverConfig {
@@ -75,6 +93,7 @@ impl DriverConfig {
             retry: RetryPolicy::default(),
             settings: Settings::default(),
             protected_paths: vec![".github/workflows/".to_owned()],
+            epic_label: "epic".to_owned(),
         }
     }
 }

@@ -21,6 +21,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod reads;
+
 use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -34,8 +36,7 @@ use super::{agent_step, facts};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
-    Awaiting, Command, Event, LaunchInputs, MergeReport, NextIssueFacts, Observed, OperatorCommand,
-    RunState, decide,
+    Awaiting, Command, EffectIntent, Event, Observed, OperatorCommand, RunState, decide,
 };
 use crate::serve::RunSignal;
 
@@ -231,6 +232,18 @@ impl<'a> RunTask<'a> {
                 .await?;
             if let Some(event) = next.into_iter().next() {
                 self.handle_run_event(event).await?;
+                // Whatever the event said (a command, a merge, finished
+                // checks), GitHub may look different now: the awaited read
+                // is worth doing again in this task. Launches and
+                // validations are never redone this way.
+                self.performed.retain(|done| {
+                    !matches!(
+                        done,
+                        Awaiting::Facts { .. }
+                            | Awaiting::MergeOutcome
+                            | Awaiting::NextIssueCheck { .. }
+                    )
+                });
                 continue;
             }
             match self.awaited_step().await? {
@@ -249,13 +262,7 @@ impl<'a> RunTask<'a> {
         }
         let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
         let event = match &awaiting {
-            Awaiting::Agent { launch }
-                if agents_ready
-                    && matches!(
-                        launch.inputs,
-                        LaunchInputs::Implement { .. } | LaunchInputs::Review { .. }
-                    ) =>
-            {
+            Awaiting::Agent { launch } if agents_ready => {
                 self.performed.push(awaiting.clone());
                 agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
                     .await?
@@ -274,36 +281,6 @@ impl<'a> RunTask<'a> {
             _ => return Ok(None),
         };
         Ok(Some(event))
-    }
-
-    /// The fresh GitHub read a wait asks for.
-    async fn read_event(&self, awaiting: &Awaiting) -> Result<Option<Event>, DriverError> {
-        let (api, repo) = (&self.access.api, &self.access.repo);
-        let protected = &self.shared.config.protected_paths;
-        Ok(Some(match awaiting {
-            Awaiting::Facts { .. } => Event::GitHubObserved {
-                facts: facts::read_facts(api, repo, &self.state, protected).await?,
-            },
-            Awaiting::MergeOutcome => {
-                let Some(pr) = self.state.pr else {
-                    return Ok(None);
-                };
-                Event::MergeResult(MergeReport {
-                    pr: facts::pr_facts(api, repo, pr, protected).await?,
-                })
-            }
-            Awaiting::NextIssueCheck { issue } => {
-                let read = api.issue(repo, *issue).await?;
-                let (_, base_sha) = facts::default_branch_head(api, repo).await?;
-                Event::NextIssue(NextIssueFacts {
-                    issue: *issue,
-                    repository: repo.to_string(),
-                    open: read.state == "open",
-                    base_sha,
-                })
-            }
-            _ => return Ok(None),
-        }))
     }
 
     /// The executor for this run's repository; it can push when the
@@ -398,9 +375,15 @@ impl<'a> RunTask<'a> {
                 reason,
             }));
         }
-        if !matches!(self.state.awaiting, Awaiting::Effects { .. })
-            || effects.iter().any(|e| e.stage != Stage::Observed)
-        {
+        let all_observed = effects.iter().all(|e| e.stage == Stage::Observed);
+        if all_observed {
+            // The crash window between the last read-back and whatever the
+            // run does next, whether or not the machine waits for these.
+            for effect in &effects {
+                crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
+            }
+        }
+        if !matches!(self.state.awaiting, Awaiting::Effects { .. }) || !all_observed {
             return Ok(None);
         }
         let mut observed = Vec::new();
@@ -409,9 +392,6 @@ impl<'a> RunTask<'a> {
             if let Some(item) = observed_for_machine(effect, &value)? {
                 observed.push(item);
             }
-        }
-        for effect in &effects {
-            crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
         }
         Ok(Some(Event::EffectsObserved { observed }))
     }
@@ -439,11 +419,13 @@ impl<'a> RunTask<'a> {
                 actor,
                 reason,
             } => {
+                let clean = self.clean_review().await?;
                 let facts = facts::read_facts(
                     &self.access.api,
                     &self.access.repo,
                     &self.state,
                     &self.shared.config.protected_paths,
+                    clean.as_ref(),
                 )
                 .await?;
                 let event = Event::Operator(OperatorCommand {
@@ -462,20 +444,6 @@ impl<'a> RunTask<'a> {
         }
     }
 
-    /// `Started`: the issue's repository default branch and its head now.
-    async fn started_event(&self, issue: u64) -> Result<Event, DriverError> {
-        let (base_branch, base_sha) =
-            facts::default_branch_head(&self.access.api, &self.access.repo).await?;
-        Ok(Event::Started {
-            repository: self.access.repo.to_string(),
-            issue,
-            epic: self.epic.and_then(|e| u64::try_from(e).ok()),
-            base_branch,
-            base_sha,
-            settings: self.state.settings.clone(),
-        })
-    }
-
     /// Consumes a run event the machine has nothing to decide on, leaving
     /// an audit record so nothing disappears silently.
     async fn acknowledge(&self, id: i64, kind: &str, detail: Value) -> Result<(), DriverError> {
@@ -491,7 +459,8 @@ impl<'a> RunTask<'a> {
     /// (if the event came from the queue) its consumption, atomically.
     async fn apply(&mut self, event: Event, consumed: Option<i64>) -> Result<(), DriverError> {
         let decision = decide(&self.state, &event)?;
-        let planned = self.plan_all(&decision.next, &decision.effects)?;
+        let bodies = self.bodies_for(&decision.effects).await?;
+        let planned = self.plan_all(&decision.next, &decision.effects, &bodies)?;
         let changed = decision.next != self.state || !planned.is_empty();
         let mut tx: JournalTx = self.shared.journal.begin().await?;
         let mut version = self.version;
@@ -536,19 +505,16 @@ impl<'a> RunTask<'a> {
     fn plan_all(
         &self,
         next: &RunState,
-        intents: &[crate::machine::EffectIntent],
+        intents: &[EffectIntent],
+        bodies: &BTreeMap<u64, String>,
     ) -> Result<Vec<NewEffect>, DriverError> {
-        // Bodies read at phase start are only needed by adopt/append/splice
-        // intents, which the driver does not reach yet; planning one without
-        // its body is refused by `plan` rather than guessed.
-        let bodies = BTreeMap::new();
         let context = PlanContext {
             run_id: self.lease.run_id,
             repo: &self.access.repo,
             html_base: &self.access.html_base,
             default_branch: &next.base_branch,
             merge_method: &self.access.merge_method,
-            bodies: &bodies,
+            bodies,
         };
         Ok(intents
             .iter()

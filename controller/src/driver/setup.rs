@@ -149,6 +149,7 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
         protected_paths: config.settings.merge.protected_paths.clone(),
         lease_ttl: config.settings.driver.lease_ttl(),
         concurrency: config.settings.driver.concurrency,
+        epic_label: config.settings.labels.epic.clone(),
         ..DriverConfig::new(worker)
     };
     let driver = Driver::new(driver_config, journal, repositories);

@@ -380,7 +380,7 @@ pub fn plan_set_labels(issue: u64, add: &[String], remove: &[String]) -> NewEffe
 
 /// The machine keeps its own copy of a finding; the renderer takes the
 /// validated result's type. Same fields, converted one to one.
-fn published_finding(finding: &machine::Finding) -> result::Finding {
+pub(crate) fn published_finding(finding: &machine::Finding) -> result::Finding {
     result::Finding {
         id: finding.id.clone(),
         classification: match finding.classification {

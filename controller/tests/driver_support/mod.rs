@@ -386,3 +386,181 @@ impl RunHooks for OverlapProbe {
         self.counter(run).fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+impl World {
+    /// The run's state document.
+    pub async fn state(&self, run: RunId) -> autoforge::machine::RunState {
+        let row = self.db.journal().get_run(run).await.unwrap().unwrap();
+        serde_json::from_value(row.state).unwrap()
+    }
+
+    /// Drives due runs again and again until `run` is in one of `phases`
+    /// (a run waiting for mergeability or a re-check is due again only
+    /// after its wake-up time). Panics after `limit` with the phase seen.
+    pub async fn drive_until(&self, driver: &Driver, run: RunId, phases: &[&str], limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            driver.drive_due_runs(5).await.unwrap();
+            let phase = self.phase(run).await;
+            if phases.contains(&phase.as_str()) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "run {run} is still in {phase}, not in {phases:?}: {:?}",
+                self.state(run).await.blocked
+            );
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    }
+
+    /// A completed check run named `name` on `sha` with `conclusion`.
+    pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
+        self.hub
+            .add_check(&fakehub::control::CheckSpec {
+                owner: OWNER.into(),
+                repo: NAME.into(),
+                sha: sha.into(),
+                name: name.into(),
+                status: Some("completed".into()),
+                conclusion: Some(conclusion.into()),
+            })
+            .unwrap();
+    }
+
+    /// Answered `PUT …/merge` requests on pull request `pr`.
+    pub fn merge_requests(&self, pr: u64) -> usize {
+        let path = format!("/repos/{REPOSITORY}/pulls/{pr}/merge");
+        self.hub
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT" && r.path == path)
+            .count()
+    }
+
+    /// A driver like [`World::publishing_driver`] whose runs use `mode`.
+    pub fn merging_driver(
+        &self,
+        worker: &str,
+        state_dir: &std::path::Path,
+        mode: autoforge::machine::MergeMode,
+    ) -> Driver {
+        let mut config = self.config(worker);
+        config.settings.merge_mode = mode;
+        let access = git_access(
+            self.api.clone(),
+            self.hub.git_url(OWNER, NAME),
+            self.token.clone(),
+        );
+        Driver::new(config, self.db.journal().clone(), [access])
+            .with_agents(agent_runtime(state_dir))
+    }
+}
+
+/// A script of `tests/agents/` as a profile: `args` follow the script.
+pub fn script_profile(script: &str, args: &[&str]) -> Value {
+    let path = format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut command = vec![path];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    json!({
+        "command": command,
+        "idle_timeout_seconds": 60,
+        "max_runtime_seconds": 120,
+    })
+}
+
+/// The whole loop scripted: the well-behaved implementer, a round-1
+/// reviewer in `first_review` mode, a clean reviewer from round 2 on, the
+/// fixer `phase_fix.sh FIX_MODE R1-F1` and the EPIC agent
+/// `phase_update_epic.sh EPIC_MODE`.
+pub fn loop_catalog(first_review: &str, fix_mode: &str, epic_mode: &str) -> AgentCatalog {
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {
+            "implementer": implement_profile("good"),
+            "first_reviewer": script_profile("phase_review.sh", &[first_review, "1"]),
+            "later_reviewer": script_profile("phase_review.sh", &["clean", "2"]),
+            "fixer": script_profile("phase_fix.sh", &[fix_mode, "R1-F1"]),
+            "epic": script_profile("phase_update_epic.sh", &[epic_mode]),
+        },
+        "roles": {
+            "implement": "implementer",
+            "review": [
+                {"rounds": "1", "profile": "first_reviewer"},
+                {"rounds": "2+", "profile": "later_reviewer"},
+            ],
+            "fix": "fixer",
+            "update_epic": "epic",
+        }
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}
+
+impl World {
+    /// A driver whose runs use `mode` and the agents of `catalog`.
+    pub fn loop_driver(
+        &self,
+        worker: &str,
+        state_dir: &std::path::Path,
+        mode: autoforge::machine::MergeMode,
+        catalog: AgentCatalog,
+    ) -> Driver {
+        let mut config = self.config(worker);
+        config.settings.merge_mode = mode;
+        let access = git_access(
+            self.api.clone(),
+            self.hub.git_url(OWNER, NAME),
+            self.token.clone(),
+        );
+        let mut runtime = agent_runtime(state_dir);
+        runtime.catalog = catalog;
+        Driver::new(config, self.db.journal().clone(), [access]).with_agents(runtime)
+    }
+}
+
+/// Agents for an EPIC: `phase_implement.sh per_issue` for every child, a
+/// clean reviewer, and `phase_update_epic.sh sequence COUNTER NEXT...`
+/// picking `next` in order, then reporting the EPIC complete.
+pub fn epic_catalog(counter: &std::path::Path, next: &[&str]) -> AgentCatalog {
+    let mut epic_args = vec!["sequence", counter.to_str().unwrap()];
+    epic_args.extend_from_slice(next);
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {
+            "implementer": script_profile("phase_implement.sh", &["per_issue", "-"]),
+            "reviewer": script_profile("phase_review.sh", &["clean", "1"]),
+            "epic": script_profile("phase_update_epic.sh", &epic_args),
+        },
+        "roles": {
+            "implement": "implementer",
+            "review": "reviewer",
+            "fix": "implementer",
+            "update_epic": "epic",
+        }
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
+}
+
+impl World {
+    /// Makes `child` a sub-issue of `parent` through the REST API.
+    pub async fn add_sub_issue(&self, parent: u64, child: u64) {
+        use secrecy::ExposeSecret;
+        let id = self.api.issue(&self.repo, child).await.unwrap().id;
+        let url = format!(
+            "{}/repos/{REPOSITORY}/issues/{parent}/sub_issues",
+            self.hub.base_url().trim_end_matches('/')
+        );
+        let answer = reqwest::Client::new()
+            .post(url)
+            .header(
+                "authorization",
+                format!("token {}", self.token.expose_secret()),
+            )
+            .header("user-agent", "autoforge-tests")
+            .json(&json!({ "sub_issue_id": id }))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{}", answer.status());
+    }
+}

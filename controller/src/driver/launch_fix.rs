@@ -1,0 +1,145 @@
+//! What a FIX launch is given (SPEC §4 FIX): the reviewed head to commit
+//! on, the review comment to resolve (its exact bytes from the journal),
+//! the open findings, and the follow-up issues this PR already has, which
+//! the fixer may defer to. The result is cross-checked against the same
+//! facts: the reviewed head, this round's finding ids, the listed issues.
+
+use std::collections::BTreeMap;
+
+use autoforge_journal::{Effect, EffectKind, RunId, Stage};
+use serde_json::Value as Json;
+
+use super::agent_step::{PhasePlan, sha};
+use super::clean_review::find_review_comment;
+use super::error::DriverError;
+use super::{RepositoryAccess, Shared};
+use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::pipeline::Expectations;
+use crate::agents::prompt::{Value, findings_value, follow_up_issues_value};
+use crate::agents::result::{HandedOverFollowUp, Phase as AgentPhase};
+use crate::effects::markers::MarkerName;
+use crate::effects::plan::published_finding;
+use crate::machine::{Finding, LaunchRequest, RoundBinding, RunState};
+use crate::publish::IssueRef;
+
+/// The FIX inputs of one launch, as the machine planned them.
+pub(super) struct FixInputs<'a> {
+    pub binding: &'a RoundBinding,
+    pub comment_url: Option<&'a str>,
+    pub findings: &'a [Finding],
+    pub validation_failure: Option<&'a str>,
+}
+
+/// The plan of a FIX launch of `launch` for `state`'s issue.
+pub(super) async fn fix_plan(
+    shared: &Shared,
+    run: RunId,
+    access: &RepositoryAccess,
+    state: &RunState,
+    launch: &LaunchRequest,
+    inputs: FixInputs<'_>,
+    issue_doc: ContextDoc,
+) -> Result<PhasePlan, DriverError> {
+    let base = access.html_base.trim_end_matches('/');
+    let issue_url = format!("{base}/{}/issues/{}", access.repo, state.issue);
+    let pr_url = format!("{base}/{}/pull/{}", access.repo, inputs.binding.pr);
+    let effects = shared.journal.list_effects(run).await?;
+    let follow_ups = recorded_follow_ups(&effects, &pr_url);
+    let open_ids: Vec<String> = inputs.findings.iter().map(|f| f.id.clone()).collect();
+    let handed_over = follow_ups
+        .iter()
+        .map(|(finding, url)| HandedOverFollowUp {
+            url: url.clone(),
+            for_finding: open_ids.contains(finding).then(|| finding.clone()),
+        })
+        .collect();
+    let published: Vec<_> = inputs.findings.iter().map(published_finding).collect();
+    let additional = inputs
+        .validation_failure
+        .map_or_else(String::new, |summary| {
+            format!(
+                "## The previous attempt failed validation\n\n\
+             Your last commit was not pushed: {summary}. Start again from the \
+             reviewed HEAD or repair the commits you made."
+            )
+        });
+    let values = BTreeMap::from([
+        ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
+        ("PR_URL", Value::trusted(pr_url.clone())),
+        ("ISSUE_URL", Value::trusted(issue_url)),
+        ("REPOSITORY", Value::trusted(access.repo.to_string())),
+        (
+            "REVIEW_COMMENT_URL",
+            Value::trusted(inputs.comment_url.unwrap_or("(not recorded)")),
+        ),
+        (
+            "REVIEWED_HEAD_SHA",
+            Value::trusted(inputs.binding.head_sha.clone()),
+        ),
+        ("FINDINGS", findings_value(&published)),
+        ("FOLLOW_UP_ISSUES", follow_up_issues_value(&follow_ups)),
+        ("ADDITIONAL_SECTIONS", Value::trusted(additional)),
+    ]);
+    let review_comment = find_review_comment(&effects, inputs.binding).map(|record| ContextDoc {
+        facts: vec![("comment_id".to_owned(), record.comment_id.to_string())],
+        body: record.body,
+    });
+    let follow_up_doc = (!follow_ups.is_empty()).then(|| ContextDoc {
+        facts: follow_ups.clone(),
+        body: String::new(),
+    });
+    let start = sha(&inputs.binding.head_sha)?;
+    Ok(PhasePlan {
+        phase: AgentPhase::Fix,
+        fetch: vec![start.clone()],
+        start: start.clone(),
+        values,
+        expectations: Expectations::Fix {
+            run_issue: IssueRef {
+                owner: access.repo.owner().to_owned(),
+                repo: access.repo.name().to_owned(),
+                number: state.issue,
+            },
+            round: launch.round,
+            reviewed_head_sha: start,
+            open_finding_ids: open_ids,
+            handed_over_follow_ups: handed_over,
+        },
+        context: ContextFiles {
+            issue: Some(issue_doc),
+            pull_request: Some(ContextDoc {
+                facts: vec![
+                    ("number".to_owned(), inputs.binding.pr.to_string()),
+                    ("head_sha".to_owned(), inputs.binding.head_sha.clone()),
+                    ("base_ref".to_owned(), inputs.binding.base_ref.clone()),
+                ],
+                body: String::new(),
+            }),
+            previous_review_comment: review_comment,
+            follow_up_issues: follow_up_doc,
+            ..ContextFiles::default()
+        },
+        rerequest: None,
+    })
+}
+
+/// `(finding id, issue URL)` of every follow-up issue the run created for
+/// `pr_url` and saw land, oldest first.
+pub(super) fn recorded_follow_ups(effects: &[Effect], pr_url: &str) -> Vec<(String, String)> {
+    effects
+        .iter()
+        .filter(|e| e.kind == EffectKind::CreateIssue && e.stage == Stage::Observed)
+        .filter(|e| {
+            e.completion.get("marker").and_then(Json::as_str) == Some(MarkerName::FollowUp.as_str())
+        })
+        .filter_map(|e| {
+            let key = e.completion.get("key")?;
+            if key.get("pr").and_then(Json::as_str) != Some(pr_url) {
+                return None;
+            }
+            let finding = key.get("finding_id")?.as_str()?.to_owned();
+            let url = e.observed.as_ref()?.get("url")?.as_str()?.to_owned();
+            Some((finding, url))
+        })
+        .collect()
+}

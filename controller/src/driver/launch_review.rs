@@ -1,0 +1,135 @@
+//! What a REVIEW launch is given (SPEC §4 REVIEW): the round's binding
+//! (PR, HEAD, base, merge base), the previous round's comment, stale
+//! findings carried over, the last FIX resolutions, the follow-up issues
+//! already created for the PR, and the validation records of the bound
+//! HEAD. The reviewer's result is checked against the same binding and
+//! against those records (no "no fix needed" while a command failed).
+
+use std::collections::BTreeMap;
+
+use autoforge_journal::RunId;
+
+use super::agent_step::{PhasePlan, sha};
+use super::error::DriverError;
+use super::launch_fix::recorded_follow_ups;
+use super::{RepositoryAccess, Shared};
+use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::pipeline::Expectations;
+use crate::agents::prompt::{Value, follow_up_issues_value};
+use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
+use crate::machine::{CarriedFindings, LaunchRequest, Resolution, RoundBinding};
+
+/// The REVIEW inputs of one launch, as the machine planned them.
+pub(super) struct ReviewInputs<'a> {
+    pub binding: &'a RoundBinding,
+    pub previous_comment_url: Option<&'a str>,
+    pub prior_findings: &'a Option<CarriedFindings>,
+    pub last_resolutions: &'a [Resolution],
+}
+
+/// The plan of a REVIEW launch of `launch`.
+pub(super) async fn review_plan(
+    shared: &Shared,
+    run: RunId,
+    access: &RepositoryAccess,
+    launch: &LaunchRequest,
+    inputs: ReviewInputs<'_>,
+    issue_url: &str,
+    issue_doc: ContextDoc,
+) -> Result<PhasePlan, DriverError> {
+    let binding = inputs.binding;
+    let failed = shared
+        .journal
+        .list_validations(run, Some(&binding.head_sha))
+        .await?;
+    let evidence = failed
+        .iter()
+        .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let failed_validation_index = failed
+        .iter()
+        .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
+        .and_then(|v| usize::try_from(v.command_index).ok());
+    let start = sha(&binding.head_sha)?;
+    // Follow-up issues this run created for the PR: the reviewer must not
+    // ask again for what is already deferred.
+    let effects = shared.journal.list_effects(run).await?;
+    let pr_url = format!(
+        "{}/{}/pull/{}",
+        access.html_base.trim_end_matches('/'),
+        access.repo,
+        binding.pr
+    );
+    let follow_ups = recorded_follow_ups(&effects, &pr_url);
+    let values = BTreeMap::from([
+        ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
+        ("PR_URL", Value::trusted(pr_url.clone())),
+        ("ISSUE_URL", Value::trusted(issue_url)),
+        ("REPOSITORY", Value::trusted(access.repo.to_string())),
+        (
+            "REVIEWED_HEAD_SHA",
+            Value::trusted(binding.head_sha.clone()),
+        ),
+        (
+            "REVIEWED_BASE_REF",
+            Value::trusted(binding.base_ref.clone()),
+        ),
+        (
+            "REVIEWED_MERGE_BASE_SHA",
+            Value::trusted(binding.merge_base_sha.clone()),
+        ),
+        (
+            "PREVIOUS_REVIEW_COMMENT_URL",
+            Value::trusted(inputs.previous_comment_url.unwrap_or_default()),
+        ),
+        (
+            "EXISTING_FOLLOW_UP_ISSUES",
+            follow_up_issues_value(&follow_ups),
+        ),
+        // Agent-written texts of earlier rounds: shown fenced.
+        (
+            "PRIOR_FINDINGS",
+            Value::untrusted(json_text(inputs.prior_findings)),
+        ),
+        (
+            "PREVIOUS_FIX_RESOLUTIONS",
+            Value::untrusted(json_text(inputs.last_resolutions)),
+        ),
+        ("VALIDATION_EVIDENCE", Value::trusted(evidence)),
+        ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
+    ]);
+    Ok(PhasePlan {
+        phase: AgentPhase::Review,
+        fetch: vec![start.clone()],
+        start,
+        values,
+        expectations: Expectations::Review(ReviewObservations {
+            round: launch.round,
+            reviewed_head_sha: binding.head_sha.clone(),
+            failed_validation_index,
+        }),
+        context: ContextFiles {
+            issue: Some(issue_doc),
+            pull_request: Some(ContextDoc {
+                facts: vec![
+                    ("number".to_owned(), binding.pr.to_string()),
+                    ("head_sha".to_owned(), binding.head_sha.clone()),
+                    ("base_ref".to_owned(), binding.base_ref.clone()),
+                ],
+                body: String::new(),
+            }),
+            ..ContextFiles::default()
+        },
+        rerequest: None,
+    })
+}
+
+/// Earlier rounds' data as JSON for the prompt; empty when there is none.
+fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Null) | Err(_) => String::new(),
+        Ok(serde_json::Value::Array(items)) if items.is_empty() => String::new(),
+        Ok(other) => other.to_string(),
+    }
+}

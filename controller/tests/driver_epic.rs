@@ -1,0 +1,85 @@
+//! An EPIC driven to DONE by one run: labelling the EPIC starts on its
+//! first open sub-issue; after each merge UPDATE_EPIC posts one progress
+//! comment, splices the roadmap section (people's bytes kept), and the
+//! verified next pick continues the run until the agent reports the EPIC
+//! complete.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod driver_support;
+
+use std::time::Duration;
+
+use autoforge::effects::markers::{ROADMAP_END, ROADMAP_START};
+use autoforge::machine::MergeMode;
+use driver_support::{World, epic_catalog};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const HUMAN: &str = "# Widgets EPIC\n\nPeople wrote this part; keep it.\n";
+
+#[tokio::test]
+async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_merge() {
+    let world = World::new(3).await;
+    autoforge::github::writes::update_issue_body(&world.api, &world.repo, 1, HUMAN)
+        .await
+        .unwrap();
+    world.add_sub_issue(1, 2).await;
+    world.add_sub_issue(1, 3).await;
+    let state_dir = tempfile::tempdir().unwrap();
+    let counter = state_dir.path().join("epic-launches");
+    let next = "https://github.com/alice/widgets/issues/3";
+    let driver = world.loop_driver(
+        "epic",
+        state_dir.path(),
+        MergeMode::Auto,
+        epic_catalog(&counter, &[next]),
+    );
+    // The EPIC itself is labelled.
+    let run = world.start_run(1).await;
+
+    world
+        .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
+        .await;
+
+    let state = world.state(run).await;
+    assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
+    assert_eq!(state.issue, 3, "the run ended on the second child");
+    assert_eq!(state.epic.as_ref().unwrap().epic, 1);
+    assert_eq!(state.merged_prs.len(), 2);
+    for pr in &state.merged_prs {
+        let read = world.api.pull_request(&world.repo, *pr).await.unwrap();
+        assert_eq!(read.merged, Some(true));
+        assert_eq!(world.merge_requests(*pr), 1);
+    }
+    // The first child's PR closes #2, the second's #3.
+    let first = world
+        .api
+        .pull_request(&world.repo, state.merged_prs[0])
+        .await
+        .unwrap();
+    assert!(first.body.unwrap().contains("Closes #2"));
+    assert_eq!(world.comments_with(1, "ai-epic-progress").await, 2);
+    let body = world.api.issue(&world.repo, 1).await.unwrap().body.unwrap();
+    assert!(body.starts_with(HUMAN), "people's bytes kept: {body:?}");
+    assert_eq!(body.matches(ROADMAP_START).count(), 1, "{body}");
+    assert_eq!(body.matches(ROADMAP_END).count(), 1, "{body}");
+    assert!(body.contains("- step 2 of the EPIC is done"), "{body}");
+    assert!(
+        !body.contains("- step 1 of"),
+        "the section was replaced: {body}"
+    );
+}
+
+#[tokio::test]
+async fn labelling_a_sub_issue_makes_the_run_know_its_epic() {
+    let world = World::new(3).await;
+    world.add_sub_issue(1, 2).await;
+    world.add_sub_issue(1, 3).await;
+    let driver = world.driver("scope");
+    let run = world.start_run(3).await;
+
+    driver.drive_due_runs(1).await.unwrap();
+
+    let state = world.state(run).await;
+    assert_eq!(state.issue, 3);
+    assert_eq!(state.epic.unwrap().epic, 1);
+}

@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 /// `autoforge demo ARGS` with a clean environment, run in `dir`.
 fn demo(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_autoforge"))
@@ -27,6 +29,65 @@ fn shown(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+#[test]
+fn the_demo_drives_its_epic_to_done_with_one_follow_up_and_no_duplicate_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let report_file = dir.path().join("report.json");
+    let output = demo(
+        dir.path(),
+        &[
+            "--report",
+            report_file.to_str().unwrap(),
+            "--timeout",
+            "300",
+        ],
+    );
+    let transcript = shown(&output);
+    assert!(output.status.success(), "{transcript}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&report_file).expect("the report")).unwrap();
+
+    assert_eq!(report["outcome"], "done", "{report:#}");
+    assert_eq!(report["duplicates"], 0, "{report:#}");
+    let runs = report["runs"].as_array().unwrap();
+    assert!(!runs.is_empty());
+    for run in runs {
+        assert_eq!(run["phase"], "DONE", "{report:#}");
+    }
+    // Every write the journal intended is on fakehub and was read back.
+    let effects = report["effects"].as_object().unwrap();
+    for (kind, stages) in effects {
+        let stages: Vec<&String> = stages.as_object().unwrap().keys().collect();
+        assert_eq!(stages, ["observed"], "{kind}: {report:#}");
+    }
+    assert_eq!(effects["merge_pr"]["observed"], 3, "{report:#}");
+    assert_eq!(effects["create_issue"]["observed"], 1, "{report:#}");
+    assert_eq!(
+        report["issues_created_by_controller"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "one follow-up issue: {report:#}"
+    );
+    assert!(report["github_requests"]["by_controller"]["writes"].as_u64() > Some(0));
+    assert!(report["wall_seconds"].as_f64() > Some(0.0));
+
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "labelled EPIC",
+        "phase   ",
+        "agent   REVIEW",
+        "GitHub  merge_pr",
+        "EPIC DONE",
+    ] {
+        assert!(
+            stdout.contains(line),
+            "no `{line}` in the timeline:\n{transcript}"
+        );
+    }
 }
 
 #[test]

@@ -84,9 +84,10 @@ pub fn working_issue(run: &Run) -> i64 {
         .unwrap_or(run.current_issue)
 }
 
-/// The EPIC a run belongs to, from the machine state or the journal.
+/// The EPIC a run belongs to, from the machine state's EPIC bookkeeping
+/// or the journal.
 pub fn working_epic(run: &Run) -> Option<i64> {
-    run.state["epic"].as_i64().or(run.epic)
+    run.state["epic"]["epic"].as_i64().or(run.epic)
 }
 
 /// Decides from the runs whether the demo is over.
@@ -549,12 +550,11 @@ mod tests {
 
     #[test]
     fn the_working_issue_comes_from_the_machine_state_when_it_names_one() {
+        let state = json!({"issue": 2, "epic": {"epic": 7, "merges_since_roadmap": 0}});
+        assert_eq!(working_issue(&run("REVIEW", true, state.clone())), 2);
+        assert_eq!(working_epic(&run("REVIEW", true, state)), Some(7));
         assert_eq!(
-            working_issue(&run("REVIEW", true, json!({"issue": 2, "epic": 4}))),
-            2
-        );
-        assert_eq!(
-            working_epic(&run("REVIEW", true, json!({"issue": 2, "epic": 4}))),
+            working_epic(&run("REVIEW", true, json!({"epic": null}))),
             Some(4)
         );
         assert_eq!(

@@ -10,23 +10,38 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use anyhow::Context;
-use autoforge_journal::{AgentLaunch, Effect, Journal, Run, RunFilter, Stage, ValidationRecord};
+use autoforge_journal::{
+    AgentLaunch, Effect, EffectKind, Journal, Run, RunFilter, Stage, ValidationRecord,
+};
+use chrono::{DateTime, Utc};
 
 /// What has been printed so far.
 pub struct Timeline {
     started: Instant,
-    phases: HashMap<String, (i64, String)>,
+    /// The same instant on the database's clock, to place journal times.
+    started_at: DateTime<Utc>,
+    /// Per run: the issue the last printed phase line was on.
+    issues: HashMap<String, i64>,
+    transitions: HashSet<i64>,
     launches_started: HashSet<String>,
     launches_ended: HashSet<String>,
     effects: HashMap<String, Stage>,
     validations: HashSet<i64>,
 }
 
+/// One line to print and when it happened, so that what one poll finds
+/// comes out in the order it happened (an agent's end before the phase
+/// change it caused, a push before the PR it opened).
+type Entry = (DateTime<Utc>, String);
+
 impl Timeline {
     pub fn new(started: Instant) -> Timeline {
+        let since = chrono::Duration::from_std(started.elapsed()).unwrap_or_default();
         Timeline {
             started,
-            phases: HashMap::new(),
+            started_at: Utc::now() - since,
+            issues: HashMap::new(),
+            transitions: HashSet::new(),
             launches_started: HashSet::new(),
             launches_ended: HashSet::new(),
             effects: HashMap::new(),
@@ -34,9 +49,17 @@ impl Timeline {
         }
     }
 
-    /// Prints a line of the demo's own, on the same clock.
+    /// Prints a line of the demo's own, stamped now.
     pub fn say(&self, text: &str) {
         println!("{} {text}", stamp(self.started.elapsed().as_secs_f64()));
+    }
+
+    fn print(&self, mut entries: Vec<Entry>) {
+        entries.sort_by_key(|(at, _)| *at);
+        for (at, text) in entries {
+            let seconds = (at - self.started_at).num_milliseconds() as f64 / 1000.0;
+            println!("{} {text}", stamp(seconds.max(0.0)));
+        }
     }
 
     /// Reads the journal, prints what is new, and returns every run.
@@ -45,24 +68,26 @@ impl Timeline {
             .list_runs(RunFilter::All, 1000)
             .await
             .context("cannot list the runs")?;
+        let mut entries = Vec::new();
         for run in &runs {
             let key = run.id.to_string();
-            let now = (run.current_issue, run.phase.clone());
-            match self.phases.get(&key) {
-                None => self.say(&format!(
-                    "run started on #{} in {}",
-                    run.current_issue, run.phase
-                )),
-                Some(before) if *before != now => self.say(&phase_line(before, run)),
-                Some(_) => {}
+            if !self.issues.contains_key(&key) {
+                let issue = super::working_issue(run);
+                entries.push((run.created_at, format!("run     started on #{issue}")));
+                self.issues.insert(key.clone(), issue);
             }
-            self.phases.insert(key, now);
+            let effects = journal
+                .list_effects(run.id)
+                .await
+                .context("cannot list a run's effects")?;
+            self.transitions(journal, run, &effects, &mut entries)
+                .await?;
             for launch in journal
                 .list_launches(run.id)
                 .await
                 .context("cannot list a run's launches")?
             {
-                self.launch(&launch);
+                self.launch(&launch, &mut entries);
             }
             for validation in journal
                 .list_validations(run.id, None)
@@ -70,36 +95,75 @@ impl Timeline {
                 .context("cannot list a run's validations")?
             {
                 if self.validations.insert(validation.id) {
-                    self.say(&validation_line(&validation));
+                    entries.push((validation.recorded_at, validation_line(&validation)));
                 }
             }
-            for effect in journal
-                .list_effects(run.id)
-                .await
-                .context("cannot list a run's effects")?
-            {
+            for effect in effects {
                 let id = effect.id.to_string();
                 if self.effects.get(&id) != Some(&effect.stage) {
                     if let Some(line) = effect_line(&effect) {
-                        self.say(&line);
+                        entries.push((effect.updated_at, line));
                     }
                     self.effects.insert(id, effect.stage);
                 }
             }
         }
+        self.print(entries);
         Ok(runs)
     }
 
-    fn launch(&mut self, launch: &AgentLaunch) {
+    /// Phase changes from the journal's transition records, so none is
+    /// missed when several happen between two polls. The issue of each is
+    /// the one whose status comment that transition edits.
+    async fn transitions(
+        &mut self,
+        journal: &Journal,
+        run: &Run,
+        effects: &[Effect],
+        entries: &mut Vec<Entry>,
+    ) -> anyhow::Result<()> {
+        let key = run.id.to_string();
+        for event in journal
+            .list_audit_events(run.id)
+            .await
+            .context("cannot list a run's transitions")?
+        {
+            if event.kind != "transition" || !self.transitions.insert(event.id) {
+                continue;
+            }
+            let text = |name: &str| event.detail[name].as_str().unwrap_or("?").to_owned();
+            let (from, to) = (text("from"), text("to"));
+            if from == to {
+                continue;
+            }
+            let version = event.detail["version"].as_i64();
+            let issue = effects
+                .iter()
+                .filter(|effect| Some(effect.phase_entry) == version)
+                .filter(|effect| effect.kind == EffectKind::EditStatusComment)
+                .find_map(|effect| status_issue(&effect.target))
+                .unwrap_or_else(|| super::working_issue(run));
+            let before = self.issues.insert(key.clone(), issue).unwrap_or(issue);
+            entries.push((event.recorded_at, phase_line(&from, before, &to, issue)));
+        }
+        Ok(())
+    }
+
+    fn launch(&mut self, launch: &AgentLaunch, entries: &mut Vec<Entry>) {
         let id = launch.id.to_string();
         if self.launches_started.insert(id.clone()) && launch.ended_at.is_none() {
-            self.say(&format!(
-                "launch  {} agent `{}` (attempt {})",
-                launch.phase, launch.profile, launch.attempt
+            entries.push((
+                launch.started_at,
+                format!(
+                    "launch  {} agent `{}` (attempt {})",
+                    launch.phase, launch.profile, launch.attempt
+                ),
             ));
         }
-        if launch.ended_at.is_some() && self.launches_ended.insert(id) {
-            self.say(&launch_end_line(launch));
+        if let Some(ended_at) = launch.ended_at
+            && self.launches_ended.insert(id)
+        {
+            entries.push((ended_at, launch_end_line(launch)));
         }
     }
 }
@@ -109,13 +173,16 @@ fn stamp(seconds: f64) -> String {
     format!("[{seconds:>7.1}s]")
 }
 
-fn phase_line(before: &(i64, String), run: &Run) -> String {
-    let (issue, phase) = before;
-    let now = super::working_issue(run);
-    if *issue == now {
-        format!("phase   {phase} → {} on #{now}", run.phase)
+/// The issue of a status comment effect's target (`issue/7`).
+fn status_issue(target: &str) -> Option<i64> {
+    target.strip_prefix("issue/")?.parse().ok()
+}
+
+fn phase_line(from: &str, before: i64, to: &str, issue: i64) -> String {
+    if before == issue {
+        format!("phase   {from} → {to} on #{issue}")
     } else {
-        format!("phase   {phase} on #{issue} → {} on #{now}", run.phase)
+        format!("phase   {from} on #{before} → {to} on #{issue}")
     }
 }
 
@@ -165,6 +232,20 @@ fn effect_line(effect: &Effect) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_phase_line_names_the_issue_and_shows_a_move_to_the_next_one() {
+        assert_eq!(
+            phase_line("REVIEW", 1, "FIX", 1),
+            "phase   REVIEW → FIX on #1"
+        );
+        assert_eq!(
+            phase_line("UPDATE_EPIC", 1, "IMPLEMENT", 2),
+            "phase   UPDATE_EPIC on #1 → IMPLEMENT on #2"
+        );
+        assert_eq!(status_issue("issue/12"), Some(12));
+        assert_eq!(status_issue("pull/12"), None);
+    }
 
     #[test]
     fn the_stamp_is_right_aligned_seconds_with_one_decimal() {

@@ -110,3 +110,75 @@ fn a_config_file_without_agents_is_refused_before_anything_starts() {
     assert!(stderr.contains("no [agents] section"), "{}", shown(&output));
     assert!(!state.exists(), "nothing was created: {}", shown(&output));
 }
+
+/// Every `postmaster.pid` under `dir`: a running (or crashed) Postgres.
+fn postmaster_pids(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == "postmaster.pid") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn an_interrupted_demo_reports_it_and_stops_its_postgres() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let report_file = dir.path().join("report.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_autoforge"))
+        .args(["demo", "--state-dir", state.to_str().unwrap()])
+        .args(["--report", report_file.to_str().unwrap()])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the demo ended early: {seen:?}"))
+            .unwrap();
+        let started = line.contains("labelled EPIC");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    assert!(!postmaster_pids(&state).is_empty(), "Postgres runs");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the demo did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("interrupted")), "{rest:?}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_file).unwrap()).unwrap();
+    assert_eq!(report["outcome"], "interrupted");
+    assert_eq!(postmaster_pids(&state), Vec::<std::path::PathBuf>::new());
+}

@@ -35,6 +35,8 @@ pub fn run(global: &GlobalArgs, args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let end = runtime.block_on(crate::demo::run(&options))?;
     Ok(match end {
         DemoEnd::Done => ExitCode::SUCCESS,
-        DemoEnd::Stopped { .. } | DemoEnd::TimedOut { .. } => ExitCode::FAILURE,
+        DemoEnd::Stopped { .. } | DemoEnd::TimedOut { .. } | DemoEnd::Interrupted => {
+            ExitCode::FAILURE
+        }
     })
 }

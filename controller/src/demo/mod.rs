@@ -59,6 +59,8 @@ pub enum DemoEnd {
     Stopped { phase: String, reason: String },
     /// `--timeout` passed first; `phase` is where the run was.
     TimedOut { phase: String },
+    /// SIGINT or SIGTERM arrived first.
+    Interrupted,
 }
 
 impl DemoEnd {
@@ -71,6 +73,7 @@ impl DemoEnd {
                 _ => "stopped",
             },
             DemoEnd::TimedOut { .. } => "timeout",
+            DemoEnd::Interrupted => "interrupted",
         }
     }
 }
@@ -185,6 +188,31 @@ impl StateDir {
     }
 }
 
+/// SIGINT and SIGTERM, listened to from the start so that an interrupted
+/// demo still stops the controller, fakehub and its Postgres cleanly
+/// instead of dying with a database server left running.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+}
+
 /// Writes a file only its owner can read.
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
@@ -204,6 +232,7 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
 /// demo itself could not run.
 pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
     let started = Instant::now();
+    let mut signals = StopSignals::listen()?;
     // Read the operator's file first: a typo should fail before anything starts.
     let operator_agents = options
         .config
@@ -263,7 +292,14 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
         serve_url: &serve_url,
     };
     let outcome = demo
-        .drive(Arc::new(config), &database, secret, listener, timeline)
+        .drive(
+            Arc::new(config),
+            &database,
+            secret,
+            listener,
+            timeline,
+            &mut signals,
+        )
         .await;
     database.shutdown().await;
     if let Err(error) = hub.stop().await {
@@ -291,6 +327,7 @@ impl Demo<'_> {
         secret: SecretString,
         listener: tokio::net::TcpListener,
         mut timeline: timeline::Timeline,
+        signals: &mut StopSignals,
     ) -> anyhow::Result<DemoEnd> {
         let journal = database.journal.clone();
         journal
@@ -308,7 +345,11 @@ impl Demo<'_> {
                 .await
             })
         };
-        let end = self.watch(&config, &journal, &serve, &mut timeline).await;
+        // Dropping the watch mid-poll is harmless: it only reads.
+        let end = tokio::select! {
+            end = self.watch(&config, &journal, &serve, &mut timeline) => end,
+            () = signals.recv() => Ok(DemoEnd::Interrupted),
+        };
         let end = match end {
             Ok(end) => end,
             Err(error) => {
@@ -333,8 +374,8 @@ impl Demo<'_> {
                 .with_context(|| format!("cannot write the report to {}", path.display()))?;
             println!("report written to {}", path.display());
         }
-        if self.options.keep {
-            self.keep_running().await?;
+        if self.options.keep && end != DemoEnd::Interrupted {
+            self.keep_running(signals).await?;
         }
         let _ignored = stop.send(());
         match serve.await {
@@ -410,7 +451,7 @@ impl Demo<'_> {
     }
 
     /// `--keep`: everything stays up for exploration until Ctrl-C.
-    async fn keep_running(&self) -> anyhow::Result<()> {
+    async fn keep_running(&self, signals: &mut StopSignals) -> anyhow::Result<()> {
         let token_file = self.state.join("operator-token");
         write_private(&token_file, self.world.operator_token.expose_secret())?;
         println!();
@@ -427,9 +468,7 @@ impl Demo<'_> {
             "  operator token        in {} (curl -H \"Authorization: token $(cat FILE)\" …)",
             token_file.display()
         );
-        tokio::signal::ctrl_c()
-            .await
-            .context("cannot wait for Ctrl-C")?;
+        signals.recv().await;
         Ok(())
     }
 }
@@ -440,6 +479,7 @@ fn print_summary(end: &DemoEnd, report: &DemoReport) {
         DemoEnd::Done => println!("EPIC DONE"),
         DemoEnd::Stopped { phase, reason } => println!("the run stopped in {phase}: {reason}"),
         DemoEnd::TimedOut { phase } => println!("timed out with the run in {phase}"),
+        DemoEnd::Interrupted => println!("interrupted; stopping"),
     }
     for run in &report.runs {
         println!(

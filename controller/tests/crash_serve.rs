@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
 use serde_json::Value;
-use serve_harness::{Person, World, WorldOptions, eventually};
+use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 /// Short leases: the restarted process takes the dead one's run over soon.
 const DRIVER: &str = "[driver]\nlease_seconds = 5\n";
@@ -38,13 +38,27 @@ enum Scenario {
     /// An implementer and a clean reviewer: branch, PR, one review comment,
     /// READY_FOR_MERGE (merge.mode = never).
     PublishAndReview,
+    /// EPIC #1 with child #2, the child labelled: a round-1 finding
+    /// deferred by the fixer to a new follow-up issue, a clean round 2, an
+    /// automatic merge, UPDATE_EPIC (progress comment, roadmap splice) and
+    /// DONE.
+    FullLoop,
+    /// Issue #1 alone: round 1's finding deferred to a new follow-up issue,
+    /// round 2's finding deferred to that same (listed) issue, whose
+    /// markers are appended; a clean round 3, an automatic merge, DONE.
+    FollowUpReuse,
+    /// A person already pushed `autoforge/1` and opened an unmarked PR
+    /// from it: the implementer continues that branch, the push
+    /// fast-forwards it and the PR is adopted (marker appended to the
+    /// person's body); a clean review; READY_FOR_MERGE.
+    AdoptPersonsPr,
 }
 
 impl Scenario {
     fn config(self) -> String {
         match self {
             Scenario::StartAndStatusCommand => DRIVER.to_owned(),
-            Scenario::PublishAndReview => format!(
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => format!(
                 r#"{DRIVER}
 [agents.profiles.implementer]
 command = {implement}
@@ -70,6 +84,91 @@ timeout_seconds = 60
                 ),
                 review = agent("phase_review.sh", &["clean", "1"]),
             ),
+            Scenario::FullLoop => format!(
+                r#"{DRIVER}
+[merge]
+mode = "auto"
+
+[agents.profiles.implementer]
+command = {implement}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.first_reviewer]
+command = {first_review}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.later_reviewer]
+command = {later_review}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.fixer]
+command = {fix}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.profiles.epic]
+command = {epic}
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.roles]
+implement = "implementer"
+review = [{{ rounds = "1", profile = "first_reviewer" }}, {{ rounds = "2+", profile = "later_reviewer" }}]
+fix = "fixer"
+update_epic = "epic"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+                implement = agent("phase_implement.sh", &["per_issue", "-"]),
+                first_review = agent("phase_review.sh", &["findings", "1"]),
+                later_review = agent("phase_review.sh", &["clean", "2"]),
+                fix = agent("phase_fix.sh", &["follow_up", "R1-F1"]),
+                epic = agent("phase_update_epic.sh", &["good"]),
+            ),
+            Scenario::FollowUpReuse => format!(
+                r#"{DRIVER}
+[merge]
+mode = "auto"
+
+[agents.profiles.implementer]
+command = {implement}
+
+[agents.profiles.r1]
+command = {r1}
+
+[agents.profiles.r2]
+command = {r2}
+
+[agents.profiles.r3]
+command = {r3}
+
+[agents.profiles.fixer]
+command = {fix}
+
+[agents.roles]
+implement = "implementer"
+review = [{{ rounds = "1", profile = "r1" }}, {{ rounds = "2", profile = "r2" }}, {{ rounds = "3+", profile = "r3" }}]
+fix = "fixer"
+update_epic = "implementer"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+                implement = agent(
+                    "phase_implement.sh",
+                    &["good", "{hub}/octo/widgets/issues/1"]
+                ),
+                r1 = agent("phase_review.sh", &["round_findings", "1"]),
+                r2 = agent("phase_review.sh", &["round_findings", "2"]),
+                r3 = agent("phase_review.sh", &["clean", "3"]),
+                fix = agent("phase_fix.sh", &["defer_listed"]),
+            ),
         }
     }
 
@@ -77,25 +176,10 @@ timeout_seconds = 60
     fn final_phase(self) -> &'static str {
         match self {
             Scenario::StartAndStatusCommand => "IMPLEMENT",
-            Scenario::PublishAndReview => "READY_FOR_MERGE",
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => "READY_FOR_MERGE",
+            Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
         }
     }
-}
-
-async fn run_of(world: &World, issue: u64) -> RunId {
-    let repository = world.repository();
-    eventually(Duration::from_secs(20), "a run for the issue", || {
-        let repository = repository.clone();
-        async move {
-            world
-                .journal()
-                .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
-                .await
-                .unwrap()
-                .map(|run| run.id)
-        }
-    })
-    .await
 }
 
 async fn phase(world: &World, run: RunId) -> String {
@@ -211,10 +295,21 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     })
     .await;
     let owner = world.owner();
-    let issue = world.open_issue(&owner, "crash matrix").await;
-    assert_eq!(issue, 1, "the scripted agents answer for issue 1");
+    let issue = match scenario {
+        Scenario::FullLoop => epic_with_one_child(&world, &owner).await,
+        Scenario::AdoptPersonsPr => {
+            let issue = world.open_issue(&owner, "crash matrix").await;
+            persons_branch_and_pr(&world, &owner, issue).await;
+            issue
+        }
+        _ => {
+            let issue = world.open_issue(&owner, "crash matrix").await;
+            assert_eq!(issue, 1, "the scripted agents answer for issue 1");
+            issue
+        }
+    };
     world.add_label(&owner, issue, "autoforge").await;
-    let run = run_of(&world, issue).await;
+    let run = world.run_for(issue).await;
 
     let mut command_comment = None;
     if let Scenario::StartAndStatusCommand = scenario {
@@ -250,7 +345,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         assert_eq!(reactions.len(), 1, "{cell}: one 👀 reaction: {reactions:?}");
         assert_eq!(reactions[0]["content"], "eyes", "{cell}");
     }
-    if let Scenario::PublishAndReview = scenario {
+    if let Scenario::PublishAndReview | Scenario::AdoptPersonsPr = scenario {
         let pulls = get(
             &world,
             &owner,
@@ -273,6 +368,181 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         let implements = launches.iter().filter(|l| l.role == "implement").count();
         assert!(implements >= 1, "{cell}");
     }
+    if let Scenario::FullLoop = scenario {
+        full_loop_objects_exactly_once(&world, &owner, &cell).await;
+    }
+    if let Scenario::AdoptPersonsPr = scenario {
+        let pulls = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/pulls?state=all", world.repository()),
+        )
+        .await;
+        let body = pulls[0]["body"].as_str().unwrap_or_default();
+        assert!(
+            body.starts_with(PERSONS_BODY),
+            "{cell}: the person's text kept: {body:?}"
+        );
+        assert_eq!(
+            body.matches("<!-- ai-implementation").count(),
+            1,
+            "{cell}: adopted once: {body}"
+        );
+        assert_eq!(
+            pulls[0]["user"]["login"], OWNER,
+            "{cell}: still the person's PR"
+        );
+    }
+    if let Scenario::FollowUpReuse = scenario {
+        let issues = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/issues?state=all", world.repository()),
+        )
+        .await;
+        let marked: Vec<&Value> = issues
+            .iter()
+            .filter(|i| {
+                i["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("<!-- ai-follow-up")
+            })
+            .collect();
+        assert_eq!(marked.len(), 1, "{cell}: one follow-up issue: {issues:?}");
+        let body = marked[0]["body"].as_str().unwrap();
+        assert_eq!(
+            body.matches("<!-- ai-follow-up").count(),
+            2,
+            "{cell}: created once, appended once: {body}"
+        );
+    }
+}
+
+const PERSONS_BODY: &str = "Started on this myself; please take it over.";
+
+/// `autoforge/<issue>` pushed by the owner with one commit on the default
+/// branch, and an open PR from it without any marker.
+async fn persons_branch_and_pr(world: &World, owner: &Person, issue: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = world.hub.git_url(OWNER, REPO);
+    let header = format!("http.extraHeader=Authorization: Bearer {}", owner.token);
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let identity = ["-c", "user.name=Octo", "-c", "user.email=octo@example.com"];
+        let output = std::process::Command::new("git")
+            .args(["-c", &header])
+            .args(identity)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    git(dir.path(), &["clone", "-q", &url, "work"]);
+    let work = dir.path().join("work");
+    let git_in = |args: &[&str]| git(&work, args);
+    let branch = format!("autoforge/{issue}");
+    git_in(&["checkout", "-q", "-b", &branch]);
+    std::fs::write(work.join("started.txt"), "a start\n").unwrap();
+    git_in(&["add", "started.txt"]);
+    git_in(&["commit", "-q", "-m", "Start the widget"]);
+    git_in(&["push", "-q", "origin", &branch]);
+    world
+        .api(
+            owner,
+            reqwest::Method::POST,
+            &format!("/repos/{}/pulls", world.repository()),
+            serde_json::json!({ "title": "Widget (started by hand)", "head": branch,
+                "base": "main", "body": PERSONS_BODY }),
+        )
+        .await;
+}
+
+/// EPIC #1 (its body written by a person) with sub-issue #2; returns 2.
+async fn epic_with_one_child(world: &World, owner: &Person) -> u64 {
+    let epic = world.open_issue(owner, "The widgets EPIC").await;
+    let child = world.open_issue(owner, "First widget").await;
+    assert_eq!((epic, child), (1, 2));
+    let path = format!("/repos/{}/issues/{child}", world.repository());
+    let read = world
+        .api(owner, reqwest::Method::GET, &path, Value::Null)
+        .await;
+    world
+        .api(
+            owner,
+            reqwest::Method::POST,
+            &format!("/repos/{}/issues/{epic}/sub_issues", world.repository()),
+            serde_json::json!({ "sub_issue_id": read["id"] }),
+        )
+        .await;
+    child
+}
+
+/// After the whole loop: the PR merged by one request, one follow-up
+/// issue, the EPIC's roadmap section once with the person's text kept.
+async fn full_loop_objects_exactly_once(world: &World, owner: &Person, cell: &str) {
+    let repository = world.repository();
+    let pulls = get(
+        world,
+        owner,
+        &format!("/repos/{repository}/pulls?state=all"),
+    )
+    .await;
+    assert_eq!(pulls.len(), 1, "{cell}: one PR: {pulls:?}");
+    let number = pulls[0]["number"].as_u64().unwrap();
+    assert_eq!(pulls[0]["merged"], true, "{cell}: merged");
+    let merge_path = format!("/repos/{repository}/pulls/{number}/merge");
+    let merges = world
+        .hub
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path == merge_path)
+        .count();
+    assert_eq!(merges, 1, "{cell}: one merge request");
+    let issues = get(
+        world,
+        owner,
+        &format!("/repos/{repository}/issues?state=all"),
+    )
+    .await;
+    let follow_ups = issues
+        .iter()
+        .filter(|i| {
+            i["pull_request"].is_null()
+                && i["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("ai-follow-up")
+        })
+        .count();
+    assert_eq!(follow_ups, 1, "{cell}: one follow-up issue: {issues:?}");
+    let epic = world
+        .api(
+            owner,
+            reqwest::Method::GET,
+            &format!("/repos/{repository}/issues/1"),
+            Value::Null,
+        )
+        .await;
+    let body = epic["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("please"),
+        "{cell}: the person's text kept: {body:?}"
+    );
+    assert_eq!(
+        body.matches("ai-controller-roadmap:start").count(),
+        1,
+        "{cell}: {body}"
+    );
+    assert_eq!(
+        body.matches("ai-controller-roadmap:end").count(),
+        1,
+        "{cell}: {body}"
+    );
 }
 
 /// Waits for the child to abort at its crash point and starts a clean one.
@@ -354,6 +624,54 @@ matrix!(Scenario::PublishAndReview, "post_comment" =>
     review_comment_survives_a_crash_after_observed: "after_observed",
 );
 
+matrix!(Scenario::FullLoop, "merge_pr" =>
+    merge_survives_a_crash_after_its_intent: "after_intent",
+    merge_survives_a_crash_after_attempted: "after_attempted",
+    merge_survives_a_crash_after_send: "after_send",
+    merge_survives_a_crash_after_read_back: "after_read_back",
+    merge_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "create_issue" =>
+    follow_up_issue_survives_a_crash_after_its_intent: "after_intent",
+    follow_up_issue_survives_a_crash_after_attempted: "after_attempted",
+    follow_up_issue_survives_a_crash_after_send: "after_send",
+    follow_up_issue_survives_a_crash_after_read_back: "after_read_back",
+    follow_up_issue_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "splice_epic_roadmap" =>
+    roadmap_splice_survives_a_crash_after_its_intent: "after_intent",
+    roadmap_splice_survives_a_crash_after_attempted: "after_attempted",
+    roadmap_splice_survives_a_crash_after_send: "after_send",
+    roadmap_splice_survives_a_crash_after_read_back: "after_read_back",
+    roadmap_splice_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FullLoop, "post_comment:ai-epic-progress" =>
+    epic_progress_survives_a_crash_after_its_intent: "after_intent",
+    epic_progress_survives_a_crash_after_attempted: "after_attempted",
+    epic_progress_survives_a_crash_after_send: "after_send",
+    epic_progress_survives_a_crash_after_read_back: "after_read_back",
+    epic_progress_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::FollowUpReuse, "append_issue_markers" =>
+    follow_up_markers_survive_a_crash_after_their_intent: "after_intent",
+    follow_up_markers_survive_a_crash_after_attempted: "after_attempted",
+    follow_up_markers_survive_a_crash_after_send: "after_send",
+    follow_up_markers_survive_a_crash_after_read_back: "after_read_back",
+    follow_up_markers_survive_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::AdoptPersonsPr, "adopt_pr" =>
+    adoption_survives_a_crash_after_its_intent: "after_intent",
+    adoption_survives_a_crash_after_attempted: "after_attempted",
+    adoption_survives_a_crash_after_send: "after_send",
+    adoption_survives_a_crash_after_read_back: "after_read_back",
+    adoption_survives_a_crash_after_observed: "after_observed",
+);
+
 /// Two `autoforge serve` processes on one database compete for the same
 /// run: the leases let one drive it at a time, and GitHub sees every
 /// object once.
@@ -370,7 +688,7 @@ async fn two_serve_processes_on_one_database_write_every_object_once() {
     let owner = world.owner();
     let issue = world.open_issue(&owner, "two replicas").await;
     world.add_label(&owner, issue, "autoforge").await;
-    let run = run_of(&world, issue).await;
+    let run = world.run_for(issue).await;
 
     let effects = settled(&world, run, scenario.final_phase(), "", "replicas").await;
     comments_exactly_once(&world, &owner, &effects, "replicas").await;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use autoforge::driver::{Driver, DriverConfig, RepositoryAccess};
 use autoforge::github::{GitHubAuth, GitHubClient};
+use autoforge::machine::MergeMode;
 use autoforge_journal::{Journal, RunId, Stage};
 use driver_support::{NAME, OWNER, REPOSITORY, World, agent_runtime, git_access};
 use secrecy::{ExposeSecret, SecretString};
@@ -22,8 +23,8 @@ const CHILD: &str = "DRIVER_CRASH_CHILD";
 const CHILD_LEASE: Duration = Duration::from_millis(800);
 
 /// The windows of the write-ahead protocol the driver passes for every
-/// effect it sends (`after_observed` needs a run awaiting effects, which
-/// the driver does not reach yet).
+/// effect it sends (`after_observed` only exists where the run awaits its
+/// effects; a merge awaits its own read-back instead).
 const POINTS: [&str; 4] = [
     "after_intent",
     "after_attempted",
@@ -54,10 +55,14 @@ async fn crash_child_drives_due_runs() {
         merge_method: "merge".into(),
         git: None,
     };
-    let config = DriverConfig {
+    let mut config = DriverConfig {
         lease_ttl: CHILD_LEASE,
         ..DriverConfig::new("doomed-child")
     };
+    let merging = std::env::var(format!("{CHILD}_AUTO_MERGE")).is_ok();
+    if merging {
+        config.settings.merge_mode = MergeMode::Auto;
+    }
     // With a state directory the child also runs agents, validates and pushes.
     let driver = match std::env::var(format!("{CHILD}_STATE")) {
         Ok(state_dir) => {
@@ -67,15 +72,34 @@ async fn crash_child_drives_due_runs() {
         }
         Err(_) => Driver::new(config, journal, [access]),
     };
-    let ended = driver.drive_due_runs(10).await.unwrap();
+    let mut ended = driver.drive_due_runs(10).await.unwrap();
+    // A merging run waits for GitHub's mergeability between tasks.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while merging && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        ended = driver.drive_due_runs(10).await.unwrap();
+    }
     panic!("the crash point did not fire; the runs ended {ended:?}");
 }
 
 /// Runs the child with `crash_at` and requires it to abort.
 async fn crash_child(world: &World, crash_at: &str, state_dir: Option<&std::path::Path>) {
+    crash_child_with(world, crash_at, state_dir, false).await;
+}
+
+/// [`crash_child`], with runs started in `merge.mode = auto` if `merging`.
+async fn crash_child_with(
+    world: &World,
+    crash_at: &str,
+    state_dir: Option<&std::path::Path>,
+    merging: bool,
+) {
     // Asynchronously: fakehub runs on this test's runtime and must keep
     // answering the child.
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap());
+    if merging {
+        child.env(format!("{CHILD}_AUTO_MERGE"), "1");
+    }
     if let Some(dir) = state_dir {
         child
             .env(format!("{CHILD}_STATE"), dir)
@@ -222,5 +246,40 @@ async fn a_crash_while_publishing_leaves_one_branch_and_one_pr_and_reaches_ready
 async fn a_crash_while_posting_the_review_leaves_one_review_comment() {
     for point in EVERY_POINT {
         crash_on_the_way_to_ready_for_merge(point, "post_comment").await;
+    }
+}
+
+#[tokio::test]
+async fn a_crash_while_merging_merges_once_at_the_reviewed_head_and_the_run_is_done() {
+    for point in POINTS {
+        let cell = format!("{point}:merge_pr");
+        let world = World::new(1).await;
+        let state_dir = tempfile::tempdir().unwrap();
+        let run = world.start_run(1).await;
+
+        crash_child_with(&world, &cell, Some(state_dir.path()), true).await;
+        tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
+        let recoverer = world.merging_driver("recoverer", state_dir.path(), MergeMode::Auto);
+        world
+            .drive_until(
+                &recoverer,
+                run,
+                &["DONE", "BLOCKED"],
+                Duration::from_secs(60),
+            )
+            .await;
+
+        let state = world.state(run).await;
+        assert_eq!(state.phase.as_str(), "DONE", "{cell}: {:?}", state.blocked);
+        let pr = state.pr.unwrap();
+        let read = world.api.pull_request(&world.repo, pr).await.unwrap();
+        assert_eq!(read.merged, Some(true), "{cell}");
+        assert_eq!(
+            read.head.sha,
+            state.review.clean.unwrap().head_sha,
+            "{cell}"
+        );
+        assert_eq!(world.merge_requests(pr), 1, "{cell}");
+        all_effects_observed(&world, run, &cell).await;
     }
 }

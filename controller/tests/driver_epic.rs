@@ -83,3 +83,39 @@ async fn labelling_a_sub_issue_makes_the_run_know_its_epic() {
     assert_eq!(state.issue, 3);
     assert_eq!(state.epic.unwrap().epic, 1);
 }
+
+#[tokio::test]
+async fn a_rejected_next_issue_pick_is_asked_again_without_progress_and_the_epic_continues() {
+    let world = World::new(4).await;
+    world.add_sub_issue(1, 2).await;
+    world.add_sub_issue(1, 3).await;
+    world.close_issue(4).await;
+    let state_dir = tempfile::tempdir().unwrap();
+    let counter = state_dir.path().join("epic-launches");
+    // The first pick is a closed issue: refused on the fresh read, asked again.
+    let picks = [
+        "https://github.com/alice/widgets/issues/4",
+        "https://github.com/alice/widgets/issues/3",
+    ];
+    let driver = world.loop_driver(
+        "repick",
+        state_dir.path(),
+        MergeMode::Auto,
+        epic_catalog(&counter, &picks),
+    );
+    let run = world.start_run(1).await;
+
+    world
+        .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
+        .await;
+
+    let state = world.state(run).await;
+    assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
+    assert_eq!(state.issue, 3);
+    assert_eq!(state.merged_prs.len(), 2);
+    // Full request, re-request, full request: three EPIC launches, and the
+    // re-request posted no second progress comment for issue #2.
+    let log = std::fs::read_to_string(counter.with_extension("log")).unwrap();
+    assert_eq!(log, "full\nagain\nfull\n");
+    assert_eq!(world.comments_with(1, "ai-epic-progress").await, 2);
+}

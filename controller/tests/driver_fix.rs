@@ -112,3 +112,55 @@ async fn a_finding_deferred_to_a_new_follow_up_creates_exactly_one_marked_issue(
         .count();
     assert_eq!(created, 1);
 }
+
+#[tokio::test]
+async fn a_later_finding_deferred_to_the_listed_follow_up_appends_its_marker_to_that_issue() {
+    let world = World::new(1).await;
+    let state_dir = tempfile::tempdir().unwrap();
+    let human = "Edge cases the review raised, tracked here.";
+    let driver = world.loop_driver(
+        "appender",
+        state_dir.path(),
+        MergeMode::Auto,
+        driver_support::deferring_catalog(),
+    );
+    let run = world.start_run(1).await;
+
+    world
+        .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
+        .await;
+
+    let state = world.state(run).await;
+    assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
+    assert_eq!(state.review.round, 3);
+    // The one follow-up issue was created in round 1; round 2 appended its
+    // marker below the body as it was, the bytes before it untouched.
+    let marked: Vec<_> = world
+        .api
+        .get_all::<serde_json::Value>(&world.repo.api_path("/issues?state=all"))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|i| {
+            i["body"]
+                .as_str()
+                .is_some_and(|b| b.contains("<!-- ai-follow-up"))
+        })
+        .collect();
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    let body = marked[0]["body"].as_str().unwrap();
+    assert!(body.contains(human), "{body}");
+    assert_eq!(body.matches("<!-- ai-follow-up").count(), 2, "{body}");
+    let (first, second) = (body.find("R1-F1").unwrap(), body.find("R2-F1").unwrap());
+    assert!(first < second, "appended after: {body}");
+    let journal = world.db.journal();
+    let effects = journal.list_effects(run).await.unwrap();
+    let kinds = |kind| effects.iter().filter(|e| e.kind == kind).count();
+    assert_eq!(kinds(EffectKind::CreateIssue), 1);
+    assert_eq!(kinds(EffectKind::AppendIssueMarkers), 1);
+    let append = effects
+        .iter()
+        .find(|e| e.kind == EffectKind::AppendIssueMarkers)
+        .unwrap();
+    assert_eq!(append.stage, Stage::Observed);
+}

@@ -42,6 +42,7 @@ fn started(settings: &Settings, epic: bool) -> Event {
         epic: epic.then_some(EPIC),
         base_branch: "main".into(),
         base_sha: sha(1),
+        branch_head: None,
         settings: settings.clone(),
     }
 }
@@ -298,6 +299,7 @@ fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> E
                 repository: repository.into(),
                 open: !flavor.is_multiple_of(4),
                 base_sha: sha(1),
+                branch_head: None,
             })
         }
         9 => Event::TransientFailure {

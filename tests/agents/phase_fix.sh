@@ -2,12 +2,28 @@
 # A scripted FIX agent: `phase_fix.sh MODE FINDING_ID...`. It commits one
 # fix on top of the reviewed HEAD and resolves the findings per MODE; the
 # `follow_up` mode commits nothing and defers every finding to a new
-# follow-up issue for the controller to create.
+# follow-up issue for the controller to create; `defer_listed` (no
+# finding ids needed) defers this round's finding R<round>-F1 to the first
+# follow-up issue the prompt lists, or asks for a new one when none is.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
 shift
-cat >/dev/null
+prompt=$(cat)
+if [ "$mode" = defer_listed ]; then
+    head=$(git rev-parse HEAD)
+    round=$(printf '%s\n' "$prompt" | grep -o 'after review round [0-9]*' | head -n 1)
+    id="R${round##* }-F1"
+    listed=$(printf '%s\n' "$prompt" | grep -o 'R[0-9]*-F[0-9]*: https\?://[^ `]*/issues/[0-9]*' | head -n 1)
+    if [ -n "$listed" ]; then
+        entry=$(printf '{"finding_id":"%s","resolution":"follow_up_created","follow_up_issue_url":"%s"}' "$id" "${listed#* }")
+    else
+        entry=$(printf '{"finding_id":"%s","resolution":"follow_up_created","follow_up_issue":{"title":"Edge cases of the feature","body":"Edge cases the review raised, tracked here."}}' "$id")
+    fi
+    block "$(printf '{"phase":"FIX","status":"success","previous_head_sha":"%s","head_sha":"%s","resolutions":[%s]}' \
+        "$head" "$head" "$entry")"
+    exit 0
+fi
 if [ "$mode" = follow_up ]; then
     head=$(git rev-parse HEAD)
     resolutions=""

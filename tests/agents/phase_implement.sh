@@ -24,7 +24,7 @@ case $mode in
         commit_file feature.txt "feature" "Add the feature"
         good_answer ;;
     per_issue)
-        issue_url=$(printf '%s\n' "$prompt" | grep -o 'https://[^ `)]*/issues/[0-9][0-9]*' | head -n 1)
+        issue_url=$(printf '%s\n' "$prompt" | grep -o 'https\?://[^ `)]*/issues/[0-9][0-9]*' | head -n 1)
         number=${issue_url##*/}
         commit_file feature.txt "feature" "Add the feature"
         commit_file "feature-$number.txt" "feature $number" "Add the feature of issue $number"

@@ -16,10 +16,16 @@ review() { # ROUND NEEDS_FIX FINDINGS
 finding() { # ROUND
     printf '{"id":"R%s-F1","classification":"blocked","title":"Missing test","location":"feature.txt:1","required_resolution":"Add a test for the feature."}' "$1"
 }
+# A finding whose text names its round, so consecutive rounds do not look
+# stagnant to the controller.
+round_finding() { # ROUND
+    printf '{"id":"R%s-F1","classification":"non-blocked","title":"Edge case","location":"feature.txt:1","required_resolution":"Cover the edge case seen in round %s."}' "$1" "$1"
+}
 
 case $mode in
     clean) block "$(review "$round" false "")" ;;
     findings) block "$(review "$round" true "$(finding "$round")")" ;;
+    round_findings) block "$(review "$round" true "$(round_finding "$round")")" ;;
     wrong_round)
         other=$((round + 1))
         block "$(review "$other" true "$(finding "$other")")" ;;

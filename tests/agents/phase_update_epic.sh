@@ -4,11 +4,13 @@
 # `rerequest_*` modes answer a re-request for the next issue only.
 # `sequence COUNTER URL...` answers the Nth launch (N kept in the file
 # COUNTER, outside the worktree) with the Nth URL as the next issue, and
-# with `null` (EPIC complete) once the URLs are used up.
+# with `null` (EPIC complete) once the URLs are used up; asked again, it
+# answers only the fields the re-request lists (`COUNTER.log` records
+# `full` or `again` per launch).
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
-cat >/dev/null
+prompt=$(cat)
 case $mode in
     sequence)
         counter=$2
@@ -20,8 +22,21 @@ case $mode in
             shift "$done_count"
             next="\"$1\""
         fi
-        block "$(printf '{"phase":"UPDATE_EPIC","status":"success","progress":"Update %s: the issue is finished and merged.","roadmap_section":"- step %s of the EPIC is done","next_issue_url":%s}' \
-            "$((done_count + 1))" "$((done_count + 1))" "$next")" ;;
+        step=$((done_count + 1))
+        case $prompt in
+            *"UPDATE_EPIC (asked again)"*)
+                echo again >> "$counter.log"
+                roadmap=""
+                case $prompt in
+                    *'"roadmap_section": "<new section content>"'*)
+                        roadmap=$(printf '"roadmap_section":"- step %s of the EPIC is done",' "$step") ;;
+                esac
+                block "$(printf '{"phase":"UPDATE_EPIC","status":"success",%s"next_issue_url":%s}' "$roadmap" "$next")" ;;
+            *)
+                echo full >> "$counter.log"
+                block "$(printf '{"phase":"UPDATE_EPIC","status":"success","progress":"Update %s: the issue is finished and merged.","roadmap_section":"- step %s of the EPIC is done","next_issue_url":%s}' \
+                    "$step" "$step" "$next")" ;;
+        esac ;;
     good)
         block '{"phase":"UPDATE_EPIC","status":"success","progress":"The widget issue is finished and merged.","roadmap_section":"- [x] widgets\n- [ ] gadgets","next_issue_url":null}' ;;
     rerequest_next)

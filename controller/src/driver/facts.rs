@@ -74,7 +74,7 @@ pub async fn default_branch_head(
 }
 
 /// The branch's head SHA, `None` when the branch does not exist.
-async fn branch_head(
+pub async fn branch_head(
     api: &GitHubApi,
     repo: &RepoName,
     branch: &str,

@@ -44,7 +44,8 @@ pub(super) async fn fix_plan(
     let issue_url = format!("{base}/{}/issues/{}", access.repo, state.issue);
     let pr_url = format!("{base}/{}/pull/{}", access.repo, inputs.binding.pr);
     let effects = shared.journal.list_effects(run).await?;
-    let follow_ups = recorded_follow_ups(&effects, &pr_url);
+    let issues_base = format!("{base}/{}/issues", access.repo);
+    let follow_ups = recorded_follow_ups(&effects, &pr_url, &issues_base);
     let open_ids: Vec<String> = inputs.findings.iter().map(|f| f.id.clone()).collect();
     let handed_over = follow_ups
         .iter()
@@ -124,8 +125,14 @@ pub(super) async fn fix_plan(
 }
 
 /// `(finding id, issue URL)` of every follow-up issue the run created for
-/// `pr_url` and saw land, oldest first.
-pub(super) fn recorded_follow_ups(effects: &[Effect], pr_url: &str) -> Vec<(String, String)> {
+/// `pr_url` and saw land, oldest first. The URL is built like every URL the
+/// controller publishes (`issues_base` + number), so the fixer's answer is
+/// compared with the same form.
+pub(super) fn recorded_follow_ups(
+    effects: &[Effect],
+    pr_url: &str,
+    issues_base: &str,
+) -> Vec<(String, String)> {
     effects
         .iter()
         .filter(|e| e.kind == EffectKind::CreateIssue && e.stage == Stage::Observed)
@@ -138,8 +145,8 @@ pub(super) fn recorded_follow_ups(effects: &[Effect], pr_url: &str) -> Vec<(Stri
                 return None;
             }
             let finding = key.get("finding_id")?.as_str()?.to_owned();
-            let url = e.observed.as_ref()?.get("url")?.as_str()?.to_owned();
-            Some((finding, url))
+            let number = e.observed.as_ref()?.get("number")?.as_u64()?;
+            Some((finding, format!("{issues_base}/{number}")))
         })
         .collect()
 }

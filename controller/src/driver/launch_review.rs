@@ -61,7 +61,12 @@ pub(super) async fn review_plan(
         access.repo,
         binding.pr
     );
-    let follow_ups = recorded_follow_ups(&effects, &pr_url);
+    let issues_base = format!(
+        "{}/{}/issues",
+        access.html_base.trim_end_matches('/'),
+        access.repo
+    );
+    let follow_ups = recorded_follow_ups(&effects, &pr_url, &issues_base);
     let values = BTreeMap::from([
         ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
         ("PR_URL", Value::trusted(pr_url.clone())),

@@ -157,6 +157,14 @@ pub(super) async fn release(shared: &Shared, lease: &Lease, end: RunEnd) -> RunE
     }
 }
 
+/// A wait performed in one phase and review round.
+#[derive(Debug, Clone, PartialEq)]
+struct PerformedWait {
+    phase: crate::machine::Phase,
+    round: u32,
+    awaiting: Awaiting,
+}
+
 struct RunTask<'a> {
     shared: &'a Shared,
     lease: &'a Lease,
@@ -168,10 +176,13 @@ struct RunTask<'a> {
     /// report is not repeated in a loop.
     reported: Option<i64>,
     /// Waits already performed in this task (a read, a launch, a
-    /// validation). Meeting one again means the machine did not move on —
-    /// a read that changed nothing, or a refused result — so the run waits
-    /// for its next re-check instead of spinning.
-    performed: Vec<Awaiting>,
+    /// validation), with the phase and review round they were performed
+    /// in. Meeting one again in the same phase and round means the machine
+    /// did not move on — a read that changed nothing, an inconclusive
+    /// merge check, a refused result — so the run waits for its next
+    /// re-check instead of spinning. A new round (FIX → REVIEW N+1) or
+    /// phase asks afresh at once.
+    performed: Vec<PerformedWait>,
 }
 
 impl<'a> RunTask<'a> {
@@ -238,7 +249,7 @@ impl<'a> RunTask<'a> {
                 // validations are never redone this way.
                 self.performed.retain(|done| {
                     !matches!(
-                        done,
+                        done.awaiting,
                         Awaiting::Facts { .. }
                             | Awaiting::MergeOutcome
                             | Awaiting::NextIssueCheck { .. }
@@ -257,22 +268,27 @@ impl<'a> RunTask<'a> {
     /// driver can: the event it produced, or `None` to go idle.
     async fn awaited_step(&mut self) -> Result<Option<Event>, DriverError> {
         let awaiting = self.state.awaiting.clone();
-        if self.performed.contains(&awaiting) {
+        let wait = PerformedWait {
+            phase: self.state.phase,
+            round: self.state.review.round,
+            awaiting: awaiting.clone(),
+        };
+        if self.performed.contains(&wait) {
             return Ok(None);
         }
         let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
         let event = match &awaiting {
             Awaiting::Agent { launch } if agents_ready => {
-                self.performed.push(awaiting.clone());
+                self.performed.push(wait.clone());
                 agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
                     .await?
             }
             Awaiting::Validation { sha } if agents_ready => {
-                self.performed.push(awaiting.clone());
+                self.performed.push(wait.clone());
                 agent_step::validate(self.shared, self.lease, self.access, sha).await?
             }
             Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
-                self.performed.push(awaiting.clone());
+                self.performed.push(wait.clone());
                 match self.read_event(&awaiting).await? {
                     Some(event) => event,
                     None => return Ok(None),
@@ -380,7 +396,11 @@ impl<'a> RunTask<'a> {
             // The crash window between the last read-back and whatever the
             // run does next, whether or not the machine waits for these.
             for effect in &effects {
-                crash_point(Point::AfterObservedBeforeTransition, Some(effect.kind));
+                crash_point(
+                    Point::AfterObservedBeforeTransition,
+                    effect.kind,
+                    &effect.identity,
+                );
             }
         }
         if !matches!(self.state.awaiting, Awaiting::Effects { .. }) || !all_observed {
@@ -490,7 +510,7 @@ impl<'a> RunTask<'a> {
         }
         tx.commit().await?;
         for effect in &planned {
-            crash_point(Point::AfterIntentCommit, Some(effect.kind));
+            crash_point(Point::AfterIntentCommit, effect.kind, &effect.identity);
         }
         if changed {
             tracing::info!(run = %self.lease.run_id, event = event.name(),

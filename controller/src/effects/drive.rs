@@ -240,9 +240,17 @@ impl EffectExecutor {
             return Ok(DriveOutcome::Blocked { reason });
         }
         self.journal.mark_attempted(lease, effect.id).await?;
-        crash_point(Point::AfterAttemptedBeforeSend, Some(effect.kind));
+        crash_point(
+            Point::AfterAttemptedBeforeSend,
+            effect.kind,
+            &effect.identity,
+        );
         let sent = self.send(effect).await?;
-        crash_point(Point::AfterSendBeforeReadBack, Some(effect.kind));
+        crash_point(
+            Point::AfterSendBeforeReadBack,
+            effect.kind,
+            &effect.identity,
+        );
         // Reconcile even after a refusal: a 422 "already exists" may be the
         // answer to our own earlier send that landed.
         let after = self.reconcile(effect, &ownership).await?;
@@ -271,7 +279,11 @@ impl EffectExecutor {
     ) -> Result<DriveOutcome, EffectError> {
         let (outcome, reason) = match observation {
             Observation::Present(value) => {
-                crash_point(Point::AfterReadBackBeforeObserved, Some(effect.kind));
+                crash_point(
+                    Point::AfterReadBackBeforeObserved,
+                    effect.kind,
+                    &effect.identity,
+                );
                 self.journal.mark_observed(lease, effect.id, &value).await?;
                 return Ok(DriveOutcome::Observed(value));
             }

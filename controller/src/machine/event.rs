@@ -138,6 +138,10 @@ pub struct NextIssueFacts {
     pub open: bool,
     /// Default-branch head, to start the next issue from.
     pub base_sha: String,
+    /// Head of the next issue's branch `autoforge/<n>` if it exists
+    /// (earlier work the implementer continues from).
+    #[serde(default)]
+    pub branch_head: Option<String>,
 }
 
 /// An input to [`super::decide`].
@@ -150,6 +154,10 @@ pub enum Event {
         epic: Option<u64>,
         base_branch: String,
         base_sha: String,
+        /// Head of `autoforge/<issue>` if the branch exists already: earlier
+        /// work (SPEC §4 IMPLEMENT, `START_SHA`).
+        #[serde(default)]
+        branch_head: Option<String>,
         settings: Settings,
     },
     AgentFinished {

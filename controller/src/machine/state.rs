@@ -193,6 +193,10 @@ pub struct RunState {
     pub base_branch: String,
     /// Default-branch head fetched when the run (or issue) started.
     pub base_sha: String,
+    /// Head of the issue branch when the issue started, if it existed:
+    /// the implementer continues from it and the push must fast-forward it.
+    #[serde(default)]
+    pub prior_branch_head: Option<String>,
     pub pr: Option<u64>,
     pub review: ReviewState,
     pub counters: Counters,
@@ -224,6 +228,7 @@ impl RunState {
             branch: String::new(),
             base_branch: String::new(),
             base_sha: String::new(),
+            prior_branch_head: None,
             pr: None,
             review: ReviewState::default(),
             counters: Counters::default(),

@@ -544,23 +544,61 @@ pub fn epic_catalog(counter: &std::path::Path, next: &[&str]) -> AgentCatalog {
 impl World {
     /// Makes `child` a sub-issue of `parent` through the REST API.
     pub async fn add_sub_issue(&self, parent: u64, child: u64) {
-        use secrecy::ExposeSecret;
         let id = self.api.issue(&self.repo, child).await.unwrap().id;
-        let url = format!(
-            "{}/repos/{REPOSITORY}/issues/{parent}/sub_issues",
-            self.hub.base_url().trim_end_matches('/')
-        );
+        let path = format!("/repos/{REPOSITORY}/issues/{parent}/sub_issues");
+        self.rest(reqwest::Method::POST, &path, json!({ "sub_issue_id": id }))
+            .await;
+    }
+
+    /// Closes `issue` as a person would.
+    pub async fn close_issue(&self, issue: u64) {
+        let path = format!("/repos/{REPOSITORY}/issues/{issue}");
+        self.rest(reqwest::Method::PATCH, &path, json!({ "state": "closed" }))
+            .await;
+    }
+
+    /// One REST call as the repository owner; it must succeed.
+    async fn rest(&self, method: reqwest::Method, path: &str, body: Value) {
+        use secrecy::ExposeSecret;
+        let url = format!("{}{path}", self.hub.base_url().trim_end_matches('/'));
         let answer = reqwest::Client::new()
-            .post(url)
+            .request(method, url)
             .header(
                 "authorization",
                 format!("token {}", self.token.expose_secret()),
             )
             .header("user-agent", "autoforge-tests")
-            .json(&json!({ "sub_issue_id": id }))
+            .json(&body)
             .send()
             .await
             .unwrap();
-        assert!(answer.status().is_success(), "{}", answer.status());
+        assert!(answer.status().is_success(), "{path}: {}", answer.status());
     }
+}
+
+/// Two review rounds with a finding each (texts naming their round), a
+/// clean third round, and the fixer `phase_fix.sh defer_listed`: round 1's
+/// finding gets a new follow-up issue, round 2's is deferred to it.
+pub fn deferring_catalog() -> AgentCatalog {
+    let settings: AgentSettings = serde_json::from_value(json!({
+        "profiles": {
+            "implementer": implement_profile("good"),
+            "r1": script_profile("phase_review.sh", &["round_findings", "1"]),
+            "r2": script_profile("phase_review.sh", &["round_findings", "2"]),
+            "r3": script_profile("phase_review.sh", &["clean", "3"]),
+            "fixer": script_profile("phase_fix.sh", &["defer_listed"]),
+        },
+        "roles": {
+            "implement": "implementer",
+            "review": [
+                {"rounds": "1", "profile": "r1"},
+                {"rounds": "2", "profile": "r2"},
+                {"rounds": "3+", "profile": "r3"},
+            ],
+            "fix": "fixer",
+            "update_epic": "implementer",
+        }
+    }))
+    .unwrap();
+    settings.catalog(8).unwrap()
 }

@@ -17,6 +17,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             epic,
             base_branch,
             base_sha,
+            branch_head,
             settings,
         },
     ) = (&state.awaiting, event)
@@ -30,6 +31,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.branch = RunState::branch_for(*issue);
     s.base_branch.clone_from(base_branch);
     s.base_sha.clone_from(base_sha);
+    s.prior_branch_head.clone_from(branch_head);
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
     if *epic == Some(*issue) {
@@ -55,11 +57,15 @@ fn launch(step: &mut Step) -> StepResult {
         issue: s.issue,
         branch: s.branch.clone(),
         base_sha: s.base_sha.clone(),
+        // The reviewed head once there is a PR; before that earlier work on
+        // the issue branch; else the default branch head.
         start_sha: s
             .review
             .binding
             .as_ref()
-            .map_or_else(|| s.base_sha.clone(), |b| b.head_sha.clone()),
+            .map(|b| b.head_sha.clone())
+            .or_else(|| s.prior_branch_head.clone())
+            .unwrap_or_else(|| s.base_sha.clone()),
         validation_failure: s.last_validation_failure.clone(),
     };
     step.launch(Role::Implement, 0, inputs)

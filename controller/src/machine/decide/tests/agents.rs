@@ -335,9 +335,40 @@ fn starting_on_the_epic_itself_blocks() {
         epic: Some(3),
         base_branch: "main".to_owned(),
         base_sha: sha(1),
+        branch_head: None,
         settings: Settings::default(),
     };
     let decision = decide(&state, &started).expect("legal");
     assert_eq!(decision.next.phase, Phase::Blocked);
     assert!(decision.launches.is_empty());
+}
+
+#[test]
+fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
+    let state = RunState::new("run-1", Settings::default());
+    let started = Event::Started {
+        repository: "acme/widgets".to_owned(),
+        issue: ISSUE,
+        epic: None,
+        base_branch: "main".to_owned(),
+        base_sha: sha(1),
+        branch_head: Some(sha(7)),
+        settings: Settings::default(),
+    };
+    let decision = decide(&state, &started).expect("legal");
+    let launch = decision
+        .launches
+        .first()
+        .expect("the implementer is launched");
+    match &launch.inputs {
+        LaunchInputs::Implement {
+            base_sha,
+            start_sha,
+            ..
+        } => {
+            assert_eq!(base_sha, &sha(1));
+            assert_eq!(start_sha, &sha(7), "continues the branch's work");
+        }
+        other => panic!("not an implement launch: {other:?}"),
+    }
 }

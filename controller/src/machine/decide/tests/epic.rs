@@ -35,6 +35,7 @@ fn next_issue(issue: u64, open: bool) -> Event {
         repository: "Acme/Widgets".into(),
         open,
         base_sha: sha(50),
+        branch_head: None,
     })
 }
 
@@ -163,6 +164,7 @@ fn pick_in_another_repository_is_rejected() {
         repository: "other/repo".into(),
         open: true,
         base_sha: sha(50),
+        branch_head: None,
     }));
     assert_eq!(run.state.counters.next_issue_rejections, 1);
 }

@@ -79,6 +79,7 @@ impl Run {
             epic,
             base_branch: "main".to_owned(),
             base_sha: sha(1),
+            branch_head: None,
             settings,
         };
         let last = decide(&state, &started).expect("legal");

@@ -180,7 +180,8 @@ impl StateDir {
     fn finish(self, keep: bool) {
         if let StateDir::Temporary(dir) = self {
             if keep {
-                let _kept = dir.keep();
+                let kept = dir.keep();
+                println!("state kept in {}", kept.display());
             } else if let Err(error) = dir.close() {
                 tracing::warn!(%error, "cannot remove the temporary state directory");
             }

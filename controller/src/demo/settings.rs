@@ -170,6 +170,37 @@ mod tests {
     }
 
     #[test]
+    fn an_operator_agents_table_replaces_the_scripted_profiles_and_roles() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("app.pem");
+        std::fs::write(
+            &key,
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let file = dir.path().join("mine.toml");
+        std::fs::write(
+            &file,
+            "[merge]\nmode = \"never\"\n[agents.profiles.claude]\ncommand = [\"claude\", \"--print\"]\n[agents.roles]\nimplement = \"claude\"\nreview = \"claude\"\nfix = \"claude\"\nupdate_epic = \"claude\"\n",
+        )
+        .unwrap();
+        let secret = SecretString::from("demo-secret");
+        let demo = DemoSettings {
+            agents: operator_agents(&file).unwrap(),
+            ..settings(dir.path(), &key, &secret)
+        };
+        let (config, _) = load_demo_config(&demo)
+            .map_err(|e| format!("{e:#}"))
+            .unwrap();
+        let agents = &config.settings.agents;
+        assert_eq!(agents.profiles.keys().collect::<Vec<_>>(), ["claude"]);
+        assert_eq!(agents.profiles["claude"].command, ["claude", "--print"]);
+        assert_eq!(agents.roles.implement.as_deref(), Some("claude"));
+        // The operator's other sections do not leak in.
+        assert_eq!(config.settings.merge.mode, MergeMode::Auto);
+    }
+
+    #[test]
     fn only_the_agents_section_of_an_operator_file_is_taken() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("mine.toml");

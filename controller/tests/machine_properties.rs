@@ -259,6 +259,7 @@ fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> E
         kind @ (1 | 2) => Event::AgentFinished {
             launch,
             outcome: agent_outcome(kind, state, flavor),
+            tokens: None,
         },
         3 => Event::ValidationFinished {
             sha: awaited_sha,

@@ -275,9 +275,11 @@ pub(super) async fn run_launch(
         .await?;
     }
     let outcome = agent_outcome(&report);
+    let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
+        tokens: (!reported.is_empty()).then(|| reported.iter().sum()),
     })
 }
 

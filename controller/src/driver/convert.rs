@@ -23,6 +23,7 @@ pub fn run_settings(settings: &config::Settings) -> machine::Settings {
         max_validation_failures: settings.limits.validation_failures_per_phase,
         max_corrections: settings.limits.corrections_per_launch,
         epic_update_every: settings.epic.update_every,
+        max_tokens: settings.limits.tokens_per_run,
         ..machine::Settings::default()
     }
 }

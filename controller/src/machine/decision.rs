@@ -280,6 +280,10 @@ pub enum UnblockRefusal {
         "the launch budget ({max_launches} launches) is exhausted; raise it in the configuration"
     )]
     LaunchBudgetExhausted { max_launches: u32 },
+    #[error(
+        "the token budget is spent ({used} of {max_tokens} tokens); the limit is frozen for this run: stop it and label the issue again to start under a new limits.tokens_per_run"
+    )]
+    TokenBudgetSpent { used: u64, max_tokens: u64 },
     #[error("the issue is closed")]
     IssueClosed,
     #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]

@@ -163,6 +163,10 @@ pub enum Event {
     AgentFinished {
         launch: u32,
         outcome: AgentOutcome,
+        /// Tokens the launch (its corrections included) reported through
+        /// the profile's `usage_pattern`; `None` when it reported none.
+        #[serde(default)]
+        tokens: Option<u64>,
     },
     ValidationFinished {
         sha: String,

@@ -2,7 +2,7 @@
 //! operator, picks the phase a BLOCKED run resumes in, from fresh GitHub
 //! facts only. The operator's reason is recorded, never evidence.
 
-use super::bounds::{launch_allowed, round_allowed};
+use super::bounds::{launch_allowed, round_allowed, tokens_left};
 use super::decision::UnblockRefusal;
 use super::event::{GitHubFacts, PrState};
 use super::phase::Phase;
@@ -23,6 +23,12 @@ pub fn unblock_target(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Un
     if launches_agent && !launch_allowed(&state.settings, &state.counters) {
         return Err(UnblockRefusal::LaunchBudgetExhausted {
             max_launches: state.settings.max_launches,
+        });
+    }
+    if launches_agent && !tokens_left(&state.settings, &state.counters) {
+        return Err(UnblockRefusal::TokenBudgetSpent {
+            used: state.counters.tokens,
+            max_tokens: state.settings.max_tokens.unwrap_or_default(),
         });
     }
     Ok(target)
@@ -151,6 +157,20 @@ mod tests {
         assert_eq!(
             unblock_target(&blocked_state(), &facts(None)),
             Ok(Phase::Implement)
+        );
+    }
+
+    #[test]
+    fn a_spent_token_budget_refuses_a_resume_that_would_launch_an_agent() {
+        let mut state = blocked_state();
+        state.settings.max_tokens = Some(50);
+        state.counters.tokens = 80;
+        assert_eq!(
+            unblock_target(&state, &facts(None)),
+            Err(UnblockRefusal::TokenBudgetSpent {
+                used: 80,
+                max_tokens: 50
+            })
         );
     }
 

@@ -43,14 +43,24 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             step.block(format!("effect {identity} ended in conflict: {reason}"))?;
         }
         Event::TransientFailure { .. } => return common::transient_failure(state),
-        Event::AgentFinished { launch, outcome } => {
+        Event::AgentFinished {
+            launch,
+            outcome,
+            tokens,
+        } => {
             let failed = matches!(
                 outcome,
                 AgentOutcome::Crashed { .. }
                     | AgentOutcome::TimedOut
                     | AgentOutcome::NonZeroExit { .. }
             );
-            let decision = agent_finished(state, *launch, outcome)?;
+            // Spent tokens count even when the result is refused: the agent ran.
+            let mut counted = state.clone();
+            counted.counters.tokens = counted
+                .counters
+                .tokens
+                .saturating_add(tokens.unwrap_or_default());
+            let decision = agent_finished(&counted, *launch, outcome)?;
             return Ok(if failed {
                 decision
             } else {

@@ -3,7 +3,7 @@
 //! edge and performs the new phase's entry action.
 
 use super::{epic, fix, implement, merge, review};
-use crate::machine::bounds::launch_allowed;
+use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
     Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, Role, StatusSnapshot,
     ValidationRequest,
@@ -184,6 +184,17 @@ impl Step {
             let max = self.state.settings.max_launches;
             return self.block(format!(
                 "the run's launch budget of {max} agent launches is exhausted"
+            ));
+        }
+        if !tokens_left(&self.state.settings, &self.state.counters) {
+            let (used, max) = (
+                self.state.counters.tokens,
+                self.state.settings.max_tokens.unwrap_or_default(),
+            );
+            return self.block(format!(
+                "the run's token budget is spent: its agents reported {used} tokens of the \
+                 {max} that limits.tokens_per_run allowed when it started; stop the run and \
+                 label the issue again to continue under a new limit"
             ));
         }
         self.state.counters.launches += 1;

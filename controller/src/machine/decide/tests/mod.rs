@@ -127,7 +127,11 @@ impl Run {
 
     pub fn finish_agent(&mut self, outcome: AgentOutcome) -> &Decision {
         let launch = self.launch().id;
-        self.apply(Event::AgentFinished { launch, outcome })
+        self.apply(Event::AgentFinished {
+            launch,
+            outcome,
+            tokens: None,
+        })
     }
 
     pub fn succeed(&mut self, result: PhaseResult) -> &Decision {

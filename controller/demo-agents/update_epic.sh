@@ -1,8 +1,9 @@
 #!/bin/sh
 # Demo UPDATE_EPIC agent: `update_epic.sh CHILD_NUMBER...` (the EPIC's
 # issues in order). Reports the merge without any URL, rewrites the
-# roadmap and picks the next child after the finished one that
-# `epic-issues.md` does not show as closed; none left means null.
+# roadmap (keeping the pull requests the current one names) and picks the
+# next child after the finished one that `epic-issues.md` does not show as
+# closed; none left means null.
 set -eu
 . "$(dirname "$0")/common.sh"
 read_prompt
@@ -29,7 +30,9 @@ for child in "$@"; do
         seen_finished=true
         line="- [x] #$child: merged in #$pr"
     elif [ "$seen_finished" = false ]; then
-        line="- [x] #$child: merged"
+        # Keep the pull request an earlier update recorded for it.
+        line=$(printf '%s\n' "$PROMPT" | grep -E "^- \[x\] #$child: merged in #[0-9]+$" | head -n 1)
+        [ -n "$line" ] || line="- [x] #$child: merged"
     elif [ -z "$next" ] && ! closed "$child"; then
         next=$child
         line="- [ ] #$child: next"

@@ -27,6 +27,7 @@ pub fn run_settings(settings: &config::Settings) -> machine::Settings {
         epic_update_every: settings.epic.update_every,
         status_labels: settings.labels.status,
         max_tokens: settings.limits.tokens_per_run,
+        max_merge_checks: settings.merge.inconclusive_checks,
         ..machine::Settings::default()
     }
 }

@@ -76,7 +76,7 @@ impl Default for Settings {
             max_validation_failures: 3,
             max_corrections: 1,
             max_retries: 3,
-            max_merge_checks: 5,
+            max_merge_checks: 60,
             stagnation_identical_rounds: 2,
             stagnation_unchanged_count_rounds: 3,
             epic_update_every: 1,

@@ -90,7 +90,14 @@ impl Dispatcher {
             delivery_id = %delivery.delivery_id,
             event = %delivery.event
         );
-        let _entered = span.enter();
+        // `instrument`, never an entered guard across `.await`: a guard
+        // held while the task is suspended leaks the span into whatever
+        // else the worker thread polls, and tracing-subscriber panics when
+        // it is closed from another thread.
+        tracing::Instrument::instrument(self.dispatch_in_span(delivery), span).await;
+    }
+
+    async fn dispatch_in_span(&self, delivery: &Delivery) {
         let failure = match self.handle(delivery).await {
             Ok(()) => return,
             Err(failure) => failure,

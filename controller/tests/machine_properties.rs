@@ -192,6 +192,7 @@ fn phase_result(state: &RunState, flavor: u8) -> PhaseResult {
                 1 => Some(8 + u64::from(flavor % 5)),
                 _ => Some(EPIC),
             },
+            next_issue_repository: flavor.is_multiple_of(7).then(|| "other/gadgets".into()),
         }),
         _ => PhaseResult::Implement(ImplementResult {
             head_sha: sha(10 + f),

@@ -183,6 +183,11 @@ fn epic_result(result: &agents::result::UpdateEpicResult) -> Result<machine::Epi
             .as_deref()
             .map(|url| issue_number(url, "next_issue_url"))
             .transpose()?,
+        next_issue_repository: result
+            .next_issue_url
+            .as_deref()
+            .and_then(|url| IssueRef::parse_url(url, false))
+            .map(|issue| format!("{}/{}", issue.owner, issue.repo)),
     })
 }
 

@@ -106,6 +106,10 @@ pub struct EpicResult {
     pub roadmap_section: Option<String>,
     /// `None` means the agent reports the EPIC complete.
     pub next_issue: Option<u64>,
+    /// `owner/name` of the picked issue, from its URL; a pick from another
+    /// repository is rejected like any ineligible pick.
+    #[serde(default)]
+    pub next_issue_repository: Option<String>,
 }
 
 /// The phase-specific payload of a `status: "success"` result.

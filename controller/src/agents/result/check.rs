@@ -286,20 +286,17 @@ fn update_epic(r: &UpdateEpicResult, o: &UpdateEpicObservations) -> Result<(), C
     if (o.roadmap_due || final_roadmap) && r.roadmap_section.is_none() {
         return Err(CrossCheckError::RoadmapRequired);
     }
-    if let Some(url) = &r.next_issue_url {
-        let Some(next) = IssueRef::parse_url(url, false) else {
-            return Err(CrossCheckError::NextIssueOtherRepository {
-                repository: repo_name(&o.epic),
-            });
-        };
-        if !next.same_repository(&o.epic) {
-            return Err(CrossCheckError::NextIssueOtherRepository {
-                repository: repo_name(&o.epic),
-            });
-        }
-        if next.same_as(&o.epic) || next.same_as(&o.finished_issue) {
-            return Err(CrossCheckError::NextIssueNotEligible);
-        }
+    // Only the shape is checked here. Whether the pick is eligible (same
+    // repository, open, not the EPIC or the finished issue) is the
+    // machine's next-issue verification (SPEC §4 UPDATE_EPIC): a rejected
+    // pick is asked again once, a second rejection blocks the run — a
+    // correction relaunch here would bypass that bound.
+    if let Some(url) = &r.next_issue_url
+        && IssueRef::parse_url(url, false).is_none()
+    {
+        return Err(CrossCheckError::NextIssueOtherRepository {
+            repository: repo_name(&o.epic),
+        });
     }
     Ok(())
 }

@@ -126,7 +126,13 @@ fn after_writes(step: &mut Step) -> StepResult {
     };
     match result.next_issue {
         None => step.enter(Phase::Done, Cause::Ordinary),
-        Some(issue) => match pure_rejection(&step.state, issue) {
+        Some(issue) => match result
+            .next_issue_repository
+            .as_ref()
+            .filter(|repo| !repo.eq_ignore_ascii_case(&step.state.repository))
+            .map(|repo| format!("{repo}#{issue} is not in {}", step.state.repository))
+            .or_else(|| pure_rejection(&step.state, issue))
+        {
             Some(reason) => reject(step, reason),
             None => {
                 step.wait(Awaiting::NextIssueCheck { issue });

@@ -250,6 +250,7 @@ fn a_result_for_another_phase_gets_a_correction() {
         progress: None,
         roadmap_section: None,
         next_issue: None,
+        next_issue_repository: None,
     }));
     assert!(run.launch().correction_of.is_some());
 }

@@ -26,6 +26,7 @@ fn epic_result(progress: Option<&str>, roadmap: Option<&str>, next: Option<u64>)
         progress: progress.map(str::to_owned),
         roadmap_section: roadmap.map(str::to_owned),
         next_issue: next,
+        next_issue_repository: None,
     })
 }
 
@@ -200,6 +201,32 @@ fn pick_in_another_repository_is_rejected() {
         branch_head: None,
     }));
     assert_eq!(run.state.counters.next_issue_rejections, 1);
+}
+
+#[test]
+fn a_pick_named_by_another_repositorys_url_is_rejected_without_a_read_and_twice_blocks() {
+    let foreign = |issue| {
+        PhaseResult::UpdateEpic(EpicResult {
+            progress: Some("progress".into()),
+            roadmap_section: Some("roadmap".into()),
+            next_issue: Some(issue),
+            next_issue_repository: Some("other/gadgets".into()),
+        })
+    };
+    let mut run = to_update_epic(1);
+    run.succeed(foreign(3));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    assert_eq!(run.state.phase, Phase::UpdateEpic, "asked again");
+    assert_eq!(run.state.counters.next_issue_rejections, 1);
+    let LaunchInputs::UpdateEpic { rerequest, .. } = run.launch().inputs else {
+        panic!("epic inputs")
+    };
+    assert!(rerequest.expect("reason").contains("other/gadgets#3"));
+    run.succeed(foreign(3));
+    assert_eq!(run.state.phase, Phase::Blocked);
 }
 
 #[test]

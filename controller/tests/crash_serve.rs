@@ -52,12 +52,19 @@ enum Scenario {
     /// fast-forwards it and the PR is adopted (marker appended to the
     /// person's body); a clean review; READY_FOR_MERGE.
     AdoptPersonsPr,
+    /// Like `PublishAndReview` with status labels on: the issue's label
+    /// follows the phase (running, then ready).
+    PublishWithStatusLabels,
 }
 
 impl Scenario {
     fn config(self) -> String {
         match self {
             Scenario::StartAndStatusCommand => DRIVER.to_owned(),
+            Scenario::PublishWithStatusLabels => format!(
+                "[labels]\nstatus = true\n{}",
+                Scenario::PublishAndReview.config()
+            ),
             Scenario::PublishAndReview | Scenario::AdoptPersonsPr => format!(
                 r#"{DRIVER}
 [agents.profiles.implementer]
@@ -176,7 +183,9 @@ timeout_seconds = 60
     fn final_phase(self) -> &'static str {
         match self {
             Scenario::StartAndStatusCommand => "IMPLEMENT",
-            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => "READY_FOR_MERGE",
+            Scenario::PublishAndReview
+            | Scenario::AdoptPersonsPr
+            | Scenario::PublishWithStatusLabels => "READY_FOR_MERGE",
             Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
         }
     }
@@ -345,7 +354,24 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         assert_eq!(reactions.len(), 1, "{cell}: one 👀 reaction: {reactions:?}");
         assert_eq!(reactions[0]["content"], "eyes", "{cell}");
     }
-    if let Scenario::PublishAndReview | Scenario::AdoptPersonsPr = scenario {
+    if let Scenario::PublishWithStatusLabels = scenario {
+        let labels = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/issues/{issue}/labels", world.repository()),
+        )
+        .await;
+        let status: Vec<&str> = labels
+            .iter()
+            .filter_map(|l| l["name"].as_str())
+            .filter(|name| name.starts_with("autoforge:"))
+            .collect();
+        assert_eq!(status, ["autoforge:ready"], "{cell}: {labels:?}");
+    }
+    if let Scenario::PublishAndReview
+    | Scenario::AdoptPersonsPr
+    | Scenario::PublishWithStatusLabels = scenario
+    {
         let pulls = get(
             &world,
             &owner,
@@ -670,6 +696,14 @@ matrix!(Scenario::AdoptPersonsPr, "adopt_pr" =>
     adoption_survives_a_crash_after_send: "after_send",
     adoption_survives_a_crash_after_read_back: "after_read_back",
     adoption_survives_a_crash_after_observed: "after_observed",
+);
+
+matrix!(Scenario::PublishWithStatusLabels, "set_labels" =>
+    status_labels_survive_a_crash_after_their_intent: "after_intent",
+    status_labels_survive_a_crash_after_attempted: "after_attempted",
+    status_labels_survive_a_crash_after_send: "after_send",
+    status_labels_survive_a_crash_after_read_back: "after_read_back",
+    status_labels_survive_a_crash_after_observed: "after_observed",
 );
 
 /// Two `autoforge serve` processes on one database compete for the same

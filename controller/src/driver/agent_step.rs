@@ -83,6 +83,15 @@ impl GitCredential {
     }
 }
 
+/// The run's issue, as results name it.
+pub(super) fn run_issue(access: &RepositoryAccess, state: &RunState) -> IssueRef {
+    IssueRef {
+        owner: access.repo.owner().to_owned(),
+        repo: access.repo.name().to_owned(),
+        number: state.issue,
+    }
+}
+
 pub(super) fn sha(text: &str) -> Result<CommitSha, DriverError> {
     CommitSha::parse(text).map_err(|e| DriverError::Workspace(e.to_string()))
 }
@@ -318,11 +327,7 @@ fn implement_plan(
         start,
         values,
         expectations: Expectations::Implement {
-            run_issue: IssueRef {
-                owner: access.repo.owner().to_owned(),
-                repo: access.repo.name().to_owned(),
-                number: state.issue,
-            },
+            run_issue: run_issue(access, state),
             base_sha: base,
         },
         context: ContextFiles {

@@ -20,7 +20,6 @@ use crate::agents::result::{HandedOverFollowUp, Phase as AgentPhase};
 use crate::effects::markers::MarkerName;
 use crate::effects::plan::published_finding;
 use crate::machine::{Finding, LaunchRequest, RoundBinding, RunState};
-use crate::publish::IssueRef;
 
 /// The FIX inputs of one launch, as the machine planned them.
 pub(super) struct FixInputs<'a> {
@@ -96,11 +95,7 @@ pub(super) async fn fix_plan(
         start: start.clone(),
         values,
         expectations: Expectations::Fix {
-            run_issue: IssueRef {
-                owner: access.repo.owner().to_owned(),
-                repo: access.repo.name().to_owned(),
-                number: state.issue,
-            },
+            run_issue: super::agent_step::run_issue(access, state),
             round: launch.round,
             reviewed_head_sha: start,
             open_finding_ids: open_ids,

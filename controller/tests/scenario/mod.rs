@@ -22,7 +22,7 @@
 //!
 //! Included with `mod scenario;` by the `scenario_*` test files.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../serve_harness.rs"]
 pub mod serve_harness;
@@ -35,13 +35,15 @@ use std::time::Duration;
 
 pub use agents::Agents;
 pub use autoforge::machine::{Phase, RunState};
-use autoforge_journal::{RunId, Stage};
+use autoforge_journal::{RunFilter, RunId, Stage};
 pub use fakehub::{FaultKind, FaultRule};
 use serde_json::Value;
 pub use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 /// How long a scenario waits for any one thing before it fails.
-pub const PATIENCE: Duration = Duration::from_secs(90);
+/// An EPIC of three merges needs the longest: each merge waits for the
+/// driver's 30 s idle re-check while GitHub computes mergeability.
+pub const PATIENCE: Duration = Duration::from_secs(150);
 
 /// What a scenario configures before the serve process starts.
 #[derive(Debug, Clone)]
@@ -227,19 +229,19 @@ impl Running {
         self.world.comment(person, thread, body).await
     }
 
-    /// The run started for `issue` (waits for it to exist).
+    /// The run working on `issue`: started for it, or an EPIC's run that
+    /// moved to it (waits for one to exist).
     pub async fn run_of(&self, issue: u64) -> RunRef<'_> {
-        let repository = self.world.repository();
         let journal = self.world.journal();
-        let id = eventually(PATIENCE, &format!("a run for #{issue}"), || {
-            let repository = repository.clone();
-            async move {
-                journal
-                    .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
-                    .await
-                    .unwrap()
-                    .map(|run| run.id)
-            }
+        let id = eventually(PATIENCE, &format!("a run for #{issue}"), || async move {
+            let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
+            runs.into_iter()
+                .find(|run| {
+                    run.state["issue"].as_u64() == Some(issue)
+                        || (run.current_issue == i64::try_from(issue).unwrap()
+                            && run.state["epic"].is_null())
+                })
+                .map(|run| run.id)
         })
         .await;
         RunRef { s: self, id }
@@ -291,18 +293,21 @@ impl RunRef<'_> {
         serde_json::from_value(run.expect("the run exists").state).expect("a run state document")
     }
 
-    /// Waits until the run is in `phase` with every effect observed.
+    /// Waits until the run is in `phase` with every effect settled.
     pub async fn reaches(&self, phase: Phase) -> RunState {
+        self.reaches_within(phase, PATIENCE).await
+    }
+
+    /// `reaches` with its own patience, for a run that must settle soon.
+    pub async fn reaches_within(&self, phase: Phase, patience: Duration) -> RunState {
         let journal = self.s.world.journal();
         let run = self.id;
-        let what = format!("the run in {} with every effect observed", phase.as_str());
-        let reached = tokio::time::timeout(PATIENCE, async {
+        let what = format!("the run in {} with every effect settled", phase.as_str());
+        let reached = tokio::time::timeout(patience, async {
             loop {
                 let current = journal.get_run(run).await.unwrap().expect("the run");
                 let effects = journal.list_effects(run).await.unwrap();
-                if current.phase == phase.as_str()
-                    && effects.iter().all(|e| e.stage == Stage::Observed)
-                {
+                if current.phase == phase.as_str() && effects.iter().all(settled) {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -311,11 +316,20 @@ impl RunRef<'_> {
         .await;
         if reached.is_err() {
             let state = self.state().await;
+            let unsettled: Vec<String> = journal
+                .list_effects(run)
+                .await
+                .unwrap()
+                .iter()
+                .filter(|e| !settled(e))
+                .map(|e| format!("{:?} {:?}: {:?}", e.kind, e.stage, e.reason))
+                .collect();
             panic!(
-                "timed out waiting for {what}; it is in {} (blocked: {:?}, failure: {:?})",
+                "timed out waiting for {what}; it is in {} (blocked: {:?}, failure: {:?}) after {:?}; unsettled effects {unsettled:?}",
                 state.phase.as_str(),
                 state.blocked,
-                state.failure
+                state.failure,
+                self.phases().await
             );
         }
         self.state().await
@@ -380,7 +394,42 @@ impl RunRef<'_> {
     }
 }
 
+/// Whether an effect is done being driven: observed, or a conflict (a
+/// voided splice stays one after its re-request, by design).
+fn settled(effect: &autoforge_journal::Effect) -> bool {
+    matches!(effect.stage, Stage::Observed | Stage::Conflict)
+}
+
 /// Reads a JSON array, or an empty one.
 fn array(value: Value) -> Vec<Value> {
     value.as_array().cloned().unwrap_or_default()
+}
+
+impl Running {
+    /// Waits until serve has processed the webhook delivery of comment
+    /// `comment` (it reached the journal and the dispatcher finished it).
+    pub async fn comment_delivery_processed(&self, comment: u64) {
+        let hub = &self.world.hub;
+        let journal = self.world.journal();
+        eventually(
+            PATIENCE,
+            &format!("delivery of comment {comment} processed"),
+            || async move {
+                let guids: Vec<String> = hub
+                    .deliveries()
+                    .into_iter()
+                    .filter(|d| d.payload["comment"]["id"].as_u64() == Some(comment))
+                    .map(|d| d.guid)
+                    .collect();
+                for guid in guids {
+                    let stored = journal.get_delivery(&guid).await.unwrap();
+                    if stored.is_some_and(|d| d.processed_at.is_some()) {
+                        return Some(());
+                    }
+                }
+                None
+            },
+        )
+        .await;
+    }
 }

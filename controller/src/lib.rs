@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod dashboard;
 pub mod database;
+pub mod demo;
 pub mod driver;
 pub mod effects;
 pub mod github;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
 use serde_json::Value;
-use serve_harness::{Person, World, WorldOptions, eventually};
+use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 /// Short leases: the restarted process takes the dead one's run over soon.
 const DRIVER: &str = "[driver]\nlease_seconds = 5\n";
@@ -47,13 +47,18 @@ enum Scenario {
     /// round 2's finding deferred to that same (listed) issue, whose
     /// markers are appended; a clean round 3, an automatic merge, DONE.
     FollowUpReuse,
+    /// A person already pushed `autoforge/1` and opened an unmarked PR
+    /// from it: the implementer continues that branch, the push
+    /// fast-forwards it and the PR is adopted (marker appended to the
+    /// person's body); a clean review; READY_FOR_MERGE.
+    AdoptPersonsPr,
 }
 
 impl Scenario {
     fn config(self) -> String {
         match self {
             Scenario::StartAndStatusCommand => DRIVER.to_owned(),
-            Scenario::PublishAndReview => format!(
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => format!(
                 r#"{DRIVER}
 [agents.profiles.implementer]
 command = {implement}
@@ -171,26 +176,10 @@ timeout_seconds = 60
     fn final_phase(self) -> &'static str {
         match self {
             Scenario::StartAndStatusCommand => "IMPLEMENT",
-            Scenario::PublishAndReview => "READY_FOR_MERGE",
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => "READY_FOR_MERGE",
             Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
         }
     }
-}
-
-async fn run_of(world: &World, issue: u64) -> RunId {
-    let repository = world.repository();
-    eventually(Duration::from_secs(20), "a run for the issue", || {
-        let repository = repository.clone();
-        async move {
-            world
-                .journal()
-                .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
-                .await
-                .unwrap()
-                .map(|run| run.id)
-        }
-    })
-    .await
 }
 
 async fn phase(world: &World, run: RunId) -> String {
@@ -308,6 +297,11 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     let owner = world.owner();
     let issue = match scenario {
         Scenario::FullLoop => epic_with_one_child(&world, &owner).await,
+        Scenario::AdoptPersonsPr => {
+            let issue = world.open_issue(&owner, "crash matrix").await;
+            persons_branch_and_pr(&world, &owner, issue).await;
+            issue
+        }
         _ => {
             let issue = world.open_issue(&owner, "crash matrix").await;
             assert_eq!(issue, 1, "the scripted agents answer for issue 1");
@@ -315,7 +309,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         }
     };
     world.add_label(&owner, issue, "autoforge").await;
-    let run = run_of(&world, issue).await;
+    let run = world.run_for(issue).await;
 
     let mut command_comment = None;
     if let Scenario::StartAndStatusCommand = scenario {
@@ -351,7 +345,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
         assert_eq!(reactions.len(), 1, "{cell}: one 👀 reaction: {reactions:?}");
         assert_eq!(reactions[0]["content"], "eyes", "{cell}");
     }
-    if let Scenario::PublishAndReview = scenario {
+    if let Scenario::PublishAndReview | Scenario::AdoptPersonsPr = scenario {
         let pulls = get(
             &world,
             &owner,
@@ -377,6 +371,28 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     if let Scenario::FullLoop = scenario {
         full_loop_objects_exactly_once(&world, &owner, &cell).await;
     }
+    if let Scenario::AdoptPersonsPr = scenario {
+        let pulls = get(
+            &world,
+            &owner,
+            &format!("/repos/{}/pulls?state=all", world.repository()),
+        )
+        .await;
+        let body = pulls[0]["body"].as_str().unwrap_or_default();
+        assert!(
+            body.starts_with(PERSONS_BODY),
+            "{cell}: the person's text kept: {body:?}"
+        );
+        assert_eq!(
+            body.matches("<!-- ai-implementation").count(),
+            1,
+            "{cell}: adopted once: {body}"
+        );
+        assert_eq!(
+            pulls[0]["user"]["login"], OWNER,
+            "{cell}: still the person's PR"
+        );
+    }
     if let Scenario::FollowUpReuse = scenario {
         let issues = get(
             &world,
@@ -401,6 +417,49 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
             "{cell}: created once, appended once: {body}"
         );
     }
+}
+
+const PERSONS_BODY: &str = "Started on this myself; please take it over.";
+
+/// `autoforge/<issue>` pushed by the owner with one commit on the default
+/// branch, and an open PR from it without any marker.
+async fn persons_branch_and_pr(world: &World, owner: &Person, issue: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = world.hub.git_url(OWNER, REPO);
+    let header = format!("http.extraHeader=Authorization: Bearer {}", owner.token);
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let identity = ["-c", "user.name=Octo", "-c", "user.email=octo@example.com"];
+        let output = std::process::Command::new("git")
+            .args(["-c", &header])
+            .args(identity)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    git(dir.path(), &["clone", "-q", &url, "work"]);
+    let work = dir.path().join("work");
+    let git_in = |args: &[&str]| git(&work, args);
+    let branch = format!("autoforge/{issue}");
+    git_in(&["checkout", "-q", "-b", &branch]);
+    std::fs::write(work.join("started.txt"), "a start\n").unwrap();
+    git_in(&["add", "started.txt"]);
+    git_in(&["commit", "-q", "-m", "Start the widget"]);
+    git_in(&["push", "-q", "origin", &branch]);
+    world
+        .api(
+            owner,
+            reqwest::Method::POST,
+            &format!("/repos/{}/pulls", world.repository()),
+            serde_json::json!({ "title": "Widget (started by hand)", "head": branch,
+                "base": "main", "body": PERSONS_BODY }),
+        )
+        .await;
 }
 
 /// EPIC #1 (its body written by a person) with sub-issue #2; returns 2.
@@ -605,6 +664,14 @@ matrix!(Scenario::FollowUpReuse, "append_issue_markers" =>
     follow_up_markers_survive_a_crash_after_observed: "after_observed",
 );
 
+matrix!(Scenario::AdoptPersonsPr, "adopt_pr" =>
+    adoption_survives_a_crash_after_its_intent: "after_intent",
+    adoption_survives_a_crash_after_attempted: "after_attempted",
+    adoption_survives_a_crash_after_send: "after_send",
+    adoption_survives_a_crash_after_read_back: "after_read_back",
+    adoption_survives_a_crash_after_observed: "after_observed",
+);
+
 /// Two `autoforge serve` processes on one database compete for the same
 /// run: the leases let one drive it at a time, and GitHub sees every
 /// object once.
@@ -621,7 +688,7 @@ async fn two_serve_processes_on_one_database_write_every_object_once() {
     let owner = world.owner();
     let issue = world.open_issue(&owner, "two replicas").await;
     world.add_label(&owner, issue, "autoforge").await;
-    let run = run_of(&world, issue).await;
+    let run = world.run_for(issue).await;
 
     let effects = settled(&world, run, scenario.final_phase(), "", "replicas").await;
     comments_exactly_once(&world, &owner, &effects, "replicas").await;

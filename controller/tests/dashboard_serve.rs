@@ -15,19 +15,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
     let owner = world.owner();
     let issue = world.open_issue(&owner, "shown on the dashboard").await;
     world.add_label(&owner, issue, "autoforge").await;
-    let repository = world.repository();
-    let run = eventually(Duration::from_secs(15), "a run for the issue", || {
-        let repository = repository.clone();
-        let world = &world;
-        async move {
-            world
-                .journal()
-                .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
-                .await
-                .unwrap()
-        }
-    })
-    .await;
+    let run = world.run_for(issue).await;
 
     let index = world
         .http
@@ -37,7 +25,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
         .unwrap();
     assert_eq!(index.status(), reqwest::StatusCode::OK);
     let html = index.text().await.unwrap();
-    assert!(html.contains(&format!("/runs/{}", run.id)), "{html}");
+    assert!(html.contains(&format!("/runs/{run}")), "{html}");
     assert!(html.contains(&format!("issues/{issue}")));
 
     // The start transition shows up in the run's timeline once the driver
@@ -46,7 +34,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
         Duration::from_secs(20),
         "the run's first transition",
         || {
-            let url = format!("{}/runs/{}", world.serve_url, run.id);
+            let url = format!("{}/runs/{run}", world.serve_url);
             let http = world.http.clone();
             async move {
                 let html = http.get(url).send().await.ok()?.text().await.ok()?;

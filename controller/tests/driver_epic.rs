@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use autoforge::effects::markers::{ROADMAP_END, ROADMAP_START};
 use autoforge::machine::MergeMode;
-use driver_support::{World, epic_catalog};
+use driver_support::{REPOSITORY, World, epic_catalog};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const HUMAN: &str = "# Widgets EPIC\n\nPeople wrote this part; keep it.\n";
@@ -118,4 +118,40 @@ async fn a_rejected_next_issue_pick_is_asked_again_without_progress_and_the_epic
     let log = std::fs::read_to_string(counter.with_extension("log")).unwrap();
     assert_eq!(log, "full\nagain\nfull\n");
     assert_eq!(world.comments_with(1, "ai-epic-progress").await, 2);
+}
+
+#[tokio::test]
+async fn an_epic_run_moves_its_row_to_the_child_and_a_second_run_on_that_epic_blocks() {
+    let world = World::new(3).await;
+    world.add_sub_issue(1, 2).await;
+    world.add_sub_issue(1, 3).await;
+    let driver = world.driver("scope-row");
+
+    // Labelling the EPIC: the run row follows the state to child #2, so
+    // commands on #2's thread reach the run.
+    let epic_run = world.start_run(1).await;
+    driver.drive_due_runs(1).await.unwrap();
+    let row = world.db.journal().get_run(epic_run).await.unwrap().unwrap();
+    assert_eq!((row.current_issue, row.epic), (2, Some(1)));
+    let found = world
+        .db
+        .journal()
+        .active_run_for_object(REPOSITORY, 2)
+        .await
+        .unwrap();
+    assert_eq!(found, Some(epic_run));
+
+    // Someone labels child #3 too: its run belongs to the same EPIC, which
+    // the first run holds, so it blocks and says so; the first is untouched.
+    let second = world.start_run(3).await;
+    driver.drive_due_runs(1).await.unwrap();
+    let state = world.state(second).await;
+    assert_eq!(state.phase.as_str(), "BLOCKED", "{state:?}");
+    let reason = &state.blocked.as_ref().unwrap().reason;
+    assert!(
+        reason.contains("EPIC #1 already has another active run"),
+        "{reason}"
+    );
+    let row = world.db.journal().get_run(epic_run).await.unwrap().unwrap();
+    assert_eq!((row.current_issue, row.epic), (2, Some(1)));
 }

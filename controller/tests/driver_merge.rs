@@ -170,3 +170,51 @@ async fn with_merge_mode_never_a_human_merge_is_noticed_and_the_run_is_done() {
     assert_eq!(state.merged_prs, vec![pr]);
     assert_eq!(world.merge_requests(pr), 1, "only the human's merge");
 }
+
+#[tokio::test]
+async fn running_checks_are_looked_at_again_within_seconds_and_merged_once_they_pass() {
+    let world = World::new(1).await;
+    let state_dir = tempfile::tempdir().unwrap();
+    let driver = world.merging_driver("patient", state_dir.path(), MergeMode::OnCommand);
+    let run = world.start_run(1).await;
+    world
+        .drive_until(&driver, run, &["READY_FOR_MERGE"], LIMIT)
+        .await;
+    let state = world.state(run).await;
+    let pr = state.pr.unwrap();
+    let head = state.review.clean.unwrap().head_sha;
+    world
+        .hub
+        .add_check(&fakehub::control::CheckSpec {
+            owner: driver_support::OWNER.into(),
+            repo: driver_support::NAME.into(),
+            sha: head.clone(),
+            name: "ci".into(),
+            status: Some("in_progress".into()),
+            conclusion: None,
+        })
+        .unwrap();
+
+    // The approved merge meets running checks: inconclusive, so the run
+    // asks to be looked at again in 2 s instead of the 30 s idle re-check.
+    world.command(run, 1, "merge").await;
+    world.db.journal().wake_run(run).await.unwrap();
+    let ended = driver.drive_due_runs(1).await.unwrap();
+    assert_eq!(
+        ended,
+        vec![(
+            run,
+            autoforge::driver::RunEnd::RecheckAfter(Duration::from_secs(2))
+        )]
+    );
+    assert_eq!(world.state(run).await.phase.as_str(), "READY_FOR_MERGE");
+    assert_eq!(world.merge_requests(pr), 0);
+
+    world.add_check(&head, "ci", "success");
+    world
+        .drive_until(&driver, run, &["DONE", "BLOCKED"], LIMIT)
+        .await;
+    let state = world.state(run).await;
+    assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
+    assert_eq!(world.merge_requests(pr), 1);
+}

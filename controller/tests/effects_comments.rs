@@ -39,6 +39,9 @@ fn status(phase: Phase) -> EffectIntent {
             blocked_reason: None,
             failure: None,
             waiting_for: "agent".into(),
+            last_validation: None,
+            merge_mode: autoforge::machine::MergeMode::Never,
+            blocked_from: None,
         },
     }
 }

@@ -6,8 +6,8 @@ mod effects_common;
 
 use std::collections::BTreeMap;
 
+use autoforge::effects::DriveOutcome;
 use autoforge::effects::markers::{ROADMAP_END, ROADMAP_START};
-use autoforge::effects::{DriveOutcome, plan_set_labels};
 use autoforge::machine::EffectIntent;
 use autoforge_journal::Stage;
 use effects_common::{World, ambiguous, payload_body};
@@ -21,6 +21,14 @@ fn follow_up(finding: &str) -> EffectIntent {
         finding_id: finding.into(),
         title: "Handle the empty widget".into(),
         body: "The empty widget is not handled yet.".into(),
+    }
+}
+
+fn set_labels(add: &[&str], remove: &[&str]) -> EffectIntent {
+    EffectIntent::SetLabels {
+        issue: 1,
+        add: add.iter().map(|l| (*l).to_owned()).collect(),
+        remove: remove.iter().map(|l| (*l).to_owned()).collect(),
     }
 }
 
@@ -291,7 +299,7 @@ async fn the_eyes_reaction_is_added_once_and_found_again_without_sending() {
 #[tokio::test]
 async fn status_labels_are_set_and_a_refusal_is_a_conflict() {
     let mut world = world_with_issue().await;
-    let labels = plan_set_labels(1, &["autoforge:review".into()], &[]);
+    let labels = world.plan(&set_labels(&["autoforge:review"], &[]), &BTreeMap::new());
     let [row] = world.journal(vec![labels]).await.try_into().unwrap();
     let outcome = world.drive(&world.executor(), row.id).await;
     assert!(matches!(outcome, DriveOutcome::Observed(_)), "{outcome:?}");
@@ -304,7 +312,10 @@ async fn status_labels_are_set_and_a_refusal_is_a_conflict() {
             .has_label("autoforge:review")
     );
 
-    let swap = plan_set_labels(1, &["autoforge:fix".into()], &["autoforge:review".into()]);
+    let swap = world.plan(
+        &set_labels(&["autoforge:fix"], &["autoforge:review"]),
+        &BTreeMap::new(),
+    );
     let [row] = world.journal(vec![swap]).await.try_into().unwrap();
     world.fault(
         "POST",

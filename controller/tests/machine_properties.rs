@@ -42,7 +42,9 @@ fn started(settings: &Settings, epic: bool) -> Event {
         epic: epic.then_some(EPIC),
         base_branch: "main".into(),
         base_sha: sha(1),
+        branch_head: None,
         settings: settings.clone(),
+        repository_settings: RepositorySettingsRead::default(),
     }
 }
 
@@ -258,6 +260,7 @@ fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> E
         kind @ (1 | 2) => Event::AgentFinished {
             launch,
             outcome: agent_outcome(kind, state, flavor),
+            tokens: None,
         },
         3 => Event::ValidationFinished {
             sha: awaited_sha,
@@ -298,6 +301,7 @@ fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> E
                 repository: repository.into(),
                 open: !flavor.is_multiple_of(4),
                 base_sha: sha(1),
+                branch_head: None,
             })
         }
         9 => Event::TransientFailure {
@@ -422,11 +426,21 @@ fn checked_step(state: &RunState, event: &Event) -> Decision {
         "status edit on every phase change"
     );
     if decision.next.phase == Phase::Stopped && state.phase != Phase::Stopped {
-        assert_eq!(
-            status_edits,
-            decision.effects.len(),
-            "stopping writes only the status update"
-        );
+        // Besides the status update, only the stop command's own answer
+        // (reaction and reply) and the status labels may be written.
+        let others = decision.effects.iter().all(|e| {
+            matches!(
+                e.kind(),
+                EffectKind::EditStatusComment | EffectKind::AddReaction | EffectKind::SetLabels
+            ) || matches!(
+                e,
+                EffectIntent::PostCommandReply {
+                    reply: Reply::Accepted { .. },
+                    ..
+                }
+            )
+        });
+        assert!(others, "stopping writes only the status update");
     }
     check_bounds(&decision.next);
     check_launches(state, &decision);

@@ -89,6 +89,7 @@ async fn dispatch_outcomes_are_counted_as_ignored_retry_and_gave_up() {
         access: unreachable_github(trigger),
         worker: "metrics-test".into(),
         wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
+        notifier: autoforge::driver::RunNotifier::default(),
     };
     store(db.journal(), "m-ping", "ping", fixture("ping.event.0.json")).await;
     store(db.journal(), "m-labelled", "issues", labelled).await;

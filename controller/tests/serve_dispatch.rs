@@ -103,6 +103,7 @@ impl Setup {
             access: self.access.clone(),
             worker: "test-worker".into(),
             wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
+            notifier: autoforge::driver::RunNotifier::default(),
         }
     }
 
@@ -280,10 +281,13 @@ async fn an_edited_comment_runs_only_the_added_commands_as_the_editor() {
         .map(|d| (d.actor.as_str(), d.command.as_str(), d.accepted))
         .collect();
     assert_eq!(summary, [("rory", "status", false), (OWNER, "retry", true)]);
+    // The reader's refused command is queued for the run to answer; only
+    // the operator's added one is a command.
     let events = setup.journal().list_run_events(run_id).await.unwrap();
-    assert_eq!(kinds(&events), ["started", "command"]);
-    assert_eq!(events[1].event["verb"], "retry");
-    assert_eq!(events[1].event["actor"], OWNER);
+    assert_eq!(kinds(&events), ["started", "command_refused", "command"]);
+    assert_eq!(events[1].event["actor"], "rory");
+    assert_eq!(events[2].event["verb"], "retry");
+    assert_eq!(events[2].event["actor"], OWNER);
 }
 
 #[tokio::test(flavor = "multi_thread")]

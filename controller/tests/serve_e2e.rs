@@ -211,10 +211,16 @@ async fn a_command_by_a_read_user_is_refused_and_recorded() {
     .await;
     assert_eq!(decisions[0].actor, "rory");
     assert!(!decisions[0].accepted);
-    assert_eq!(
-        world.journal().list_run_events(run_id).await.unwrap().len(),
-        1
-    );
+    // The refusal is queued for the run to answer; no command is.
+    let kinds: Vec<_> = world
+        .journal()
+        .list_run_events(run_id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["started", "command_refused"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

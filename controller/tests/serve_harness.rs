@@ -316,6 +316,22 @@ impl World {
         comment["id"].as_u64().expect("comment id")
     }
 
+    /// The active run for `issue`, once the dispatcher created it.
+    pub async fn run_for(&self, issue: u64) -> autoforge_journal::RunId {
+        let repository = self.repository();
+        eventually(Duration::from_secs(20), "a run for the issue", || {
+            let repository = repository.clone();
+            async move {
+                self.journal()
+                    .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
+                    .await
+                    .unwrap()
+                    .map(|run| run.id)
+            }
+        })
+        .await
+    }
+
     /// The full name the journal uses.
     pub fn repository(&self) -> String {
         format!("{OWNER}/{REPO}")

@@ -260,11 +260,12 @@ impl Journal {
 }
 
 impl JournalTx {
-    /// Moves an EPIC run to its next issue, in the transaction that commits
-    /// the corresponding transition. Refused with
-    /// [`JournalError::ActiveRunExists`] if that issue already has an active
-    /// run.
-    pub async fn set_current_issue(&mut self, lease: &Lease, issue: i64) -> Result<()> {
+    /// Moves the run to `issue` within `epic` (an EPIC run continuing with
+    /// its next issue, or a labelled EPIC starting on its first child), in
+    /// the caller's transaction with the corresponding transition. Refused
+    /// with [`JournalError::ActiveRunExists`] if another active run holds
+    /// that issue or that EPIC.
+    pub async fn set_scope(&mut self, lease: &Lease, issue: i64, epic: Option<i64>) -> Result<()> {
         // Read first: after a unique violation the transaction is aborted
         // and can no longer tell us which repository the run belongs to.
         let repository: Option<String> =
@@ -277,26 +278,27 @@ impl JournalTx {
             id: lease.run_id.0,
         })?;
         let done = sqlx::query(concat!(
-            "UPDATE runs r SET current_issue = $4, updated_at = now() WHERE r.id = $1 AND ",
+            "UPDATE runs r SET current_issue = $4, epic = $5, updated_at = now() \
+             WHERE r.id = $1 AND ",
             lease_is_current!("$2", "$3")
         ))
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.fencing_token)
         .bind(issue)
+        .bind(epic)
         .execute(self.conn())
         .await;
-        match done {
-            Ok(done) if done.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(stale(lease)),
-            Err(error) if unique_violation(&error) == Some("runs_one_active_per_issue") => {
-                Err(JournalError::ActiveRunExists {
-                    repository,
-                    scope: ActiveRunScope::Issue(issue),
-                })
-            }
-            Err(error) => Err(error.into()),
-        }
+        let scope = match done {
+            Ok(done) if done.rows_affected() == 1 => return Ok(()),
+            Ok(_) => return Err(stale(lease)),
+            Err(error) => match unique_violation(&error) {
+                Some("runs_one_active_per_issue") => ActiveRunScope::Issue(issue),
+                Some("runs_one_active_per_epic") => ActiveRunScope::Epic(epic.unwrap_or(0)),
+                _ => return Err(error.into()),
+            },
+        };
+        Err(JournalError::ActiveRunExists { repository, scope })
     }
 }
 

@@ -2,6 +2,7 @@
 //! start-up sequence (locate and load the configuration, then set up logging).
 
 mod config_cmd;
+mod demo_cmd;
 mod migrate_cmd;
 mod serve_cmd;
 
@@ -61,6 +62,23 @@ pub enum Command {
     /// Serve webhooks and poll GitHub: ingress, dispatcher and poller
     /// (starting the managed local Postgres when no DATABASE_URL is set).
     Serve,
+    /// Drive a demo EPIC to DONE against an in-process fake GitHub, with
+    /// scripted agents and a managed Postgres; no configuration, no network.
+    Demo(DemoArgs),
+}
+
+/// Options of `autoforge demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Write a JSON report (runs, effects, GitHub requests, duplicates, wall time).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Leave fakehub, the controller and the state running until Ctrl-C.
+    #[arg(long)]
+    pub keep: bool,
+    /// Give up (exit 1) when the EPIC is not DONE after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,6 +110,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = load_config_and_init_logging(&cli.global)?;
             serve_cmd::run(&config)
         }
+        Command::Demo(args) => demo_cmd::run(&cli.global, args),
     }
 }
 
@@ -163,6 +182,33 @@ mod tests {
         let cli = Cli::try_parse_from(["autoforge", "-qq", "config", "schema"]).expect("parses");
         assert_eq!(cli.global.verbosity(), -2);
         assert!(Cli::try_parse_from(["autoforge", "-v", "-q", "config", "schema"]).is_err());
+    }
+
+    #[test]
+    fn demo_takes_a_report_keep_and_timeout_with_a_ten_minute_default() {
+        let cli = Cli::try_parse_from(["autoforge", "demo"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Demo(DemoArgs {
+                report: None,
+                keep: false,
+                timeout: 600
+            })
+        ));
+        let cli = Cli::try_parse_from([
+            "autoforge",
+            "demo",
+            "--report",
+            "r.json",
+            "--keep",
+            "--timeout",
+            "30",
+        ])
+        .expect("parses");
+        assert!(matches!(
+            cli.command,
+            Command::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30 }) if r == &PathBuf::from("r.json")
+        ));
     }
 
     #[test]

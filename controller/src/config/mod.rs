@@ -17,6 +17,7 @@ mod agents;
 mod checks;
 mod env;
 mod problem;
+mod repo;
 mod schema;
 mod secrets;
 mod settings;
@@ -34,6 +35,11 @@ pub use env::{
     GITHUB_TOKEN_FILE_VAR, GITHUB_TOKEN_VAR, WEBHOOK_SECRET_FILE_VAR, WEBHOOK_SECRET_VAR,
 };
 pub use problem::{ConfigError, Origin, Problem};
+pub use repo::{
+    MAX_REPOSITORY_SETTINGS_BYTES, REPOSITORY_SCHEMA_TEXT, REPOSITORY_SETTINGS_PATH,
+    RepositoryAgents, RepositoryLabels, RepositorySettings, RepositorySettingsError,
+    RepositoryValidation, parse_repository_settings,
+};
 pub use schema::{SCHEMA_TEXT, schema};
 pub use secrets::{DatabaseSource, GithubAuth};
 pub use settings::{

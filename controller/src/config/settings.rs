@@ -230,6 +230,7 @@ pub use crate::machine::MergeMode;
 pub struct MergeSettings {
     pub mode: MergeMode,
     pub protected_paths: Vec<String>,
+    pub inconclusive_checks: u32,
 }
 
 impl Default for MergeSettings {
@@ -237,6 +238,7 @@ impl Default for MergeSettings {
         Self {
             mode: MergeMode::Never,
             protected_paths: vec![".github/workflows/".to_owned()],
+            inconclusive_checks: 60,
         }
     }
 }

@@ -242,10 +242,12 @@ pub(super) async fn run_launch(
         ("ISSUE_URL", Value::trusted(issue_url)),
     ]);
     let launch_dir = launch_dir(runtime, lease, launch)?;
+    let catalog = super::repo_settings::catalog_for(state, runtime)?;
+    let cancel = shared.notifier.launch_started(lease.run_id);
     let report = run_phase(PhaseRequest {
         phase: plan.phase,
         round: launch.round,
-        catalog: &runtime.catalog,
+        catalog: &catalog,
         prompts: &runtime.prompts,
         boundary,
         rerequest: plan.rerequest,
@@ -257,7 +259,7 @@ pub(super) async fn run_launch(
         redactor: &runtime.redactor,
         expectations: plan.expectations,
         max_corrections: state.settings.max_corrections,
-        cancel: None,
+        cancel: Some(cancel.token()),
         heartbeat: None,
         kill_grace: runtime.kill_grace,
     })
@@ -275,9 +277,11 @@ pub(super) async fn run_launch(
         .await?;
     }
     let outcome = agent_outcome(&report);
+    let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
+        tokens: (!reported.is_empty()).then(|| reported.iter().sum()),
     })
 }
 
@@ -356,6 +360,7 @@ pub(super) async fn validate(
     lease: &Lease,
     access: &RepositoryAccess,
     candidate: &str,
+    commands: &[ValidationCommand],
 ) -> Result<Event, DriverError> {
     let (runtime, remote) = match (&shared.agents, &access.git) {
         (Some(runtime), Some(remote)) => (runtime, remote),
@@ -368,7 +373,7 @@ pub(super) async fn validate(
         lease,
         mirror: &mirror,
         sha: &commit,
-        commands: &runtime.validation_commands,
+        commands,
         limits: runtime.validation_limits,
         redactor: &runtime.redactor,
     })
@@ -382,8 +387,7 @@ pub(super) async fn validate(
             format!(
                 "validation command {} ({}) ended {}",
                 index + 1,
-                runtime
-                    .validation_commands
+                commands
                     .get(index)
                     .map(ToString::to_string)
                     .unwrap_or_default(),

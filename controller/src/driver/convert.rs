@@ -9,7 +9,9 @@ use crate::agents;
 use crate::agents::pipeline::{CommitPolicy, PhaseOutcome, PhaseReport};
 use crate::agents::supervisor::LaunchExit;
 use crate::config;
-use crate::machine::{self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand};
+use crate::machine::{
+    self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand, RefusedCommand,
+};
 use crate::publish::IssueRef;
 use crate::serve::RunSignal;
 
@@ -23,6 +25,9 @@ pub fn run_settings(settings: &config::Settings) -> machine::Settings {
         max_validation_failures: settings.limits.validation_failures_per_phase,
         max_corrections: settings.limits.corrections_per_launch,
         epic_update_every: settings.epic.update_every,
+        status_labels: settings.labels.status,
+        max_tokens: settings.limits.tokens_per_run,
+        max_merge_checks: settings.merge.inconclusive_checks,
         ..machine::Settings::default()
     }
 }
@@ -248,6 +253,19 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             }))),
             None => SignalAction::Ignore,
         },
+        RunSignal::CommandRefused {
+            verb,
+            comment_id,
+            actor,
+            on_issue,
+            reason,
+        } => SignalAction::Feed(Box::new(Event::CommandRefused(RefusedCommand {
+            thread: *on_issue,
+            comment_id: *comment_id,
+            actor: actor.clone(),
+            command: verb.clone(),
+            reason: reason.clone(),
+        }))),
         RunSignal::IssueReopened { .. }
         | RunSignal::IssueEdited { .. }
         | RunSignal::PrHeadMoved { .. }
@@ -488,7 +506,9 @@ mod tests {
         let mut settings = config::Settings::default();
         settings.merge.mode = config::MergeMode::OnCommand;
         settings.limits.review_rounds = 3;
+        settings.labels.status = true;
         let frozen = run_settings(&settings);
+        assert!(frozen.status_labels);
         assert_eq!(frozen.merge_mode, machine::MergeMode::OnCommand);
         assert_eq!(frozen.max_review_rounds, 3);
     }

@@ -74,7 +74,7 @@ pub async fn default_branch_head(
 }
 
 /// The branch's head SHA, `None` when the branch does not exist.
-async fn branch_head(
+pub async fn branch_head(
     api: &GitHubApi,
     repo: &RepoName,
     branch: &str,
@@ -167,7 +167,7 @@ async fn checks_state(
     repo: &RepoName,
     sha: &str,
 ) -> Result<ChecksState, GitHubError> {
-    let runs = api.check_runs(repo, sha).await?;
+    let runs = latest_per_name(api.check_runs(repo, sha).await?);
     let statuses = api.combined_status(repo, sha).await?;
     let failed_run = runs.iter().any(|run| {
         run.status == "completed"
@@ -189,6 +189,23 @@ async fn checks_state(
     })
 }
 
+/// A re-run check supersedes the earlier runs of its name, as on GitHub's
+/// checks tab: a failure fixed by a re-run no longer counts, a re-run in
+/// progress counts as running.
+fn latest_per_name(runs: Vec<crate::github::CheckRun>) -> Vec<crate::github::CheckRun> {
+    let mut latest: std::collections::BTreeMap<String, crate::github::CheckRun> =
+        std::collections::BTreeMap::new();
+    for run in runs {
+        match latest.get(&run.name) {
+            Some(kept) if kept.id > run.id => {}
+            _ => {
+                latest.insert(run.name.clone(), run);
+            }
+        }
+    }
+    latest.into_values().collect()
+}
+
 fn mergeable_state(text: Option<&str>) -> MergeableState {
     match text {
         Some("clean") => MergeableState::Clean,
@@ -205,6 +222,34 @@ fn mergeable_state(text: Option<&str>) -> MergeableState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn check(
+        id: u64,
+        name: &str,
+        status: &str,
+        conclusion: Option<&str>,
+    ) -> crate::github::CheckRun {
+        crate::github::CheckRun {
+            id,
+            name: name.into(),
+            status: status.into(),
+            conclusion: conclusion.map(Into::into),
+            head_sha: "a".repeat(40),
+        }
+    }
+
+    #[test]
+    fn a_rerun_check_supersedes_the_earlier_runs_of_its_name() {
+        let runs = vec![
+            check(1, "ci", "completed", Some("failure")),
+            check(3, "ci", "completed", Some("success")),
+            check(2, "lint", "completed", Some("success")),
+            check(4, "lint", "in_progress", None),
+        ];
+        let latest = latest_per_name(runs);
+        let by_name: Vec<(&str, u64)> = latest.iter().map(|r| (r.name.as_str(), r.id)).collect();
+        assert_eq!(by_name, [("ci", 3), ("lint", 4)]);
+    }
 
     #[test]
     fn unknown_or_missing_mergeable_states_are_unknown() {

@@ -31,8 +31,16 @@
 //!
 //! Launches and validation need [`Driver::with_agents`] and a
 //! [`GitRemote`] for the repository.
+//!
+//! Observers in the same process hold [`Driver::notifier`]: storing a run
+//! event wakes the loop at once instead of at its next poll, and storing a
+//! stop (command or label removal) cancels the run's running launch, which
+//! kills the agent's process group. A run's repository settings
+//! (`.github/autoforge.toml`) are read once at its start and frozen
+//! (see the `repo_settings` module).
 
 mod agent_step;
+mod cancel;
 pub mod clean_review;
 pub mod convert;
 mod epic_scope;
@@ -41,6 +49,7 @@ pub mod facts;
 mod launch_epic;
 mod launch_fix;
 mod launch_review;
+mod repo_settings;
 pub mod retry;
 mod run_task;
 mod setup;
@@ -56,6 +65,7 @@ use tokio::task::JoinSet;
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::Settings;
 pub use agent_step::{AgentRuntime, GitCredential, GitRemote};
+pub use cancel::{LaunchCancel, RunNotifier};
 pub use error::DriverError;
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
 pub use run_task::RunEnd;
@@ -126,6 +136,8 @@ pub(crate) struct Shared {
     pub(crate) repositories: HashMap<String, RepositoryAccess>,
     pub(crate) retries: RetryBook,
     pub(crate) agents: Option<AgentRuntime>,
+    /// Stops and wake-ups from the observers of this process.
+    pub(crate) notifier: RunNotifier,
     hooks: Option<Arc<dyn RunHooks>>,
 }
 
@@ -151,6 +163,7 @@ impl Driver {
                     .collect(),
                 retries: RetryBook::default(),
                 agents: None,
+                notifier: RunNotifier::default(),
                 hooks: None,
             }),
         }
@@ -171,6 +184,11 @@ impl Driver {
             shared.agents = Some(runtime);
         }
         self
+    }
+
+    /// The handle observers use to wake this driver and stop a run's agent.
+    pub fn notifier(&self) -> RunNotifier {
+        self.shared.notifier.clone()
     }
 
     /// The worker loop; returns once `shutdown` turns true and every task
@@ -204,6 +222,7 @@ impl Driver {
             }
             tokio::select! {
                 () = tokio::time::sleep(config.poll_interval) => {}
+                () = self.shared.notifier.woken() => {}
                 changed = shutdown.changed() => {
                     // A dropped sender can never say "stop" any more; treat
                     // it as the request rather than spin on the closed channel.
@@ -269,6 +288,9 @@ impl Driver {
             _ = lost_rx => RunEnd::LostLease,
         };
         renewer.abort();
+        if ended == RunEnd::Terminal {
+            self.shared.notifier.forget(run);
+        }
         let ended = run_task::schedule_next(&self.shared, &lease, ended).await;
         // Reported before the release: once released, another task may
         // enter the run, and the two must not look like they overlapped.

@@ -32,7 +32,7 @@ use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
-use super::{agent_step, facts};
+use super::{agent_step, facts, repo_settings};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{
@@ -45,6 +45,10 @@ use crate::serve::RunSignal;
 pub enum RunEnd {
     /// Nothing to do until a new event (or the idle re-check).
     Idle,
+    /// GitHub's answer was inconclusive (mergeability still computing,
+    /// checks running): look again after this pause, sooner than the idle
+    /// re-check. The machine bounds how often.
+    RecheckAfter(std::time::Duration),
     /// The run reached DONE, FAILED or STOPPED.
     Terminal,
     /// Shutdown was asked for; the run is due again at once.
@@ -127,7 +131,11 @@ async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd 
 /// Sets when the run is next due, according to how the task ended.
 pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -> RunEnd {
     let wake = match &end {
+        // An event stored while the task was finishing (its wake-up set to
+        // now by the observer) must not be pushed back to the re-check.
+        RunEnd::Idle if has_queued_event(shared, lease).await => Utc::now(),
         RunEnd::Idle | RunEnd::Failed(_) => Utc::now() + shared.config.idle_recheck,
+        RunEnd::RecheckAfter(pause) => Utc::now() + (*pause).min(shared.config.idle_recheck),
         RunEnd::LostLease | RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => return end,
     };
     match shared.journal.schedule_wake(lease, wake).await {
@@ -139,6 +147,14 @@ pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -
             end
         }
     }
+}
+
+async fn has_queued_event(shared: &Shared, lease: &Lease) -> bool {
+    shared
+        .journal
+        .next_run_events(lease.run_id, 1)
+        .await
+        .is_ok_and(|events| !events.is_empty())
 }
 
 /// Gives the run back (unless it was lost already).
@@ -183,6 +199,9 @@ struct RunTask<'a> {
     /// re-check instead of spinning. A new round (FIX → REVIEW N+1) or
     /// phase asks afresh at once.
     performed: Vec<PerformedWait>,
+    /// Set when the machine just counted an inconclusive pre-merge read:
+    /// how soon to read again once the task goes idle.
+    recheck_after: Option<std::time::Duration>,
 }
 
 impl<'a> RunTask<'a> {
@@ -208,6 +227,12 @@ impl<'a> RunTask<'a> {
                 detail: e.to_string(),
             })?
         };
+        let recorded_pr = shared.journal.run_pull_request(run_id).await?;
+        if recorded_pr != state.pr.and_then(|n| i64::try_from(n).ok()) {
+            // A crash between a transition and the column's update.
+            let pr = state.pr.and_then(|n| i64::try_from(n).ok());
+            shared.journal.set_run_pull_request(run_id, pr).await?;
+        }
         Ok(RunTask {
             shared,
             lease,
@@ -217,6 +242,7 @@ impl<'a> RunTask<'a> {
             state,
             reported: None,
             performed: Vec::new(),
+            recheck_after: None,
         })
     }
 
@@ -259,7 +285,12 @@ impl<'a> RunTask<'a> {
             }
             match self.awaited_step().await? {
                 Some(event) => self.apply(event, None).await?,
-                None => return Ok(RunEnd::Idle),
+                None => {
+                    return Ok(match self.recheck_after {
+                        Some(pause) => RunEnd::RecheckAfter(pause),
+                        None => RunEnd::Idle,
+                    });
+                }
             }
         }
     }
@@ -285,7 +316,13 @@ impl<'a> RunTask<'a> {
             }
             Awaiting::Validation { sha } if agents_ready => {
                 self.performed.push(wait.clone());
-                agent_step::validate(self.shared, self.lease, self.access, sha).await?
+                let commands = self
+                    .shared
+                    .agents
+                    .as_ref()
+                    .map(|runtime| repo_settings::validation_commands(&self.state, runtime))
+                    .unwrap_or_default();
+                agent_step::validate(self.shared, self.lease, self.access, sha, &commands).await?
             }
             Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
                 self.performed.push(wait.clone());
@@ -478,7 +515,36 @@ impl<'a> RunTask<'a> {
     /// Decides `event` and commits the outcome: state, effect intents and
     /// (if the event came from the queue) its consumption, atomically.
     async fn apply(&mut self, event: Event, consumed: Option<i64>) -> Result<(), DriverError> {
+        match self.try_apply(&event, consumed).await {
+            Err(DriverError::Journal(JournalError::ActiveRunExists { scope, .. })) => {
+                // The issue (or EPIC) this run would move to is another
+                // active run's: nothing of the transition was committed;
+                // the run blocks and says which.
+                let conflict = Event::EffectConflict {
+                    identity: format!("run-scope:{scope}"),
+                    reason: format!("{scope} already has another active run"),
+                };
+                self.try_apply(&conflict, consumed).await
+            }
+            other => other,
+        }
+    }
+
+    async fn try_apply(&mut self, event: &Event, consumed: Option<i64>) -> Result<(), DriverError> {
+        let event = event.clone();
         let decision = decide(&self.state, &event)?;
+        let (checks, before) = (
+            decision.next.counters.merge_checks,
+            self.state.counters.merge_checks,
+        );
+        if checks > before {
+            // 2 s, 4 s, 6 s…: GitHub computes mergeability within seconds;
+            // running checks are capped at the idle re-check interval.
+            self.recheck_after = Some(std::time::Duration::from_secs(2 * u64::from(checks)));
+        } else if checks < before {
+            // The gate was left (merged, moved, blocked): nothing to hurry.
+            self.recheck_after = None;
+        }
         let bodies = self.bodies_for(&decision.effects).await?;
         let planned = self.plan_all(&decision.next, &decision.effects, &bodies)?;
         let changed = decision.next != self.state || !planned.is_empty();
@@ -499,6 +565,7 @@ impl<'a> RunTask<'a> {
                     &planned,
                 )
                 .await?;
+            self.move_scope(&mut tx, &decision.next).await?;
         }
         if let Some(id) = consumed {
             tx.consume_run_event_with(self.lease, id).await?;
@@ -517,8 +584,36 @@ impl<'a> RunTask<'a> {
                 from = %self.state.phase, to = %decision.next.phase, effects = planned.len(),
                 "transition committed");
         }
+        if decision.next.pr != self.state.pr {
+            // Commands on the PR's thread find the run by this column.
+            let pr = decision.next.pr.and_then(|n| i64::try_from(n).ok());
+            self.shared
+                .journal
+                .set_run_pull_request(self.lease.run_id, pr)
+                .await?;
+        }
         self.version = version;
         self.state = decision.next;
+        Ok(())
+    }
+
+    /// Keeps the run row's issue and EPIC (what commands, the one-run-per-
+    /// issue rule and the dashboard go by) with the state's, in the
+    /// transition's transaction.
+    async fn move_scope(&self, tx: &mut JournalTx, next: &RunState) -> Result<(), DriverError> {
+        let epic_of = |s: &RunState| s.epic.as_ref().map(|e| e.epic);
+        let moved = next.issue != self.state.issue || epic_of(next) != epic_of(&self.state);
+        if !moved || next.issue == 0 {
+            return Ok(());
+        }
+        let number = |n: u64| {
+            i64::try_from(n).map_err(|_| DriverError::CorruptState {
+                run: self.lease.run_id,
+                detail: format!("issue number {n} out of range"),
+            })
+        };
+        let epic = epic_of(next).map(number).transpose()?;
+        tx.set_scope(self.lease, number(next.issue)?, epic).await?;
         Ok(())
     }
 

@@ -35,7 +35,7 @@ mod texts;
 
 pub use drive::{DriveOutcome, EffectExecutor, PushTransport};
 pub use epic::{outside_digest, splice_roadmap};
-pub use plan::{PlanContext, PlanError, plan, plan_set_labels};
+pub use plan::{PlanContext, PlanError, plan};
 pub use push::{PUSH_NAMESPACE, refused_ref};
 pub use texts::{reply_text, status_text};
 

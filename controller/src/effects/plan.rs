@@ -348,6 +348,13 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             payload: json!({ "content": "eyes" }),
             completion: json!({ "write": write }),
         },
+        EffectIntent::SetLabels { issue, add, remove } => Row {
+            kind: EffectKind::SetLabels,
+            target: format!("issue/{issue}"),
+            precondition: json!({}),
+            payload: json!({ "add": add, "remove": remove }),
+            completion: json!({ "write": write }),
+        },
         EffectIntent::MergePr { pr, sha, base_ref } => Row {
             kind: EffectKind::MergePr,
             target: format!("pull/{pr}"),
@@ -357,25 +364,6 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         },
     };
     Ok(finish(intent.identity(), row))
-}
-
-/// A `set_labels` row (the machine has no intent for status labels yet).
-pub fn plan_set_labels(issue: u64, add: &[String], remove: &[String]) -> NewEffect {
-    let row = Row {
-        kind: EffectKind::SetLabels,
-        target: format!("issue/{issue}"),
-        precondition: json!({}),
-        payload: json!({ "add": add, "remove": remove }),
-        completion: json!({ "write": nonce() }),
-    };
-    finish(
-        format!(
-            "labels:issue={issue}:add={}:remove={}",
-            add.join(","),
-            remove.join(",")
-        ),
-        row,
-    )
 }
 
 /// The machine keeps its own copy of a finding; the renderer takes the
@@ -545,6 +533,9 @@ mod tests {
                 blocked_reason: None,
                 failure: None,
                 waiting_for: "agent".into(),
+                last_validation: None,
+                merge_mode: crate::machine::MergeMode::Never,
+                blocked_from: None,
             },
         };
         let effect = plan(&status, &context(&repo, &bodies)).unwrap();

@@ -2,16 +2,24 @@
 //! the reply to an operator command. Their visible text is checked with the
 //! published-text policy like every other body; the marker is added after.
 
-use crate::machine::{Reply, StatusSnapshot};
+use crate::machine::{MergeMode, Phase, Reply, StatusSnapshot};
 use crate::publish::review::code_span;
 use crate::publish::{PolicyViolation, check_body};
 
-/// The commands that make sense next, by what the run waits for.
+/// The commands that make sense next, by phase and what the run waits for.
 fn next_commands(status: &StatusSnapshot) -> &'static str {
-    match status.phase.as_str() {
-        "BLOCKED" => "`/autoforge unblock <reason>`, `/autoforge stop`, `/autoforge status`",
-        "DONE" | "FAILED" | "STOPPED" => "none: the run is finished",
-        "READY_FOR_MERGE" => "`/autoforge merge`, `/autoforge stop`, `/autoforge status`",
+    match status.phase {
+        Phase::Blocked if status.blocked_from == Some(Phase::Initializing) => {
+            "remove and add the trigger label again to start a new run; `/autoforge status`"
+        }
+        Phase::Blocked => "`/autoforge unblock <reason>`, `/autoforge stop`, `/autoforge status`",
+        Phase::Done | Phase::Failed | Phase::Stopped => "none: the run is finished",
+        Phase::ReadyForMerge if status.merge_mode == MergeMode::OnCommand => {
+            "`/autoforge merge`, `/autoforge stop`, `/autoforge status`"
+        }
+        Phase::ReadyForMerge if status.merge_mode == MergeMode::Never => {
+            "`/autoforge stop`, `/autoforge status`; a person merges the pull request"
+        }
         _ if status.waiting_for == "operator_retry" => {
             "`/autoforge retry`, `/autoforge stop`, `/autoforge status`"
         }
@@ -19,8 +27,24 @@ fn next_commands(status: &StatusSnapshot) -> &'static str {
     }
 }
 
-/// The status comment's visible text (SPEC §15).
+/// The status comment's visible text (SPEC §15). A blocked or failure
+/// reason can carry outside text (an agent's message, a repository's file
+/// names); when the comment would then break the published-text policy,
+/// the reasons are left out instead of blocking every later status update.
 pub fn status_text(status: &StatusSnapshot) -> Result<String, PolicyViolation> {
+    match status_lines(status, true) {
+        Ok(text) => Ok(text),
+        Err(_) if status.blocked_reason.is_some() || status.failure.is_some() => {
+            status_lines(status, false)
+        }
+        Err(violation) => Err(violation),
+    }
+}
+
+const REASON_WITHHELD: &str =
+    "the reason is not shown here because it cannot be published; `autoforge runs show` has it";
+
+fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, PolicyViolation> {
     let mut lines = vec![
         "### autoforge status".to_owned(),
         String::new(),
@@ -30,11 +54,29 @@ pub fn status_text(status: &StatusSnapshot) -> Result<String, PolicyViolation> {
     if let Some(pr) = status.pr {
         lines.push(format!("- Pull request: #{pr}"));
     }
+    if let Some(validation) = &status.last_validation {
+        let short = code_span(validation.sha.get(..12).unwrap_or(&validation.sha));
+        lines.push(match (validation.passed, validation.failed_index) {
+            (true, _) => format!("- Last validation: passed on {short}"),
+            (false, Some(index)) => format!(
+                "- Last validation: failed on {short} (command {})",
+                u64::from(index) + 1
+            ),
+            (false, None) => format!("- Last validation: failed on {short}"),
+        });
+    }
+    let shown = |reason: &str| {
+        if with_reasons {
+            reason.replace('\n', " ")
+        } else {
+            REASON_WITHHELD.to_owned()
+        }
+    };
     if let Some(reason) = &status.blocked_reason {
-        lines.push(format!("- Blocked: {}", reason.replace('\n', " ")));
+        lines.push(format!("- Blocked: {}", shown(reason)));
     }
     if let Some(failure) = &status.failure {
-        lines.push(format!("- Failed: {}", failure.replace('\n', " ")));
+        lines.push(format!("- Failed: {}", shown(failure)));
     }
     lines.push(format!("- Commands: {}", next_commands(status)));
     let text = lines.join("\n");
@@ -52,10 +94,22 @@ pub fn reply_text(reply: &Reply) -> Result<String, PolicyViolation> {
             )
         }
         Reply::Refused { command, reason } => {
-            format!(
+            let refused = format!(
                 "Refused {}: {reason}",
                 code_span(&format!("/autoforge {command}"))
-            )
+            );
+            // A parse error quotes the commenter's word: if that cannot be
+            // published, the reply still goes out, without the reason (the
+            // recorded decision keeps it). `command` is a known verb or
+            // `malformed`, never the commenter's text.
+            if check_body("command reply", &refused).is_ok() {
+                refused
+            } else {
+                format!(
+                    "Refused {}: {REASON_WITHHELD}",
+                    code_span(&format!("/autoforge {command}"))
+                )
+            }
         }
         Reply::Status { status } => status_text(status)?,
     };
@@ -67,7 +121,6 @@ pub fn reply_text(reply: &Reply) -> Result<String, PolicyViolation> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::machine::Phase;
 
     fn snapshot(phase: Phase) -> StatusSnapshot {
         StatusSnapshot {
@@ -77,6 +130,13 @@ mod tests {
             blocked_reason: Some("two PRs\nhold one identity".into()),
             failure: None,
             waiting_for: "nothing".into(),
+            last_validation: Some(crate::machine::LastValidation {
+                sha: "0123456789abcdef0123456789abcdef01234567".into(),
+                passed: false,
+                failed_index: Some(1),
+            }),
+            merge_mode: MergeMode::OnCommand,
+            blocked_from: Some(Phase::Review),
         }
     }
 
@@ -88,6 +148,50 @@ mod tests {
         assert!(text.contains("#7"));
         assert!(text.contains("Blocked: two PRs hold one identity"));
         assert!(text.contains("/autoforge unblock"));
+        assert!(
+            text.contains("Last validation: failed on `0123456789ab` (command 2)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_reason_that_cannot_be_published_is_withheld_not_fatal() {
+        let mut status = snapshot(Phase::Blocked);
+        status.blocked_reason = Some("the agent reported blocked: this fixes #12".into());
+        let text = status_text(&status).unwrap();
+        assert!(!text.contains("fixes #12"), "{text}");
+        assert!(text.contains("Blocked: the reason is not shown"), "{text}");
+        assert!(text.contains("**BLOCKED**"));
+    }
+
+    #[test]
+    fn the_commands_offered_are_the_ones_that_would_be_accepted() {
+        let ready = snapshot(Phase::ReadyForMerge);
+        assert!(status_text(&ready).unwrap().contains("`/autoforge merge`"));
+        let never = StatusSnapshot {
+            merge_mode: MergeMode::Never,
+            ..ready
+        };
+        let text = status_text(&never).unwrap();
+        assert!(!text.contains("/autoforge merge"), "{text}");
+        let before_start = StatusSnapshot {
+            blocked_from: Some(Phase::Initializing),
+            ..snapshot(Phase::Blocked)
+        };
+        let text = status_text(&before_start).unwrap();
+        assert!(!text.contains("/autoforge unblock"), "{text}");
+        assert!(text.contains("trigger label"), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_quoting_unpublishable_text_is_still_answered() {
+        let reply = Reply::Refused {
+            command: "malformed".into(),
+            reason: "unknown command `<!--autoforge-status`; see the usage".into(),
+        };
+        let text = reply_text(&reply).unwrap();
+        assert!(!text.contains("<!--"), "{text}");
+        assert!(text.starts_with("Refused `/autoforge malformed`"), "{text}");
     }
 
     #[test]

@@ -58,6 +58,13 @@ pub struct Settings {
     pub max_next_issue_rejections: u32,
     /// Roadmap sections voided by a concurrent EPIC edit before the run blocks.
     pub max_roadmap_rerequests: u32,
+    /// Keep one `autoforge:<status>` label on the run's issue (SPEC §15).
+    #[serde(default)]
+    pub status_labels: bool,
+    /// Tokens the run's agents may report in total (`limits.tokens_per_run`);
+    /// `None` is no limit.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Settings {
@@ -69,12 +76,14 @@ impl Default for Settings {
             max_validation_failures: 3,
             max_corrections: 1,
             max_retries: 3,
-            max_merge_checks: 5,
+            max_merge_checks: 60,
             stagnation_identical_rounds: 2,
             stagnation_unchanged_count_rounds: 3,
             epic_update_every: 1,
             max_next_issue_rejections: 2,
             max_roadmap_rerequests: 2,
+            status_labels: false,
+            max_tokens: None,
         }
     }
 }
@@ -85,6 +94,9 @@ impl Default for Settings {
 pub struct Counters {
     /// Agent launches in the whole run; never reset.
     pub launches: u32,
+    /// Tokens the run's launches reported; never reset.
+    #[serde(default)]
+    pub tokens: u64,
     /// Validation failures since the current phase was entered.
     pub validation_failures: u32,
     /// Correction relaunches of the current launch.
@@ -114,6 +126,11 @@ impl Counters {
 /// Whether one more launch stays inside the run's budget.
 pub fn launch_allowed(settings: &Settings, counters: &Counters) -> bool {
     counters.launches < settings.max_launches
+}
+
+/// Whether the run's agents have tokens left (always, without a limit).
+pub fn tokens_left(settings: &Settings, counters: &Counters) -> bool {
+    settings.max_tokens.is_none_or(|max| counters.tokens < max)
 }
 
 /// Whether the next review round would still be inside the cap.

@@ -6,7 +6,7 @@ use super::agent_result::Resolution;
 use super::agent_result::{Finding, ReviewSections};
 use super::bounds::MergeMode;
 use super::phase::{IllegalEdge, Phase};
-use super::state::{CarriedFindings, RoundBinding, RunState};
+use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
 use serde::{Deserialize, Serialize};
 
 /// The closed set of effect kinds of SPEC §6 (adding one is a migration).
@@ -38,6 +38,15 @@ pub struct StatusSnapshot {
     /// What the run waits for ([`crate::machine::Awaiting::name`]); tells
     /// the status comment which commands apply (e.g. `retry` when parked).
     pub waiting_for: String,
+    #[serde(default)]
+    pub last_validation: Option<LastValidation>,
+    /// Whether `/autoforge merge` means anything for this run.
+    #[serde(default)]
+    pub merge_mode: MergeMode,
+    /// The phase a BLOCKED run was blocked in: blocked at INITIALIZING, it
+    /// cannot be unblocked, only started again.
+    #[serde(default)]
+    pub blocked_from: Option<Phase>,
 }
 
 impl StatusSnapshot {
@@ -49,6 +58,9 @@ impl StatusSnapshot {
             blocked_reason: state.blocked.as_ref().map(|b| b.reason.clone()),
             failure: state.failure.clone(),
             waiting_for: state.awaiting.name().to_owned(),
+            last_validation: state.last_validation.clone(),
+            merge_mode: state.settings.merge_mode,
+            blocked_from: state.blocked.as_ref().map(|b| b.from),
         }
     }
 }
@@ -127,6 +139,13 @@ pub enum EffectIntent {
     AddReaction {
         comment_id: u64,
     },
+    /// The run's status labels on its issue (`status_labels = true`):
+    /// `add` present and `remove` absent afterwards.
+    SetLabels {
+        issue: u64,
+        add: Vec<String>,
+        remove: Vec<String>,
+    },
     /// Merge with GitHub's `sha` parameter set to the reviewed head.
     MergePr {
         pr: u64,
@@ -149,6 +168,7 @@ impl EffectIntent {
             EffectIntent::AppendFollowUpMarkers { .. } => EffectKind::AppendIssueMarkers,
             EffectIntent::SpliceEpicRoadmap { .. } => EffectKind::SpliceEpicRoadmap,
             EffectIntent::AddReaction { .. } => EffectKind::AddReaction,
+            EffectIntent::SetLabels { .. } => EffectKind::SetLabels,
             EffectIntent::MergePr { .. } => EffectKind::MergePr,
         }
     }
@@ -197,6 +217,11 @@ impl EffectIntent {
             EffectIntent::AddReaction { comment_id } => {
                 format!("reaction:eyes:comment={comment_id}")
             }
+            EffectIntent::SetLabels { issue, add, remove } => format!(
+                "labels:issue={issue}:add={}:remove={}",
+                add.join(","),
+                remove.join(",")
+            ),
             EffectIntent::MergePr { pr, sha, .. } => format!("merge:pr={pr}:sha={sha}"),
         }
     }
@@ -280,6 +305,10 @@ pub enum UnblockRefusal {
         "the launch budget ({max_launches} launches) is exhausted; raise it in the configuration"
     )]
     LaunchBudgetExhausted { max_launches: u32 },
+    #[error(
+        "the token budget is spent ({used} of {max_tokens} tokens); the limit is frozen for this run: stop it and label the issue again to start under a new limits.tokens_per_run"
+    )]
+    TokenBudgetSpent { used: u64, max_tokens: u64 },
     #[error("the issue is closed")]
     IssueClosed,
     #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]
@@ -292,6 +321,12 @@ pub enum UnblockRefusal {
     MergedWithoutCleanReview { pr: u64 },
     #[error("the review cap ({max_review_rounds} rounds) is reached")]
     ReviewCapReached { max_review_rounds: u32 },
+    /// The reason is in the status comment; it is not repeated in a reply,
+    /// which has no fallback when outside text breaks the policy.
+    #[error(
+        "the run was blocked before it started (see the status comment); remove and add the trigger label again to start a new run"
+    )]
+    NeverStarted,
 }
 
 /// A typed refusal: the event does not apply; the state is unchanged.

@@ -3,6 +3,7 @@
 
 use super::agent_result::AgentOutcome;
 use super::bounds::Settings;
+use crate::config::RepositorySettings;
 use serde::{Deserialize, Serialize};
 
 /// State of a pull request as GitHub reports it.
@@ -124,6 +125,39 @@ pub struct OperatorCommand {
 }
 
 /// What GitHub reported after the `merge_pr` effect.
+/// What the driver found in the repository's settings file when the run
+/// started (SPEC §16). An absent file reads as the default settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "read", rename_all = "snake_case")]
+pub enum RepositorySettingsRead {
+    Valid {
+        settings: RepositorySettings,
+    },
+    /// The file exists but cannot be used; the run blocks with `reason`.
+    Invalid {
+        reason: String,
+    },
+}
+
+impl Default for RepositorySettingsRead {
+    fn default() -> Self {
+        RepositorySettingsRead::Valid {
+            settings: RepositorySettings::default(),
+        }
+    }
+}
+
+/// A command refused by authorisation or parsing; `command` is its verb, or
+/// `malformed` for a line that did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedCommand {
+    pub thread: u64,
+    pub comment_id: u64,
+    pub actor: String,
+    pub command: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeReport {
     pub pr: PrFacts,
@@ -138,6 +172,10 @@ pub struct NextIssueFacts {
     pub open: bool,
     /// Default-branch head, to start the next issue from.
     pub base_sha: String,
+    /// Head of the next issue's branch `autoforge/<n>` if it exists
+    /// (earlier work the implementer continues from).
+    #[serde(default)]
+    pub branch_head: Option<String>,
 }
 
 /// An input to [`super::decide`].
@@ -150,11 +188,22 @@ pub enum Event {
         epic: Option<u64>,
         base_branch: String,
         base_sha: String,
+        /// Head of `autoforge/<issue>` if the branch exists already: earlier
+        /// work (SPEC §4 IMPLEMENT, `START_SHA`).
+        #[serde(default)]
+        branch_head: Option<String>,
         settings: Settings,
+        /// The repository's `.github/autoforge.toml` as read from the
+        /// default branch; frozen into the run.
+        repository_settings: RepositorySettingsRead,
     },
     AgentFinished {
         launch: u32,
         outcome: AgentOutcome,
+        /// Tokens the launch (its corrections included) reported through
+        /// the profile's `usage_pattern`; `None` when it reported none.
+        #[serde(default)]
+        tokens: Option<u64>,
     },
     ValidationFinished {
         sha: String,
@@ -175,6 +224,10 @@ pub enum Event {
         facts: GitHubFacts,
     },
     Operator(OperatorCommand),
+    /// A command the commands layer refused before the machine saw it (the
+    /// author is not an operator, or the line is malformed): it is answered
+    /// with a reply saying why, and nothing else changes.
+    CommandRefused(RefusedCommand),
     LabelRemoved,
     IssueClosed,
     /// A GitHub outage or similar failure while doing the awaited step.
@@ -196,6 +249,7 @@ impl Event {
             Event::EffectConflict { .. } => "effect_conflict",
             Event::GitHubObserved { .. } => "github_observed",
             Event::Operator(_) => "operator_command",
+            Event::CommandRefused(_) => "command_refused",
             Event::LabelRemoved => "label_removed",
             Event::IssueClosed => "issue_closed",
             Event::TransientFailure { .. } => "transient_failure",

@@ -35,6 +35,7 @@ pub mod event;
 pub mod phase;
 pub mod review_rounds;
 pub mod state;
+pub mod status_labels;
 pub mod unblock;
 
 pub use agent_result::{
@@ -49,10 +50,10 @@ pub use decision::{
 };
 pub use event::{
     ChecksState, Command, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
-    Observed, OperatorCommand, PrFacts, PrState,
+    Observed, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
 };
 pub use phase::{Cause, IllegalEdge, Phase, check_edge, legal_edge};
 pub use state::{
-    Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, ReviewState,
-    RoundBinding, RoundOutcome, RoundRecord, RunState,
+    Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
+    ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
 };

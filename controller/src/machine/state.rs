@@ -9,6 +9,8 @@ use super::decision::LaunchRequest;
 use super::phase::Phase;
 use serde::{Deserialize, Serialize};
 
+use crate::config::RepositorySettings;
+
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundBinding {
@@ -193,6 +195,10 @@ pub struct RunState {
     pub base_branch: String,
     /// Default-branch head fetched when the run (or issue) started.
     pub base_sha: String,
+    /// Head of the issue branch when the issue started, if it existed:
+    /// the implementer continues from it and the push must fast-forward it.
+    #[serde(default)]
+    pub prior_branch_head: Option<String>,
     pub pr: Option<u64>,
     pub review: ReviewState,
     pub counters: Counters,
@@ -209,6 +215,23 @@ pub struct RunState {
     pub blocked: Option<BlockedInfo>,
     pub failure: Option<String>,
     pub settings: Settings,
+    /// The outcome of the latest validation, shown in the status comment.
+    #[serde(default)]
+    pub last_validation: Option<LastValidation>,
+    /// The repository's own settings, frozen when the run started: a later
+    /// edit of the file (or a PR changing it) never changes them.
+    #[serde(default)]
+    pub repository_settings: RepositorySettings,
+}
+
+/// One validation outcome as the status comment shows it (SPEC §15).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastValidation {
+    pub sha: String,
+    pub passed: bool,
+    /// 0-based index of the command that failed. The command's text stays
+    /// out of the status comment: a repository may supply it.
+    pub failed_index: Option<u32>,
 }
 
 impl RunState {
@@ -224,6 +247,7 @@ impl RunState {
             branch: String::new(),
             base_branch: String::new(),
             base_sha: String::new(),
+            prior_branch_head: None,
             pr: None,
             review: ReviewState::default(),
             counters: Counters::default(),
@@ -235,6 +259,8 @@ impl RunState {
             blocked: None,
             failure: None,
             settings,
+            last_validation: None,
+            repository_settings: RepositorySettings::default(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! operator, picks the phase a BLOCKED run resumes in, from fresh GitHub
 //! facts only. The operator's reason is recorded, never evidence.
 
-use super::bounds::{launch_allowed, round_allowed};
+use super::bounds::{launch_allowed, round_allowed, tokens_left};
 use super::decision::UnblockRefusal;
 use super::event::{GitHubFacts, PrState};
 use super::phase::Phase;
@@ -14,6 +14,16 @@ pub fn unblock_target(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Un
     if state.phase != Phase::Blocked {
         return Err(UnblockRefusal::NotBlocked { phase: state.phase });
     }
+    // Blocked before it started (unusable repository settings, an EPIC
+    // labelled as its own issue): nothing was set up to resume, and the
+    // settings are read only at the start, so a new run is the way on.
+    if state
+        .blocked
+        .as_ref()
+        .is_some_and(|b| b.from == Phase::Initializing)
+    {
+        return Err(UnblockRefusal::NeverStarted);
+    }
     let target = target_from_facts(state, facts)?;
     let launches_agent = match target {
         Phase::ReadyForMerge => false,
@@ -23,6 +33,12 @@ pub fn unblock_target(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Un
     if launches_agent && !launch_allowed(&state.settings, &state.counters) {
         return Err(UnblockRefusal::LaunchBudgetExhausted {
             max_launches: state.settings.max_launches,
+        });
+    }
+    if launches_agent && !tokens_left(&state.settings, &state.counters) {
+        return Err(UnblockRefusal::TokenBudgetSpent {
+            used: state.counters.tokens,
+            max_tokens: state.settings.max_tokens.unwrap_or_default(),
         });
     }
     Ok(target)
@@ -151,6 +167,20 @@ mod tests {
         assert_eq!(
             unblock_target(&blocked_state(), &facts(None)),
             Ok(Phase::Implement)
+        );
+    }
+
+    #[test]
+    fn a_spent_token_budget_refuses_a_resume_that_would_launch_an_agent() {
+        let mut state = blocked_state();
+        state.settings.max_tokens = Some(50);
+        state.counters.tokens = 80;
+        assert_eq!(
+            unblock_target(&state, &facts(None)),
+            Err(UnblockRefusal::TokenBudgetSpent {
+                used: 80,
+                max_tokens: 50
+            })
         );
     }
 

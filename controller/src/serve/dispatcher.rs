@@ -15,9 +15,10 @@ use serde::Deserialize;
 use tokio::sync::{Notify, watch};
 
 use super::access::GitHubAccess;
-use super::plan::{Applied, Plan, apply};
+use super::plan::{Applied, Plan, Step, apply};
 use super::planner::{Sighting, body_digest, labeling_of_event, plan};
 use crate::commands::{commands_added_by_edit, parse_commands};
+use crate::driver::RunNotifier;
 use crate::metrics::{DispatchFailure, Processed};
 use crate::webhook::{ClassifyContext, Observation, classify};
 
@@ -39,6 +40,9 @@ pub struct Dispatcher {
     /// Notified by local ingress on each new delivery; deliveries stored by
     /// other replicas are found by the idle poll.
     pub wakeup: Arc<Notify>,
+    /// This process's run driver: woken when a run event is stored, and
+    /// told to kill a run's agent when a stop is stored.
+    pub notifier: RunNotifier,
 }
 
 /// Why handling a delivery failed.
@@ -86,7 +90,14 @@ impl Dispatcher {
             delivery_id = %delivery.delivery_id,
             event = %delivery.event
         );
-        let _entered = span.enter();
+        // `instrument`, never an entered guard across `.await`: a guard
+        // held while the task is suspended leaks the span into whatever
+        // else the worker thread polls, and tracing-subscriber panics when
+        // it is closed from another thread.
+        tracing::Instrument::instrument(self.dispatch_in_span(delivery), span).await;
+    }
+
+    async fn dispatch_in_span(&self, delivery: &Delivery) {
         let failure = match self.handle(delivery).await {
             Ok(()) => return,
             Err(failure) => failure,
@@ -145,6 +156,9 @@ impl Dispatcher {
         )
         .await
         .map_err(|error| Failure::Transient(error.into()))?;
+        if let (Some(plan), Applied::Done { .. }) = (&plan, &applied) {
+            notify_driver(&self.journal, &self.notifier, plan).await;
+        }
         crate::metrics::delivery_processed(&delivery.event, processed_outcome(&plan, &applied));
         tracing::info!(
             ?applied,
@@ -305,6 +319,25 @@ impl Dispatcher {
         };
         Ok(Some(sighting))
     }
+}
+
+/// After a plan committed: the runs it queued events for are due now, a
+/// stop kills the run's agent at once, and the driver looks without
+/// waiting for its next poll. Failures here only cost latency (the idle
+/// re-check finds the events), so they are logged, not returned.
+pub(super) async fn notify_driver(journal: &Journal, notifier: &RunNotifier, plan: &Plan) {
+    for step in &plan.steps {
+        let Step::Signal { run_id, signal, .. } = step else {
+            continue;
+        };
+        if signal.stops_the_run() && notifier.stop_run(*run_id) {
+            tracing::info!(run = %run_id, "stop stored; the running agent is cancelled");
+        }
+        if let Err(error) = journal.wake_run(*run_id).await {
+            tracing::warn!(%error, run = %run_id, "cannot make the run due now");
+        }
+    }
+    notifier.wake_driver();
 }
 
 fn processed_outcome(plan: &Option<Plan>, applied: &Applied) -> Processed {

@@ -53,6 +53,24 @@ async fn run_with_database(
         .migrate()
         .await
         .context("applying the database migrations failed")?;
+    let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;
+    serve_on(config, journal, secret, listener, shutdown_signal()).await
+}
+
+/// Serves an already migrated journal on `listener` until `shutdown`
+/// resolves, then stops the loops after the item in hand. `run` passes the
+/// SIGTERM/SIGINT future; `autoforge demo` binds the listener itself (its
+/// fake GitHub must know the webhook URL before serve starts) and stops on
+/// its own terms.
+pub async fn serve_on(
+    config: &Config,
+    journal: autoforge_journal::Journal,
+    secret: secrecy::SecretString,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let access = GitHubAccess::connect(config).await?;
     if !access.is_app() && access.configured_repositories.is_empty() {
         tracing::warn!(
@@ -60,14 +78,11 @@ async fn run_with_database(
         );
     }
     // The run driver leases the runs the dispatcher and poller start and
-    // moves them through the phase machine. Built before anything listens
+    // moves them through the phase machine. Built before anything is served
     // so a configuration it cannot use stops start-up cleanly.
     let driver = crate::driver::driver_from_config(config, journal.clone())
         .await
         .context("cannot set up the run driver")?;
-    let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;
     let address = listener.local_addr()?;
     // The first stdout line tells scripts and tests where we listen (the
     // configured port may be 0).
@@ -81,9 +96,11 @@ async fn run_with_database(
         access: access.clone(),
         worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
         wakeup: std::sync::Arc::clone(&wakeup),
+        notifier: driver.notifier(),
     };
     let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
-    let poller = Poller::new(journal.clone(), access, config.settings.poll.interval());
+    let poller = Poller::new(journal.clone(), access, config.settings.poll.interval())
+        .with_notifier(driver.notifier());
     let poller = tokio::spawn(poller.run(loops_stopped.clone()));
     let driver = tokio::spawn(driver.run(loops_stopped));
 
@@ -99,7 +116,7 @@ async fn run_with_database(
     );
     let app = router(journal, secret, wakeup).merge(dashboard);
     let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await
         .context("the HTTP server failed");
     tracing::info!(

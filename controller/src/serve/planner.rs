@@ -271,7 +271,10 @@ pub async fn plan(
                 return Ok(None);
             }
             let Some(run_id) = run_of(repository, *issue).await? else {
-                return Ok(None);
+                // Nothing to act on and no run to answer under: every
+                // GitHub write is journalled and fenced by a run's lease,
+                // so the command is recorded (once) but not answered.
+                return Ok(Some(plan_without_run(key, *comment_id, actor, commands)?));
             };
             if journal.observed_change(&key).await?.is_some() {
                 return Ok(Some(Plan::new(key, "seen")));
@@ -401,6 +404,32 @@ async fn plan_trigger(
     Ok(plan)
 }
 
+/// Commands on a thread no active run watches: one refused decision each.
+fn plan_without_run(
+    key: String,
+    comment_id: u64,
+    actor: &Actor,
+    commands: &[Result<Command, CommandParseError>],
+) -> anyhow::Result<Plan> {
+    let comment = i64::try_from(comment_id)?;
+    let mut plan = Plan::new(key, "commands without a run");
+    for parsed in commands {
+        let command = match parsed {
+            Ok(command) => command.verb().to_owned(),
+            Err(_) => "malformed".to_owned(),
+        };
+        plan = plan.with(Step::Decision(NewCommandDecision {
+            run_id: None,
+            comment_id: comment,
+            actor: actor.login.clone(),
+            command,
+            accepted: false,
+            reason: "no active run on this issue or pull request".to_owned(),
+        }));
+    }
+    Ok(plan)
+}
+
 fn plan_commands(
     key: String,
     run_id: RunId,
@@ -428,27 +457,36 @@ fn plan_commands(
             run_id: Some(run_id),
             comment_id: comment,
             actor: actor.login.clone(),
-            command,
+            command: command.clone(),
             accepted,
-            reason,
+            reason: reason.clone(),
         }));
-        if let (true, Ok(command)) = (accepted, parsed) {
-            let argument = match command {
-                Command::Unblock { reason } => Some(reason.clone()),
-                _ => None,
-            };
-            plan = plan.with(Step::Signal {
-                run_id,
-                suffix: format!(":{index}"),
-                signal: RunSignal::Command {
-                    verb: command.verb().to_owned(),
-                    argument,
-                    comment_id,
-                    actor: actor.login.clone(),
-                    on_issue: issue,
+        // Accepted or not, the run answers every command on its thread
+        // (SPEC §2); only an accepted one can change its state.
+        let signal = match (accepted, parsed) {
+            (true, Ok(command)) => RunSignal::Command {
+                verb: command.verb().to_owned(),
+                argument: match command {
+                    Command::Unblock { reason } => Some(reason.clone()),
+                    _ => None,
                 },
-            });
-        }
+                comment_id,
+                actor: actor.login.clone(),
+                on_issue: issue,
+            },
+            _ => RunSignal::CommandRefused {
+                verb: command,
+                comment_id,
+                actor: actor.login.clone(),
+                on_issue: issue,
+                reason,
+            },
+        };
+        plan = plan.with(Step::Signal {
+            run_id,
+            suffix: format!(":{index}"),
+            signal,
+        });
     }
     Ok(plan)
 }
@@ -483,24 +521,52 @@ mod tests {
             })
             .collect();
         assert_eq!(decisions, [("retry", true), ("malformed", false)]);
-        let signals = plan
+        let signals: Vec<String> = plan
             .steps
             .iter()
-            .filter(|s| matches!(s, Step::Signal { .. }))
-            .count();
-        assert_eq!(signals, 1);
+            .filter_map(|s| match s {
+                Step::Signal { signal, .. } => Some(signal.to_json()["kind"].to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(signals, ["\"command\"", "\"command_refused\""]);
     }
 
     #[test]
-    fn a_refused_actor_gets_decisions_and_no_signal() {
+    fn a_refused_actor_gets_a_decision_and_a_refusal_to_answer_but_no_command() {
         let commands = parse_commands("/autoforge stop\n");
         let decision = OperatorDecision::Refused {
             reason: RefusalReason::BotAccount,
         };
         let plan =
             plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
-        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(plan.steps.len(), 2);
         assert!(matches!(&plan.steps[0], Step::Decision(d) if !d.accepted));
+        let Step::Signal { signal, .. } = &plan.steps[1] else {
+            panic!("the refusal is queued for the run to answer");
+        };
+        assert!(
+            matches!(signal, RunSignal::CommandRefused { verb, comment_id: 9, on_issue: 4, .. } if verb == "stop"),
+            "{signal:?}"
+        );
+    }
+
+    #[test]
+    fn commands_without_a_run_are_recorded_as_refused_and_queue_nothing() {
+        let commands = parse_commands("/autoforge status\n/autoforge frobnicate\n");
+        let plan = plan_without_run("k".into(), 9, &alice(), &commands).unwrap();
+        let decisions: Vec<_> = plan
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Decision(d) => (d.run_id, d.command.as_str(), d.accepted),
+                other => panic!("only decisions: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            decisions,
+            [(None, "status", false), (None, "malformed", false)]
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::planner::{
     Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
 };
 use crate::commands::parse_commands;
+use crate::driver::RunNotifier;
 use crate::github::{GitHubApi, HookDelivery, IssueComment, writes};
 
 /// Redelivery requests per pass, so a long outage does not turn into a
@@ -35,6 +36,10 @@ pub struct Poller {
     pub interval: Duration,
     /// Hook delivery ids we already asked GitHub to redeliver.
     redelivered: HashSet<u64>,
+    /// This process's run driver, told about the run events a pass stores
+    /// (see [`Poller::with_notifier`]); without one the driver finds them
+    /// at its own pace.
+    notifier: Option<RunNotifier>,
     /// Repositories whose labelled issues were all handled in an earlier
     /// pass: while their listing answers `304`, nothing there is new, so the
     /// per-issue event and permission reads are skipped.
@@ -82,7 +87,15 @@ impl Poller {
             interval,
             redelivered: HashSet::new(),
             labelled_scan_done: HashSet::new(),
+            notifier: None,
         }
+    }
+
+    /// Wakes `notifier`'s driver (and stops a run's agent) when a pass
+    /// stores run events, as the dispatcher does.
+    pub fn with_notifier(mut self, notifier: RunNotifier) -> Poller {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// Polls until `shutdown` turns true, once right away and then every interval.
@@ -343,6 +356,9 @@ impl Poller {
             return Ok(0);
         };
         let applied = apply(&self.journal, Some(&plan), EventSource::Poll, None).await?;
+        if let (Some(notifier), super::plan::Applied::Done { .. }) = (&self.notifier, applied) {
+            super::dispatcher::notify_driver(&self.journal, notifier, &plan).await;
+        }
         Ok(usize::from(matches!(
             applied,
             super::plan::Applied::Done { .. }

@@ -40,6 +40,16 @@ pub enum RunSignal {
         actor: String,
         on_issue: u64,
     },
+    /// A command refused before the run saw it (not an operator, or a
+    /// malformed line; `verb` is then `malformed`): the run answers it with
+    /// a reply saying why and changes nothing else.
+    CommandRefused {
+        verb: String,
+        comment_id: u64,
+        actor: String,
+        on_issue: u64,
+        reason: String,
+    },
     PrHeadMoved {
         pr: u64,
         head_sha: String,
@@ -64,6 +74,17 @@ pub enum RunSignal {
 }
 
 impl RunSignal {
+    /// Whether the machine stops the run on this signal (label removal or
+    /// an operator's accepted `/autoforge stop`), so a running agent can be
+    /// killed before the run's task gets to read it.
+    pub fn stops_the_run(&self) -> bool {
+        match self {
+            RunSignal::TriggerLabelRemoved { .. } => true,
+            RunSignal::Command { verb, .. } => verb == "stop",
+            _ => false,
+        }
+    }
+
     /// The JSON stored in `run_events.event`.
     pub fn to_json(&self) -> serde_json::Value {
         // Serialising a plain enum of strings and integers cannot fail.
@@ -88,5 +109,31 @@ mod tests {
         let json = signal.to_json();
         assert_eq!(json["kind"], "command");
         assert_eq!(serde_json::from_value::<RunSignal>(json).unwrap(), signal);
+    }
+
+    #[test]
+    fn only_label_removal_and_an_accepted_stop_stop_the_run() {
+        let command = |verb: &str| RunSignal::Command {
+            verb: verb.into(),
+            argument: None,
+            comment_id: 1,
+            actor: "alice".into(),
+            on_issue: 4,
+        };
+        assert!(command("stop").stops_the_run());
+        assert!(!command("status").stops_the_run());
+        let removed = RunSignal::TriggerLabelRemoved {
+            issue: 4,
+            by: "alice".into(),
+        };
+        assert!(removed.stops_the_run());
+        let refused = RunSignal::CommandRefused {
+            verb: "stop".into(),
+            comment_id: 1,
+            actor: "rory".into(),
+            on_issue: 4,
+            reason: "not an operator".into(),
+        };
+        assert!(!refused.stops_the_run());
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::RunTask;
 use crate::driver::clean_review::{CleanReviewRecord, find_clean_review};
 use crate::driver::error::DriverError;
-use crate::driver::{epic_scope, facts};
+use crate::driver::{epic_scope, facts, repo_settings};
 use crate::github::GitHubError;
 use crate::machine::{Awaiting, EffectIntent, Event, MergeReport, NextIssueFacts};
 
@@ -46,11 +46,13 @@ impl RunTask<'_> {
                     Err(other) => return Err(other.into()),
                 };
                 let (_, base_sha) = facts::default_branch_head(api, repo).await?;
+                let branch = crate::machine::RunState::branch_for(*issue);
                 Event::NextIssue(NextIssueFacts {
                     issue: *issue,
                     repository: repo.to_string(),
                     open,
                     base_sha,
+                    branch_head: facts::branch_head(api, repo, &branch).await?,
                 })
             }
             _ => return Ok(None),
@@ -79,13 +81,23 @@ impl RunTask<'_> {
             &self.shared.config.epic_label,
         );
         let scope = epic_scope::start_scope(api, repo, labelled, known_epic, label).await?;
+        let repository_settings = repo_settings::read_repository_settings(
+            api,
+            repo,
+            &base_sha,
+            self.shared.agents.as_ref(),
+        )
+        .await?;
+        let branch = crate::machine::RunState::branch_for(scope.issue);
         Ok(Event::Started {
             repository: self.access.repo.to_string(),
             issue: scope.issue,
             epic: scope.epic,
             base_branch,
             base_sha,
+            branch_head: facts::branch_head(api, repo, &branch).await?,
             settings: self.state.settings.clone(),
+            repository_settings,
         })
     }
 

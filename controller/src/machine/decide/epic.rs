@@ -167,6 +167,7 @@ fn verify(step: &mut Step, facts: &NextIssueFacts) -> StepResult {
     }
     step.state.switch_to_issue(facts.issue);
     step.state.base_sha.clone_from(&facts.base_sha);
+    step.state.prior_branch_head.clone_from(&facts.branch_head);
     if let Some(epic) = step.state.epic.as_mut() {
         epic.finished_issue = None;
         epic.finished_pr = None;

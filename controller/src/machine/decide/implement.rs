@@ -4,7 +4,7 @@
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{ImplementResult, PhaseResult};
 use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
-use crate::machine::event::{Event, GitHubFacts, Observed, PrState};
+use crate::machine::event::{Event, GitHubFacts, Observed, PrState, RepositorySettingsRead};
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, EpicState, FactsPurpose, RunState};
 
@@ -17,7 +17,9 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             epic,
             base_branch,
             base_sha,
+            branch_head,
             settings,
+            repository_settings,
         },
     ) = (&state.awaiting, event)
     else {
@@ -30,9 +32,24 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.branch = RunState::branch_for(*issue);
     s.base_branch.clone_from(base_branch);
     s.base_sha.clone_from(base_sha);
+    s.prior_branch_head.clone_from(branch_head);
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
-    if *epic == Some(*issue) {
+    let unusable = match repository_settings {
+        RepositorySettingsRead::Valid { settings: chosen } => {
+            if let Some(status) = chosen.labels.status {
+                s.settings.status_labels = status;
+            }
+            s.repository_settings = chosen.clone();
+            None
+        }
+        RepositorySettingsRead::Invalid { reason } => Some(reason),
+    };
+    if let Some(reason) = unusable {
+        step.block(format!(
+            "the repository settings cannot be used: {reason}; fix the file on the default branch, then remove and add the trigger label again"
+        ))?;
+    } else if *epic == Some(*issue) {
         step.block(format!(
             "issue #{issue} is the EPIC itself; label one of its issues"
         ))?;
@@ -55,11 +72,15 @@ fn launch(step: &mut Step) -> StepResult {
         issue: s.issue,
         branch: s.branch.clone(),
         base_sha: s.base_sha.clone(),
+        // The reviewed head once there is a PR; before that earlier work on
+        // the issue branch; else the default branch head.
         start_sha: s
             .review
             .binding
             .as_ref()
-            .map_or_else(|| s.base_sha.clone(), |b| b.head_sha.clone()),
+            .map(|b| b.head_sha.clone())
+            .or_else(|| s.prior_branch_head.clone())
+            .unwrap_or_else(|| s.base_sha.clone()),
         validation_failure: s.last_validation_failure.clone(),
     };
     step.launch(Role::Implement, 0, inputs)

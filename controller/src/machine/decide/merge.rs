@@ -159,6 +159,10 @@ fn gate(pr: &PrFacts) -> Gate {
         MergeableState::Blocked => return Gate::Refused("branch protection blocks the merge"),
         MergeableState::Dirty => return Gate::Refused("the pull request has conflicts"),
         MergeableState::Draft => return Gate::Refused("the pull request is a draft"),
+        // GitHub says `unstable` for running checks too, not only failing ones.
+        MergeableState::Unstable if pr.checks == ChecksState::Pending => {
+            return Gate::Inconclusive("checks are still running");
+        }
         MergeableState::Unstable => return Gate::Refused("a check is failing"),
         MergeableState::Unknown => {
             return Gate::Inconclusive("GitHub is still computing mergeability");

@@ -18,7 +18,7 @@ use super::agent_result::{AgentOutcome, AgentResult, PhaseResult};
 use super::decision::{Decision, MachineError, Refusal};
 use super::event::Event;
 use super::phase::Phase;
-use super::state::{Awaiting, RunState};
+use super::state::{Awaiting, LastValidation, RunState};
 use step::Step;
 
 /// Decides what `event` does to the run in `state`.
@@ -27,8 +27,10 @@ use step::Step;
 /// reply effect). `Err` means the rules tried an edge the table forbids,
 /// which is a defect in the machine, never a consequence of input.
 pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
-    if let Event::Operator(command) = event {
-        return operator::decide(state, command);
+    match event {
+        Event::Operator(command) => return operator::decide(state, command),
+        Event::CommandRefused(refused) => return Ok(operator::refused_before(state, refused)),
+        _ => {}
     }
     if state.phase.is_terminal() {
         return Ok(Step::refuse(
@@ -43,14 +45,24 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             step.block(format!("effect {identity} ended in conflict: {reason}"))?;
         }
         Event::TransientFailure { .. } => return common::transient_failure(state),
-        Event::AgentFinished { launch, outcome } => {
+        Event::AgentFinished {
+            launch,
+            outcome,
+            tokens,
+        } => {
             let failed = matches!(
                 outcome,
                 AgentOutcome::Crashed { .. }
                     | AgentOutcome::TimedOut
                     | AgentOutcome::NonZeroExit { .. }
             );
-            let decision = agent_finished(state, *launch, outcome)?;
+            // Spent tokens count even when the result is refused: the agent ran.
+            let mut counted = state.clone();
+            counted.counters.tokens = counted
+                .counters
+                .tokens
+                .saturating_add(tokens.unwrap_or_default());
+            let decision = agent_finished(&counted, *launch, outcome)?;
             return Ok(if failed {
                 decision
             } else {
@@ -58,6 +70,22 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             });
         }
         Event::IssueClosed => return common::issue_closed(state),
+        Event::ValidationFinished {
+            sha,
+            passed,
+            failed_index,
+            ..
+        } if state.awaiting == (Awaiting::Validation { sha: sha.clone() }) => {
+            // Remembered before the phase rules run, so the status comment
+            // of the transition it causes already shows it.
+            let mut seen = state.clone();
+            seen.last_validation = Some(LastValidation {
+                sha: sha.clone(),
+                passed: *passed,
+                failed_index: *failed_index,
+            });
+            return by_phase(&seen, event).map(|d| progress_resets_retries(state, d));
+        }
         _ => return by_phase(state, event).map(|d| progress_resets_retries(state, d)),
     }
     Ok(step.finish())

@@ -7,7 +7,7 @@ use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{
     Decision, EffectIntent, MachineError, Refusal, Reply, StatusSnapshot,
 };
-use crate::machine::event::{Command, OperatorCommand};
+use crate::machine::event::{Command, OperatorCommand, RefusedCommand};
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::carry_stale;
 use crate::machine::state::{Awaiting, RunState};
@@ -57,6 +57,21 @@ fn accepted(mut step: Step, command: &OperatorCommand, detail: String) -> Decisi
     step.finish()
 }
 
+/// A command refused before it reached the machine (not an operator, or
+/// malformed): the reply says why; the state is left exactly as it was.
+pub(super) fn refused_before(state: &RunState, refused: &RefusedCommand) -> Decision {
+    let mut step = Step::new(state);
+    step.effect(EffectIntent::PostCommandReply {
+        thread: refused.thread,
+        comment_id: refused.comment_id,
+        reply: Reply::Refused {
+            command: refused.command.clone(),
+            reason: refused.reason.clone(),
+        },
+    });
+    step.finish()
+}
+
 pub(super) fn decide(
     state: &RunState,
     command: &OperatorCommand,
@@ -83,10 +98,15 @@ pub(super) fn decide(
     }
     let mut step = Step::new(state);
     match &command.command {
-        // Stopping writes nothing but the status update.
+        // Besides answering the command, stopping writes nothing but the
+        // status update; the driver kills a running agent.
         Command::Stop => {
             step.stop()?;
-            Ok(step.finish())
+            Ok(accepted(
+                step,
+                command,
+                "the run is stopped; a running agent is killed".to_owned(),
+            ))
         }
         Command::Retry => {
             let Awaiting::OperatorRetry { resume } = &state.awaiting else {

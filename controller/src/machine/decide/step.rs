@@ -3,7 +3,7 @@
 //! edge and performs the new phase's entry action.
 
 use super::{epic, fix, implement, merge, review};
-use crate::machine::bounds::launch_allowed;
+use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
     Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, Role, StatusSnapshot,
     ValidationRequest,
@@ -11,9 +11,13 @@ use crate::machine::decision::{
 use crate::machine::event::Event;
 use crate::machine::phase::{Cause, IllegalEdge, Phase, check_edge};
 use crate::machine::state::{Awaiting, BlockedInfo, RunState};
+use crate::machine::status_labels::{issue_switch, label_change};
 
 pub(crate) struct Step {
     pub state: RunState,
+    /// The issue the run was on before this event, once started (an EPIC
+    /// run may move on to its next issue).
+    origin_issue: Option<u64>,
     transitions: Vec<(Phase, Phase)>,
     effects: Vec<EffectIntent>,
     launches: Vec<LaunchRequest>,
@@ -26,6 +30,7 @@ impl Step {
     pub fn new(state: &RunState) -> Self {
         Self {
             state: state.clone(),
+            origin_issue: (state.phase != Phase::Initializing).then_some(state.issue),
             transitions: Vec::new(),
             effects: Vec::new(),
             launches: Vec::new(),
@@ -59,12 +64,21 @@ impl Step {
 
     /// Closes the decision; any phase change edits the status comment.
     pub fn finish(mut self) -> Decision {
-        if !self.transitions.is_empty() {
+        if let Some((from, _)) = self.transitions.first() {
             self.effects.push(EffectIntent::EditStatusComment {
                 issue: self.state.issue,
                 run_id: self.state.run_id.clone(),
                 status: StatusSnapshot::of(&self.state),
             });
+            if self.state.settings.status_labels {
+                if let Some(finished) = self.origin_issue.filter(|i| *i != self.state.issue) {
+                    self.effects
+                        .extend(issue_switch(finished, self.state.issue, self.state.phase));
+                } else if let Some(labels) = label_change(self.state.issue, *from, self.state.phase)
+                {
+                    self.effects.push(labels);
+                }
+            }
         }
         Decision {
             next: self.state,
@@ -184,6 +198,17 @@ impl Step {
             let max = self.state.settings.max_launches;
             return self.block(format!(
                 "the run's launch budget of {max} agent launches is exhausted"
+            ));
+        }
+        if !tokens_left(&self.state.settings, &self.state.counters) {
+            let (used, max) = (
+                self.state.counters.tokens,
+                self.state.settings.max_tokens.unwrap_or_default(),
+            );
+            return self.block(format!(
+                "the run's token budget is spent: its agents reported {used} tokens of the \
+                 {max} that limits.tokens_per_run allowed when it started; stop the run and \
+                 label the issue again to continue under a new limit"
             ));
         }
         self.state.counters.launches += 1;

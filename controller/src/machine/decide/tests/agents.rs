@@ -232,6 +232,7 @@ fn result_of_an_older_launch_is_refused() {
     let refusal = run.refuse(Event::AgentFinished {
         launch: stale,
         outcome: AgentOutcome::TimedOut,
+        tokens: None,
     });
     assert_eq!(
         refusal,
@@ -335,9 +336,88 @@ fn starting_on_the_epic_itself_blocks() {
         epic: Some(3),
         base_branch: "main".to_owned(),
         base_sha: sha(1),
+        branch_head: None,
         settings: Settings::default(),
+        repository_settings: RepositorySettingsRead::default(),
     };
     let decision = decide(&state, &started).expect("legal");
     assert_eq!(decision.next.phase, Phase::Blocked);
     assert!(decision.launches.is_empty());
+}
+
+#[test]
+fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
+    let state = RunState::new("run-1", Settings::default());
+    let started = Event::Started {
+        repository: "acme/widgets".to_owned(),
+        issue: ISSUE,
+        epic: None,
+        base_branch: "main".to_owned(),
+        base_sha: sha(1),
+        branch_head: Some(sha(7)),
+        settings: Settings::default(),
+        repository_settings: RepositorySettingsRead::default(),
+    };
+    let decision = decide(&state, &started).expect("legal");
+    let launch = decision
+        .launches
+        .first()
+        .expect("the implementer is launched");
+    match &launch.inputs {
+        LaunchInputs::Implement {
+            base_sha,
+            start_sha,
+            ..
+        } => {
+            assert_eq!(base_sha, &sha(1));
+            assert_eq!(start_sha, &sha(7), "continues the branch's work");
+        }
+        other => panic!("not an implement launch: {other:?}"),
+    }
+}
+
+#[test]
+fn a_run_whose_agents_spent_the_token_budget_blocks_before_the_next_launch() {
+    let settings = Settings {
+        max_tokens: Some(1_000),
+        ..Settings::default()
+    };
+    let mut run = Run::start(settings, None);
+    let launch = run.launch().id;
+    // Under the budget: the timed-out launch is retried.
+    run.apply(Event::AgentFinished {
+        launch,
+        outcome: AgentOutcome::TimedOut,
+        tokens: Some(600),
+    });
+    assert_eq!(run.state.phase, Phase::Implement);
+    assert_eq!(run.state.counters.tokens, 600);
+    let retry = run.launch().id;
+    assert_ne!(retry, launch, "retried");
+    // Over it: no further launch, an actionable reason instead.
+    run.apply(Event::AgentFinished {
+        launch: retry,
+        outcome: AgentOutcome::TimedOut,
+        tokens: Some(500),
+    });
+    assert_eq!(run.state.phase, Phase::Blocked);
+    assert!(run.last.launches.is_empty());
+    let reason = &run.state.blocked.as_ref().expect("blocked").reason;
+    assert!(
+        reason.contains("1100 tokens") && reason.contains("tokens_per_run"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn launches_without_a_token_report_never_touch_an_unset_budget() {
+    let mut run = Run::default_run();
+    let launch = run.launch().id;
+    run.apply(Event::AgentFinished {
+        launch,
+        outcome: AgentOutcome::TimedOut,
+        tokens: None,
+    });
+    assert_eq!(run.state.counters.tokens, 0);
+    assert_eq!(run.state.phase, Phase::Implement);
 }

@@ -35,6 +35,7 @@ fn next_issue(issue: u64, open: bool) -> Event {
         repository: "Acme/Widgets".into(),
         open,
         base_sha: sha(50),
+        branch_head: None,
     })
 }
 
@@ -72,6 +73,39 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
     );
     assert_eq!(run.state.review, ReviewState::default());
     assert_eq!(run.state.base_sha, sha(50));
+}
+
+#[test]
+fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
+    let settings = Settings {
+        status_labels: true,
+        ..Settings::default()
+    };
+    let mut run = Run::to_ready(settings, Some(EPIC));
+    run.github(facts(Some(merged(&sha(2)))));
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![
+        Observed::Comment { url: "u".into() },
+        Observed::RoadmapSpliced,
+    ]);
+    run.apply(next_issue(8, true));
+    assert_eq!(run.state.issue, 8);
+    let labels: Vec<(u64, Vec<String>)> = run
+        .last
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            EffectIntent::SetLabels { issue, add, .. } => Some((*issue, add.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            (ISSUE, vec!["autoforge:done".to_owned()]),
+            (8, vec!["autoforge:running".to_owned()]),
+        ]
+    );
 }
 
 #[test]
@@ -163,6 +197,7 @@ fn pick_in_another_repository_is_rejected() {
         repository: "other/repo".into(),
         open: true,
         base_sha: sha(50),
+        branch_head: None,
     }));
     assert_eq!(run.state.counters.next_issue_rejections, 1);
 }

@@ -89,12 +89,30 @@ fn pending_checks_are_rechecked_then_block_at_the_bound() {
     let mut run = Run::to_ready(settings(MergeMode::Auto), None);
     let mut pr = pr_at(&sha(2), &sha(1));
     pr.checks = ChecksState::Pending;
-    for _ in 1..5 {
+    for _ in 1..60 {
         run.github(facts(Some(pr.clone())));
         assert_eq!(run.state.phase, Phase::ReadyForMerge);
     }
     run.github(facts(Some(pr)));
     assert_eq!(run.state.phase, Phase::Blocked);
+}
+
+#[test]
+fn unstable_because_checks_are_still_running_waits_instead_of_refusing() {
+    let mut run = Run::to_ready(settings(MergeMode::Auto), None);
+    let mut pr = pr_at(&sha(2), &sha(1));
+    pr.checks = ChecksState::Pending;
+    pr.mergeable_state = MergeableState::Unstable;
+    run.github(facts(Some(pr.clone())));
+    assert_eq!(run.state.phase, Phase::ReadyForMerge);
+    assert_eq!(run.state.counters.merge_checks, 1);
+    pr.checks = ChecksState::Success;
+    run.github(facts(Some(pr)));
+    assert_eq!(
+        run.state.phase,
+        Phase::Blocked,
+        "unstable with every check passed"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod fix;
 mod merge;
 mod operator;
 mod review;
+mod surfaces;
 
 use crate::machine::*;
 
@@ -79,7 +80,9 @@ impl Run {
             epic,
             base_branch: "main".to_owned(),
             base_sha: sha(1),
+            branch_head: None,
             settings,
+            repository_settings: RepositorySettingsRead::default(),
         };
         let last = decide(&state, &started).expect("legal");
         Run {
@@ -126,7 +129,11 @@ impl Run {
 
     pub fn finish_agent(&mut self, outcome: AgentOutcome) -> &Decision {
         let launch = self.launch().id;
-        self.apply(Event::AgentFinished { launch, outcome })
+        self.apply(Event::AgentFinished {
+            launch,
+            outcome,
+            tokens: None,
+        })
     }
 
     pub fn succeed(&mut self, result: PhaseResult) -> &Decision {

@@ -27,13 +27,70 @@ fn unblock(facts: GitHubFacts) -> Event {
 }
 
 #[test]
-fn stop_writes_only_the_status_comment() {
+fn stop_answers_the_command_and_otherwise_writes_only_the_status_comment() {
     let mut run = Run::to_review(Settings::default(), None);
     run.apply(command(Command::Stop));
     assert_eq!(run.state.phase, Phase::Stopped);
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
-    assert_eq!(kinds, vec![EffectKind::EditStatusComment]);
+    assert_eq!(
+        kinds,
+        vec![
+            EffectKind::AddReaction,
+            EffectKind::PostComment,
+            EffectKind::EditStatusComment
+        ]
+    );
     assert!(run.last.launches.is_empty());
+}
+
+#[test]
+fn removing_the_label_writes_only_the_status_comment() {
+    let mut run = Run::to_review(Settings::default(), None);
+    run.apply(Event::LabelRemoved);
+    let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
+    assert_eq!(kinds, vec![EffectKind::EditStatusComment]);
+}
+
+#[test]
+fn a_command_refused_upstream_is_answered_and_changes_nothing() {
+    let run = blocked_in_fix();
+    let refused = Event::CommandRefused(RefusedCommand {
+        thread: 3,
+        comment_id: 77,
+        actor: "rory".into(),
+        command: "unblock".into(),
+        reason: "rory has `read` permission".into(),
+    });
+    let decision = decide(&run.state, &refused).expect("legal");
+    assert_eq!(decision.next, run.state);
+    assert!(decision.transitions.is_empty());
+    assert_eq!(
+        decision.effects,
+        vec![EffectIntent::PostCommandReply {
+            thread: 3,
+            comment_id: 77,
+            reply: Reply::Refused {
+                command: "unblock".into(),
+                reason: "rory has `read` permission".into(),
+            },
+        }]
+    );
+}
+
+#[test]
+fn a_command_refused_upstream_on_a_finished_run_is_still_answered() {
+    let mut run = Run::default_run();
+    run.apply(Event::LabelRemoved);
+    let refused = Event::CommandRefused(RefusedCommand {
+        thread: 1,
+        comment_id: 5,
+        actor: "rory".into(),
+        command: "malformed".into(),
+        reason: "unknown command".into(),
+    });
+    let decision = decide(&run.state, &refused).expect("legal");
+    assert_eq!(decision.next, run.state);
+    assert_eq!(decision.effects.len(), 1);
 }
 
 #[test]

@@ -31,12 +31,12 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
     );
     let second = s.prompt("implement", 2);
     assert!(
-        second.contains("The controller's validation of your last candidate failed"),
+        second.contains("## The previous attempt failed validation"),
         "{second}"
     );
     assert!(
         second.contains("the widget test failed"),
-        "its output is shown"
+        "the failed command is named"
     );
     assert!(s.pulls().await.is_empty(), "nothing was pushed or opened");
     let branch = s

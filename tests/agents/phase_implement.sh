@@ -5,6 +5,7 @@
 # `per_issue` serves any issue (an EPIC's children one after another): it
 # takes the issue URL from the prompt (the first issue URL in it is the
 # run's, in the trust-boundary section) and commits a file of its own.
+# `workflow` also changes a CI workflow, a path the merge gate protects.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
@@ -28,6 +29,11 @@ case $mode in
         number=${issue_url##*/}
         commit_file feature.txt "feature" "Add the feature"
         commit_file "feature-$number.txt" "feature $number" "Add the feature of issue $number"
+        good_answer ;;
+    workflow)
+        mkdir -p .github/workflows
+        commit_file .github/workflows/ci.yml "on: push" "Run CI on every push"
+        commit_file feature.txt "feature" "Add the feature"
         good_answer ;;
     no_block)
         commit_file feature.txt "feature" "Add the feature"

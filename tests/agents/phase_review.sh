@@ -1,11 +1,16 @@
 #!/bin/sh
 # A scripted REVIEW agent: `phase_review.sh MODE ROUND`. It reviews the
 # worktree HEAD without touching the worktree and answers per MODE.
+# ROUND `auto` takes the round from the prompt's phase heading.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
 round=$2
-cat >/dev/null
+prompt=$(cat)
+if [ "$round" = auto ]; then
+    round=$(printf '%s\n' "$prompt" | grep -o 'Phase: REVIEW, round [0-9]*' | head -n 1)
+    round=${round##* }
+fi
 head=$(git rev-parse HEAD)
 
 review() { # ROUND NEEDS_FIX FINDINGS

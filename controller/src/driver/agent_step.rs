@@ -164,9 +164,15 @@ pub(super) async fn run_launch(
             branch,
             base_sha,
             start_sha,
+            validation_failure,
             ..
         } => implement_plan(
-            access, state, &issue_url, branch, base_sha, start_sha, issue_doc,
+            access,
+            state,
+            &issue_url,
+            (branch, base_sha, start_sha),
+            validation_failure.as_deref(),
+            issue_doc,
         )?,
         LaunchInputs::Review {
             binding,
@@ -298,9 +304,8 @@ fn implement_plan(
     access: &RepositoryAccess,
     state: &RunState,
     issue_url: &str,
-    branch: &str,
-    base_sha: &str,
-    start_sha: &str,
+    (branch, base_sha, start_sha): (&str, &str, &str),
+    validation_failure: Option<&str>,
     issue_doc: ContextDoc,
 ) -> Result<PhasePlan, DriverError> {
     let (base, start) = (sha(base_sha)?, sha(start_sha)?);
@@ -319,7 +324,10 @@ fn implement_plan(
         ("START_SHA", Value::trusted(start.to_string())),
         ("START_DESCRIPTION", Value::trusted(start_description)),
         ("BRANCH", Value::trusted(branch)),
-        ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
+        (
+            "ADDITIONAL_SECTIONS",
+            Value::trusted(implement_failure_section(validation_failure)),
+        ),
     ]);
     Ok(PhasePlan {
         phase: AgentPhase::Implement,
@@ -335,6 +343,19 @@ fn implement_plan(
             ..ContextFiles::default()
         },
         rerequest: None,
+    })
+}
+
+/// What an IMPLEMENT relaunch after a failed validation is told: without
+/// it the agent would hand back the same commit, which the controller
+/// never validates twice, and simply use up the bound.
+fn implement_failure_section(validation_failure: Option<&str>) -> String {
+    validation_failure.map_or_else(String::new, |summary| {
+        format!(
+            "## The previous attempt failed validation\n\n\
+             Your last commit was not pushed: {summary}. The controller never \
+             validates one commit twice; add a commit that repairs it."
+        )
     })
 }
 
@@ -406,4 +427,17 @@ pub(super) async fn validate(
         failed_index,
         summary,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::implement_failure_section;
+
+    #[test]
+    fn an_implement_relaunch_after_a_failed_validation_is_told_the_failure() {
+        let section = implement_failure_section(Some("command 0 `make test` FAIL"));
+        assert!(section.starts_with("## The previous attempt failed validation"));
+        assert!(section.contains("command 0 `make test` FAIL"));
+        assert_eq!(implement_failure_section(None), "");
+    }
 }

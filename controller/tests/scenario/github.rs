@@ -1,0 +1,165 @@
+//! What a scenario does and checks on fakehub: people's REST calls and git
+//! pushes, and assertions on the objects GitHub ends up holding.
+
+use std::path::Path;
+use std::process::Command;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::{OWNER, Person, REPO, Running, array};
+
+impl Running {
+    /// `GET /repos/octo/widgets{path}` as the owner.
+    pub async fn get(&self, path: &str) -> Value {
+        let path = format!("/repos/{OWNER}/{REPO}{path}");
+        self.world
+            .api(&self.owner, Method::GET, &path, Value::Null)
+            .await
+    }
+
+    /// `POST /repos/octo/widgets{path}` as the owner.
+    pub async fn post(&self, path: &str, body: Value) -> Value {
+        let path = format!("/repos/{OWNER}/{REPO}{path}");
+        self.world.api(&self.owner, Method::POST, &path, body).await
+    }
+
+    /// Every PR, open or closed.
+    pub async fn pulls(&self) -> Vec<Value> {
+        array(self.get("/pulls?state=all").await)
+    }
+
+    /// The one PR of the scenario.
+    pub async fn the_pull(&self) -> Value {
+        let pulls = self.pulls().await;
+        assert_eq!(pulls.len(), 1, "exactly one PR: {pulls:?}");
+        pulls.into_iter().next().unwrap()
+    }
+
+    /// The comments on an issue or PR thread.
+    pub async fn comments(&self, thread: u64) -> Vec<Value> {
+        array(self.get(&format!("/issues/{thread}/comments")).await)
+    }
+
+    /// The comments on `thread` that carry the hidden marker `name`.
+    pub async fn comments_with_marker(&self, thread: u64, name: &str) -> Vec<Value> {
+        let opener = format!("<!-- {name}");
+        self.comments(thread)
+            .await
+            .into_iter()
+            .filter(|c| c["body"].as_str().unwrap_or_default().contains(&opener))
+            .collect()
+    }
+
+    /// Exactly one comment on `thread` carries the marker `name`.
+    pub async fn assert_one_comment_with_marker(&self, thread: u64, name: &str) {
+        let found = self.comments_with_marker(thread, name).await;
+        assert_eq!(found.len(), 1, "one {name} comment on #{thread}: {found:?}");
+    }
+
+    /// The PR is merged, by exactly one merge request.
+    pub async fn assert_pr_merged_once(&self, pr: u64) {
+        let read = self.get(&format!("/pulls/{pr}")).await;
+        assert_eq!(read["merged"], true, "PR #{pr} is merged: {read}");
+        assert_eq!(self.merge_requests(pr), 1, "PR #{pr} merged by one request");
+    }
+
+    /// How many merge requests fakehub answered for the PR.
+    pub fn merge_requests(&self, pr: u64) -> usize {
+        let path = format!("/repos/{OWNER}/{REPO}/pulls/{pr}/merge");
+        self.world
+            .hub
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT" && r.path == path)
+            .count()
+    }
+
+    /// A person merges the PR at its current head, as a human would.
+    pub async fn merge_as(&self, person: &Person, pr: u64) {
+        let read = self.get(&format!("/pulls/{pr}")).await;
+        let path = format!("/repos/{OWNER}/{REPO}/pulls/{pr}/merge");
+        self.world
+            .api(
+                person,
+                Method::PUT,
+                &path,
+                json!({ "sha": read["head"]["sha"] }),
+            )
+            .await;
+    }
+
+    /// A person replaces the body of an issue.
+    pub async fn edit_issue_body(&self, person: &Person, issue: u64, body: &str) {
+        let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}");
+        self.world
+            .api(person, Method::PATCH, &path, json!({ "body": body }))
+            .await;
+    }
+
+    /// An external CI reports a completed check on `sha`.
+    pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
+        self.world
+            .hub
+            .add_check(&fakehub::control::CheckSpec {
+                owner: OWNER.into(),
+                repo: REPO.into(),
+                sha: sha.into(),
+                name: name.into(),
+                status: Some("completed".into()),
+                conclusion: Some(conclusion.into()),
+            })
+            .expect("fakehub records the check");
+    }
+
+    /// A person clones the repository, commits `file` on top of `branch`
+    /// and pushes it there with git; the new head.
+    pub fn human_push(&self, person: &Person, branch: &str, file: &str) -> String {
+        let checkout = tempfile::tempdir().expect("a checkout folder");
+        let url = self.world.hub.git_url(OWNER, REPO);
+        let header = format!("http.extraHeader=Authorization: token {}", person.token);
+        let dir = checkout.path();
+        git(
+            dir,
+            &["-c", &header, "clone", "-q", "--branch", branch, &url, "."],
+        );
+        std::fs::write(dir.join(file), "a person's change\n").expect("write the file");
+        git(dir, &["add", file]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=person",
+                "-c",
+                "user.email=person@example.invalid",
+                "commit",
+                "-q",
+                "-m",
+                "A person's change",
+            ],
+        );
+        git(dir, &["-c", &header, "push", "-q", "origin", branch]);
+        let out = Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(dir)
+            .output()
+            .expect("git rev-parse");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+}
+
+/// Runs git in `dir`; panics with its output unless it succeeds.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {:?}: {}",
+        args.first(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

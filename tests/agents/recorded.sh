@@ -1,0 +1,32 @@
+#!/bin/sh
+# Wraps another scripted agent so a scenario can see and pace it:
+# `recorded.sh DIR NAME HOLD AGENT ARGS...`. Launch N of NAME (counted in
+# DIR/NAME.count) saves its prompt as DIR/NAME.N.prompt and touches
+# DIR/NAME.N.started; when N is in HOLD (comma-separated launch numbers,
+# or `none`) it then waits for the test to create DIR/NAME.N.release
+# before it runs AGENT with the prompt on stdin. DIR lies outside the
+# worktree, and the agent gets no GitHub credential, so a test acts on
+# GitHub itself while the agent waits.
+set -eu
+dir=$1
+name=$2
+hold=$3
+shift 3
+count=$(cat "$dir/$name.count" 2>/dev/null || echo 0)
+n=$((count + 1))
+echo "$n" > "$dir/$name.count"
+cat > "$dir/$name.$n.prompt"
+touch "$dir/$name.$n.started"
+case ",$hold," in
+    *",$n,"*)
+        waited=0
+        while [ ! -e "$dir/$name.$n.release" ]; do
+            if [ "$waited" -ge 900 ]; then
+                echo "never released" >&2
+                exit 75
+            fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done ;;
+esac
+exec "$@" < "$dir/$name.$n.prompt"

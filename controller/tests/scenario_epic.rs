@@ -141,12 +141,8 @@ async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_
     );
 }
 
-/// Product bug, found by this scenario: the result cross-check refuses a
-/// pick of another repository as a malformed answer, so it gets a
-/// correction relaunch, then plain retries, instead of the machine's one
-/// re-request and then BLOCKED; the agent may finally call the EPIC
-/// complete with a child still open (the run ends DONE).
-#[ignore = "product bug: a foreign next-issue pick is corrected and retried, never blocked"]
+/// A pick of another repository is rejected like any ineligible pick: the
+/// agent is asked once more, and a second such pick blocks the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_next_issue_from_another_repository_is_asked_again_and_a_second_such_pick_blocks() {
     let s = Scenario::new()

@@ -130,7 +130,12 @@ fn after_writes(step: &mut Step) -> StepResult {
             .next_issue_repository
             .as_ref()
             .filter(|repo| !repo.eq_ignore_ascii_case(&step.state.repository))
-            .map(|repo| format!("{repo}#{issue} is not in {}", step.state.repository))
+            .map(|repo| {
+                format!(
+                    "{repo}#{issue} is in another repository than {}",
+                    step.state.repository
+                )
+            })
             .or_else(|| pure_rejection(&step.state, issue))
         {
             Some(reason) => reject(step, reason),

@@ -103,7 +103,7 @@ async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_
     s.world.hub.set_faults(vec![FaultRule {
         method: Some("GET".into()),
         route: Some("/repos/{owner}/{repo}/issues/{number}".into()),
-        kind: FaultKind::Latency { ms: 1500 },
+        kind: FaultKind::Latency { ms: 5000 },
         probability: None,
         count: Some(4),
     }]);

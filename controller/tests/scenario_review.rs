@@ -83,7 +83,7 @@ async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_
     s.world.hub.set_faults(vec![FaultRule {
         method: Some("GET".into()),
         route: Some("/repos/{owner}/{repo}/issues/{number}".into()),
-        kind: FaultKind::Latency { ms: 3000 },
+        kind: FaultKind::Latency { ms: 10_000 },
         probability: None,
         count: None,
     }]);

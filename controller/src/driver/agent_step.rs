@@ -28,7 +28,7 @@ use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
 use crate::agents::result::{Phase as AgentPhase, ReRequest};
 use crate::github::GitHubApi;
-use crate::machine::{Event, LaunchInputs, LaunchRequest, RunState};
+use crate::machine::{Correction, Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
 use crate::validation::{
@@ -159,7 +159,7 @@ pub(super) async fn run_launch(
         ],
         body: read.body.clone().unwrap_or_default(),
     };
-    let plan = match &launch.inputs {
+    let mut plan = match &launch.inputs {
         LaunchInputs::Implement {
             branch,
             base_sha,
@@ -246,6 +246,9 @@ pub(super) async fn run_launch(
             plan
         }
     };
+    if let Some(correction) = &launch.correction_of {
+        add_correction_section(&mut plan.values, correction);
+    }
     let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
     let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
     let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
@@ -359,6 +362,25 @@ fn implement_failure_section(validation_failure: Option<&str>) -> String {
     })
 }
 
+/// A relaunch the machine asked for after refusing a result: the agent
+/// hears why, in the controller's own wording (the machine's diagnoses
+/// never quote agent text). Templates without an additional-sections slot
+/// (UPDATE_EPIC has its re-request instead) are left as they are.
+fn add_correction_section(values: &mut BTreeMap<&'static str, Value>, correction: &Correction) {
+    let Some(Value::Trusted(text)) = values.get_mut("ADDITIONAL_SECTIONS") else {
+        return;
+    };
+    if !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str(&format!(
+        "## Your previous answer was refused\n\n\
+         The controller could not accept the result of launch {}: {}. \
+         Answer again and fix exactly that.",
+        correction.of_launch, correction.diagnosis
+    ));
+}
+
 /// A fresh directory for one launch, outside every worktree.
 fn launch_dir(
     runtime: &AgentRuntime,
@@ -431,7 +453,30 @@ pub(super) async fn validate(
 
 #[cfg(test)]
 mod tests {
-    use super::implement_failure_section;
+    use super::{BTreeMap, Correction, Value, add_correction_section, implement_failure_section};
+
+    #[test]
+    fn a_correction_relaunch_is_told_why_its_last_answer_was_refused() {
+        let correction = Correction {
+            of_launch: 3,
+            diagnosis: "head_sha equals the base: nothing was committed".into(),
+        };
+        let mut values = BTreeMap::from([(
+            "ADDITIONAL_SECTIONS",
+            Value::trusted(implement_failure_section(Some("`make` FAIL"))),
+        )]);
+        add_correction_section(&mut values, &correction);
+        let Some(Value::Trusted(text)) = values.get("ADDITIONAL_SECTIONS") else {
+            panic!("the section stays trusted controller text");
+        };
+        assert!(text.starts_with("## The previous attempt failed validation"));
+        assert!(text.contains("## Your previous answer was refused"));
+        assert!(text.contains("launch 3: head_sha equals the base"));
+
+        let mut without_slot = BTreeMap::from([("EPIC_URL", Value::trusted("u"))]);
+        add_correction_section(&mut without_slot, &correction);
+        assert_eq!(without_slot.len(), 1, "no placeholder is invented");
+    }
 
     #[test]
     fn an_implement_relaunch_after_a_failed_validation_is_told_the_failure() {

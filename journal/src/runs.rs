@@ -139,10 +139,13 @@ impl Journal {
         .await?)
     }
 
-    /// Leases some active run that is due (`wake_at` passed) and whose lease
-    /// is free or expired. Locked rows are skipped, so concurrent callers
-    /// never wait on each other and never get the same run. Each acquisition
-    /// bumps the fencing token. `None` when no run is available.
+    /// Leases some run that is due (`wake_at` passed) and whose lease is
+    /// free or expired: an active run, or a finished one whose last writes
+    /// are still `intended` or `attempted` (a crash right after the
+    /// terminal transition committed must not lose its status update).
+    /// Locked rows are skipped, so concurrent callers never wait on each
+    /// other and never get the same run. Each acquisition bumps the fencing
+    /// token. `None` when no run is available.
     pub async fn acquire_lease(
         &self,
         owner: &str,
@@ -153,7 +156,11 @@ impl Journal {
                  lease_expires_at = now() + make_interval(secs => $2), \
                  fencing_token = fencing_token + 1 \
              WHERE id = (SELECT id FROM runs \
-                 WHERE active AND wake_at <= now() \
+                 WHERE id IN (SELECT id FROM runs WHERE active \
+                              UNION ALL \
+                              SELECT run_id FROM effects \
+                              WHERE stage IN ('intended', 'attempted')) \
+                   AND wake_at <= now() \
                    AND (lease_expires_at IS NULL OR lease_expires_at <= now()) \
                  ORDER BY wake_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
              RETURNING id AS run_id, lease_owner AS owner, fencing_token, \

@@ -93,6 +93,22 @@ pub fn working_epic(run: &Run) -> Option<i64> {
     run.state["epic"]["epic"].as_i64().or(run.epic)
 }
 
+/// Waits (at most 30 s) until no write of `runs` is still `intended` or
+/// `attempted`.
+async fn wait_settled(journal: &autoforge_journal::Journal, runs: &[Run]) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut pending = 0;
+        for run in runs {
+            pending += journal.pending_effects(run.id).await?.len();
+        }
+        if pending == 0 || Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
 /// Decides from the runs whether the demo is over.
 pub fn judge(runs: &[Run]) -> Option<DemoEnd> {
     if runs.is_empty() {
@@ -410,6 +426,11 @@ impl Demo<'_> {
         loop {
             let runs = timeline.poll(journal).await?;
             if let Some(end) = judge(&runs) {
+                // The terminal transition's own writes (the final status
+                // comment) are driven just after it commits: report them
+                // settled, not half-way.
+                wait_settled(journal, &runs).await?;
+                timeline.poll(journal).await?;
                 return Ok(end);
             }
             anyhow::ensure!(!serve.is_finished(), "the controller stopped unexpectedly");

@@ -286,3 +286,45 @@ async fn a_finished_run_frees_its_issue() {
         .unwrap();
     assert_eq!(active.id, again.id);
 }
+
+#[tokio::test]
+async fn a_finished_run_is_leased_again_only_while_its_last_writes_are_pending() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (_, lease) = leased_run(&db, 1).await;
+    // The terminal transition commits with its status update still to send,
+    // then the holder dies.
+    let (_, ids) = transition(
+        journal,
+        &lease,
+        0,
+        "DONE",
+        &[intent(
+            EffectKind::EditStatusComment,
+            "autoforge-status:run=1",
+        )],
+    )
+    .await;
+    expire(journal, &lease).await;
+
+    let again = journal
+        .acquire_lease("recoverer", LONG)
+        .await
+        .unwrap()
+        .expect("the finished run with a pending write is due");
+    assert_eq!(again.run_id, lease.run_id);
+    journal
+        .mark_observed(&again, ids[0], &json!({}))
+        .await
+        .unwrap();
+    journal.release_lease(&again).await.unwrap();
+
+    assert!(
+        journal
+            .acquire_lease("recoverer", LONG)
+            .await
+            .unwrap()
+            .is_none(),
+        "a finished run with every write settled is never leased"
+    );
+}

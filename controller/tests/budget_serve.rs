@@ -8,22 +8,7 @@ mod serve_harness;
 
 use std::time::Duration;
 
-use serve_harness::{World, WorldOptions, eventually};
-
-fn agent(args: &[&str]) -> String {
-    let dir = format!("{}/../tests/agents", env!("CARGO_MANIFEST_DIR"));
-    let argv: Vec<String> = args
-        .iter()
-        .map(|a| {
-            if a.ends_with(".sh") {
-                format!("\"{dir}/{a}\"")
-            } else {
-                format!("\"{a}\"")
-            }
-        })
-        .collect();
-    format!("[{}]", argv.join(", "))
-}
+use serve_harness::{World, WorldOptions, agent_command, agent_path, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_agents_report_more_tokens_than_its_budget_blocks_before_the_next_launch() {
@@ -49,14 +34,16 @@ review = "reviewer"
 [validation]
 commands = ["true"]
 "#,
-        implement = agent(&[
+        implement = agent_command(
             "reports_tokens.sh",
-            "600",
-            "phase_implement.sh",
-            "good",
-            "{hub}/octo/widgets/issues/1"
-        ]),
-        review = agent(&["phase_review.sh", "clean", "1"]),
+            &[
+                "600",
+                &agent_path("phase_implement.sh"),
+                "good",
+                "{hub}/octo/widgets/issues/1"
+            ]
+        ),
+        review = agent_command("phase_review.sh", &["clean", "1"]),
     );
     let world = World::start_with(WorldOptions {
         config_toml: Some(config),

@@ -17,17 +17,10 @@ use std::time::Duration;
 
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
 use serde_json::Value;
-use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
+use serve_harness::{OWNER, Person, REPO, World, WorldOptions, agent_command, eventually};
 
 /// Short leases: the restarted process takes the dead one's run over soon.
 const DRIVER: &str = "[driver]\nlease_seconds = 5\n";
-
-fn agent(script: &str, args: &[&str]) -> String {
-    let path = format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"));
-    let mut argv = vec![format!("\"{path}\"")];
-    argv.extend(args.iter().map(|a| format!("\"{a}\"")));
-    format!("[{}]", argv.join(", "))
-}
 
 /// How far a scenario goes, and so which agents it configures.
 #[derive(Debug, Clone, Copy)]
@@ -69,13 +62,9 @@ impl Scenario {
                 r#"{DRIVER}
 [agents.profiles.implementer]
 command = {implement}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.profiles.reviewer]
 command = {review}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.roles]
 implement = "implementer"
@@ -85,11 +74,11 @@ review = "reviewer"
 commands = ["true"]
 timeout_seconds = 60
 "#,
-                implement = agent(
+                implement = agent_command(
                     "phase_implement.sh",
                     &["good", "{hub}/octo/widgets/issues/1"]
                 ),
-                review = agent("phase_review.sh", &["clean", "1"]),
+                review = agent_command("phase_review.sh", &["clean", "1"]),
             ),
             Scenario::FullLoop => format!(
                 r#"{DRIVER}
@@ -98,28 +87,18 @@ mode = "auto"
 
 [agents.profiles.implementer]
 command = {implement}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.profiles.first_reviewer]
 command = {first_review}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.profiles.later_reviewer]
 command = {later_review}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.profiles.fixer]
 command = {fix}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.profiles.epic]
 command = {epic}
-idle_timeout_seconds = 60
-max_runtime_seconds = 120
 
 [agents.roles]
 implement = "implementer"
@@ -131,11 +110,11 @@ update_epic = "epic"
 commands = ["true"]
 timeout_seconds = 60
 "#,
-                implement = agent("phase_implement.sh", &["per_issue", "-"]),
-                first_review = agent("phase_review.sh", &["findings", "1"]),
-                later_review = agent("phase_review.sh", &["clean", "2"]),
-                fix = agent("phase_fix.sh", &["follow_up", "R1-F1"]),
-                epic = agent("phase_update_epic.sh", &["good"]),
+                implement = agent_command("phase_implement.sh", &["per_issue", "-"]),
+                first_review = agent_command("phase_review.sh", &["findings", "1"]),
+                later_review = agent_command("phase_review.sh", &["clean", "2"]),
+                fix = agent_command("phase_fix.sh", &["follow_up", "R1-F1"]),
+                epic = agent_command("phase_update_epic.sh", &["good"]),
             ),
             Scenario::FollowUpReuse => format!(
                 r#"{DRIVER}
@@ -167,14 +146,14 @@ update_epic = "implementer"
 commands = ["true"]
 timeout_seconds = 60
 "#,
-                implement = agent(
+                implement = agent_command(
                     "phase_implement.sh",
                     &["good", "{hub}/octo/widgets/issues/1"]
                 ),
-                r1 = agent("phase_review.sh", &["round_findings", "1"]),
-                r2 = agent("phase_review.sh", &["round_findings", "2"]),
-                r3 = agent("phase_review.sh", &["clean", "3"]),
-                fix = agent("phase_fix.sh", &["defer_listed"]),
+                r1 = agent_command("phase_review.sh", &["round_findings", "1"]),
+                r2 = agent_command("phase_review.sh", &["round_findings", "2"]),
+                r3 = agent_command("phase_review.sh", &["clean", "3"]),
+                fix = agent_command("phase_fix.sh", &["defer_listed"]),
             ),
         }
     }

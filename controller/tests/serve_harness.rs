@@ -360,6 +360,18 @@ impl Drop for World {
     }
 }
 
+/// The path of a scripted agent in `tests/agents/`.
+pub fn agent_path(script: &str) -> String {
+    format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A TOML argv array running the scripted agent `script` with `args`.
+pub fn agent_command(script: &str, args: &[&str]) -> String {
+    let mut argv = vec![format!("\"{}\"", agent_path(script))];
+    argv.extend(args.iter().map(|a| format!("\"{a}\"")));
+    format!("[{}]", argv.join(", "))
+}
+
 /// The serve command of a world: its database, fakehub, App and port.
 fn full_serve_command(
     hub: &fakehub::Handle,

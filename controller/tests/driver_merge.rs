@@ -9,8 +9,8 @@ mod driver_support;
 
 use std::time::Duration;
 
+use autoforge::intake::RunSignal;
 use autoforge::machine::MergeMode;
-use autoforge::serve::RunSignal;
 use driver_support::World;
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use autoforge::driver::RunEnd;
 use autoforge::effects::{PlanContext, plan};
+use autoforge::intake::RunSignal;
 use autoforge::machine::{EffectIntent, Reply, RunState};
-use autoforge::serve::RunSignal;
 use autoforge_journal::Stage;
 use driver_support::{OverlapProbe, World};
 use fakehub::{FaultKind, FaultRule};

@@ -16,8 +16,8 @@ use std::time::Duration;
 use autoforge::commands::OperatorPolicy;
 use autoforge::effects::DriveOutcome;
 use autoforge::github::{ClientOptions, GitHubAuth, GitHubClient, RetryPolicy};
+use autoforge::intake::{Dispatcher, GitHubAccess, Poller};
 use autoforge::machine::{EffectIntent, Reply};
-use autoforge::serve::{Dispatcher, GitHubAccess, Poller};
 use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{Journal, NewDelivery, NewRun};
 use metrics_support::{scrape, value_of};
@@ -89,7 +89,7 @@ async fn dispatch_outcomes_are_counted_as_ignored_retry_and_gave_up() {
         access: unreachable_github(trigger),
         worker: "metrics-test".into(),
         wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
-        notifier: autoforge::driver::RunNotifier::default(),
+        notifier: std::sync::Arc::new(autoforge::driver::RunNotifier::default()),
     };
     store(db.journal(), "m-ping", "ping", fixture("ping.event.0.json")).await;
     store(db.journal(), "m-labelled", "issues", labelled).await;

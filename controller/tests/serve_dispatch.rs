@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use autoforge::commands::OperatorPolicy;
 use autoforge::github::{GitHubAuth, GitHubClient, RepoName, writes};
-use autoforge::serve::{Dispatcher, GitHubAccess, MAX_ATTEMPTS, Poller};
+use autoforge::intake::{Dispatcher, GitHubAccess, MAX_ATTEMPTS, Poller};
 use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{Delivery, InsertOutcome, Journal, NewDelivery, RunFilter, RunId};
 use fakehub::{FaultKind, FaultRule};
@@ -103,7 +103,7 @@ impl Setup {
             access: self.access.clone(),
             worker: "test-worker".into(),
             wakeup: std::sync::Arc::new(tokio::sync::Notify::new()),
-            notifier: autoforge::driver::RunNotifier::default(),
+            notifier: std::sync::Arc::new(autoforge::driver::RunNotifier::default()),
         }
     }
 

@@ -94,6 +94,16 @@ impl RunNotifier {
     }
 }
 
+impl crate::intake::RunListener for RunNotifier {
+    fn stop_run(&self, run: RunId) -> bool {
+        RunNotifier::stop_run(self, run)
+    }
+
+    fn wake_driver(&self) {
+        RunNotifier::wake_driver(self);
+    }
+}
+
 /// The cancellation of one running launch; unregisters itself on drop.
 pub struct LaunchCancel {
     notifier: RunNotifier,

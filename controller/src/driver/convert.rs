@@ -9,11 +9,11 @@ use crate::agents;
 use crate::agents::pipeline::{CommitPolicy, PhaseOutcome, PhaseReport};
 use crate::agents::supervisor::LaunchExit;
 use crate::config;
+use crate::intake::RunSignal;
 use crate::machine::{
     self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand, RefusedCommand,
 };
 use crate::publish::IssueRef;
-use crate::serve::RunSignal;
 
 /// The bounds frozen into a new run, from the configuration; bounds the
 /// configuration does not expose keep the machine's defaults.

@@ -35,10 +35,10 @@ use super::{RepositoryAccess, Shared};
 use super::{agent_step, facts, repo_settings};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
+use crate::intake::RunSignal;
 use crate::machine::{
     Awaiting, Command, EffectIntent, Event, Observed, OperatorCommand, RunState, decide,
 };
-use crate::serve::RunSignal;
 
 /// How a task left its run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,8 +22,8 @@ use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, Reposi
 use crate::agents::prompt::PromptSet;
 use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
 use crate::github::{Account, GitHubApi, RepoName};
+use crate::intake::GitHubAccess;
 use crate::redact::Redactor;
-use crate::serve::GitHubAccess;
 use crate::validation::{ValidationCommand, ValidationLimits};
 use crate::workspace::Workspaces;
 

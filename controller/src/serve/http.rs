@@ -12,7 +12,7 @@ use axum::routing::get;
 use secrecy::SecretString;
 use tokio::sync::Notify;
 
-use super::inbox::JournalInbox;
+use crate::intake::JournalInbox;
 use crate::webhook::webhook_router;
 
 /// Every route `serve` answers. `wakeup` is notified for each new delivery.

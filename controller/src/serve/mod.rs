@@ -1,4 +1,6 @@
-//! `autoforge serve`: webhook ingress into the durable inbox, the dispatcher and the poller (SPEC §14).
+//! `autoforge serve`: the process wiring. It opens the database, binds the
+//! listener and runs the intake loops (dispatcher, poller), the run driver
+//! and the HTTP surface together until a signal stops them (SPEC §14).
 //!
 //! Start-up order: the webhook secret is required before anything else;
 //! then the database (the managed local Postgres when no URL is set) is
@@ -8,31 +10,16 @@
 //! after the item in hand, and the database is closed (and the managed
 //! cluster stopped).
 
-mod access;
-mod dispatcher;
 mod http;
-mod inbox;
-mod plan;
-mod planner;
-mod poller;
-mod signal;
 
-pub use access::{GitHubAccess, WatchedRepository, repo_name};
-pub use dispatcher::{Dispatcher, MAX_ATTEMPTS, retry_delay};
 pub use http::router;
-pub use inbox::JournalInbox;
-pub use plan::{Applied, FIRST_PHASE, Plan, Step, apply};
-pub use planner::{
-    Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
-};
-pub use poller::{PassReport, Poller, redelivery_candidates};
-pub use signal::RunSignal;
 
 use anyhow::Context;
 use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::database::OpenDatabase;
+use crate::intake::{Dispatcher, GitHubAccess, Poller};
 
 /// Runs the server until SIGTERM or SIGINT.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
@@ -96,11 +83,11 @@ pub async fn serve_on(
         access: access.clone(),
         worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
         wakeup: std::sync::Arc::clone(&wakeup),
-        notifier: driver.notifier(),
+        notifier: std::sync::Arc::new(driver.notifier()),
     };
     let dispatcher = tokio::spawn(dispatcher.run(loops_stopped.clone()));
     let poller = Poller::new(journal.clone(), access, config.settings.poll.interval())
-        .with_notifier(driver.notifier());
+        .with_notifier(std::sync::Arc::new(driver.notifier()));
     let poller = tokio::spawn(poller.run(loops_stopped.clone()));
     let driver = tokio::spawn(driver.run(loops_stopped));
 

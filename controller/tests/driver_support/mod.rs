@@ -20,8 +20,8 @@ use autoforge::github::{
     ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment, RepoName,
     RetryPolicy as HttpRetry,
 };
+use autoforge::intake::RunSignal;
 use autoforge::redact::Redactor;
-use autoforge::serve::RunSignal;
 use autoforge::validation::{ValidationCommand, ValidationLimits};
 use autoforge::workspace::Workspaces;
 use autoforge_journal::testing::TestDatabase;

@@ -1,5 +1,5 @@
 //! From a [`Sighting`] — one change seen by a webhook or by the poller, in
-//! one vocabulary — to the [`Plan`] of journal writes it causes. This is
+//! one vocabulary — to the [`ChangeEntries`] of journal writes it causes. This is
 //! where authorization happens (SPEC §2): the trigger label's actor and
 //! every command's author or editor are checked against fresh permission
 //! reads, and every decision is journalled.
@@ -8,7 +8,7 @@ use autoforge_journal::{Journal, NewCommandDecision, RunId};
 use serde_json::json;
 
 use super::access::GitHubAccess;
-use super::plan::{Plan, Step};
+use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
 use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
 use crate::github::GitHubApi;
@@ -89,7 +89,7 @@ pub enum Sighting {
 
 impl Sighting {
     /// The dedupe key of the change. Trigger removals are keyed per run
-    /// (see [`plan`]), so they have none here.
+    /// (see [`entries_for`]), so they have none here.
     fn key(&self) -> String {
         match self {
             Sighting::TriggerLabeled {
@@ -190,12 +190,12 @@ pub fn labeling_of_event(labeled_event_id: u64) -> String {
 
 /// Works out what `sighting` does. `None`: it concerns no run and needs no
 /// record (e.g. a comment on an issue without an active run).
-pub async fn plan(
+pub async fn entries_for(
     sighting: &Sighting,
     journal: &Journal,
     access: &GitHubAccess,
     api: &GitHubApi,
-) -> anyhow::Result<Option<Plan>> {
+) -> anyhow::Result<Option<ChangeEntries>> {
     let key = sighting.key();
     let run_of = |repository: &str, number: u64| {
         let repository = repository.to_owned();
@@ -204,7 +204,7 @@ pub async fn plan(
             anyhow::Ok(journal.active_run_for_object(&repository, number).await?)
         }
     };
-    let plan = match sighting {
+    let change = match sighting {
         Sighting::TriggerLabeled {
             repository,
             issue,
@@ -213,7 +213,7 @@ pub async fn plan(
         } => {
             // A labelling seen before costs no permission read.
             if journal.observed_change(&key).await?.is_some() {
-                return Ok(Some(Plan::new(key, "seen")));
+                return Ok(Some(ChangeEntries::new(key, "seen")));
             }
             plan_trigger(key, repository, *issue, actor, journal, access, api).await?
         }
@@ -226,7 +226,7 @@ pub async fn plan(
                 return Ok(None);
             };
             // One stop per run, however often the removal is seen.
-            Plan::signal(
+            ChangeEntries::signal(
                 format!("{key}:run-{run_id}"),
                 run_id,
                 RunSignal::TriggerLabelRemoved {
@@ -241,7 +241,7 @@ pub async fn plan(
             let Some(run_id) = run_of(repository, *issue).await? else {
                 return Ok(None);
             };
-            Plan::signal(key, run_id, RunSignal::IssueClosed { issue: *issue })
+            ChangeEntries::signal(key, run_id, RunSignal::IssueClosed { issue: *issue })
         }
         Sighting::IssueReopened {
             repository, issue, ..
@@ -249,7 +249,7 @@ pub async fn plan(
             let Some(run_id) = run_of(repository, *issue).await? else {
                 return Ok(None);
             };
-            Plan::signal(key, run_id, RunSignal::IssueReopened { issue: *issue })
+            ChangeEntries::signal(key, run_id, RunSignal::IssueReopened { issue: *issue })
         }
         Sighting::IssueEdited {
             repository, issue, ..
@@ -257,7 +257,7 @@ pub async fn plan(
             let Some(run_id) = run_of(repository, *issue).await? else {
                 return Ok(None);
             };
-            Plan::signal(key, run_id, RunSignal::IssueEdited { issue: *issue })
+            ChangeEntries::signal(key, run_id, RunSignal::IssueEdited { issue: *issue })
         }
         Sighting::Commands {
             repository,
@@ -277,7 +277,7 @@ pub async fn plan(
                 return Ok(Some(plan_without_run(key, *comment_id, actor, commands)?));
             };
             if journal.observed_change(&key).await?.is_some() {
-                return Ok(Some(Plan::new(key, "seen")));
+                return Ok(Some(ChangeEntries::new(key, "seen")));
             }
             let decision = access.decide(api, repository, actor).await?;
             plan_commands(key, run_id, *issue, *comment_id, actor, &decision, commands)?
@@ -294,7 +294,7 @@ pub async fn plan(
                 pr: *pr,
                 head_sha: head_sha.clone(),
             };
-            Plan::signal(key, run_id, signal)
+            ChangeEntries::signal(key, run_id, signal)
         }
         Sighting::PrClosed {
             repository,
@@ -311,13 +311,13 @@ pub async fn plan(
                 merged: *merged,
                 merge_commit_sha: merge_commit_sha.clone(),
             };
-            Plan::signal(key, run_id, signal)
+            ChangeEntries::signal(key, run_id, signal)
         }
         Sighting::PrReopened { repository, pr, .. } => {
             let Some(run_id) = run_of(repository, *pr).await? else {
                 return Ok(None);
             };
-            Plan::signal(key, run_id, RunSignal::PrReopened { pr: *pr })
+            ChangeEntries::signal(key, run_id, RunSignal::PrReopened { pr: *pr })
         }
         Sighting::PrBase {
             repository,
@@ -331,7 +331,7 @@ pub async fn plan(
                 pr: *pr,
                 new_base: new_base.clone(),
             };
-            Plan::signal(key, run_id, signal)
+            ChangeEntries::signal(key, run_id, signal)
         }
         Sighting::ChecksCompleted {
             repository,
@@ -339,10 +339,10 @@ pub async fn plan(
             pull_requests,
             ..
         } => {
-            let mut plan = Plan::new(key, "signal");
+            let mut change = ChangeEntries::new(key, "signal");
             for pr in pull_requests {
                 if let Some(run_id) = run_of(repository, *pr).await? {
-                    plan = plan.with(Step::Signal {
+                    change = change.with(Entry::Signal {
                         run_id,
                         suffix: format!(":pr-{pr}"),
                         signal: RunSignal::ChecksCompleted {
@@ -352,13 +352,13 @@ pub async fn plan(
                     });
                 }
             }
-            if plan.steps.is_empty() {
+            if change.entries.is_empty() {
                 return Ok(None);
             }
-            plan
+            change
         }
     };
-    Ok(Some(plan))
+    Ok(Some(change))
 }
 
 async fn plan_trigger(
@@ -369,15 +369,15 @@ async fn plan_trigger(
     journal: &Journal,
     access: &GitHubAccess,
     api: &GitHubApi,
-) -> anyhow::Result<Plan> {
+) -> anyhow::Result<ChangeEntries> {
     let decision = access.decide(api, repository, actor).await?;
     let detail = |reason: String| json!({"repository": repository, "issue": issue, "actor": actor.login, "reason": reason});
-    let plan = match decision {
+    let change = match decision {
         OperatorDecision::Refused { reason } => {
             // The explanatory comment is an effect the driver/effects layer
             // owns; here the refusal is recorded so it can be answered.
             let reason = reason.to_string();
-            Plan::new(key, format!("trigger refused: {reason}")).with(Step::Audit {
+            ChangeEntries::new(key, format!("trigger refused: {reason}")).with(Entry::Audit {
                 run_id: None,
                 kind: "trigger_refused".to_owned(),
                 detail: detail(reason),
@@ -386,14 +386,13 @@ async fn plan_trigger(
         OperatorDecision::Allowed { .. } => {
             let number = i64::try_from(issue)?;
             match journal.active_run_for_object(repository, number).await? {
-                Some(run_id) => {
-                    Plan::new(key, "trigger ignored: run already active").with(Step::Audit {
+                Some(run_id) => ChangeEntries::new(key, "trigger ignored: run already active")
+                    .with(Entry::Audit {
                         run_id: Some(run_id),
                         kind: "trigger_ignored".to_owned(),
                         detail: detail("the issue already has an active run".to_owned()),
-                    })
-                }
-                None => Plan::new(key, "run started").with(Step::StartRun {
+                    }),
+                None => ChangeEntries::new(key, "run started").with(Entry::StartRun {
                     repository: repository.to_owned(),
                     issue,
                     labeled_by: actor.login.clone(),
@@ -401,7 +400,7 @@ async fn plan_trigger(
             }
         }
     };
-    Ok(plan)
+    Ok(change)
 }
 
 /// Commands on a thread no active run watches: one refused decision each.
@@ -410,15 +409,15 @@ fn plan_without_run(
     comment_id: u64,
     actor: &Actor,
     commands: &[Result<Command, CommandParseError>],
-) -> anyhow::Result<Plan> {
+) -> anyhow::Result<ChangeEntries> {
     let comment = i64::try_from(comment_id)?;
-    let mut plan = Plan::new(key, "commands without a run");
+    let mut change = ChangeEntries::new(key, "commands without a run");
     for parsed in commands {
         let command = match parsed {
             Ok(command) => command.verb().to_owned(),
             Err(_) => "malformed".to_owned(),
         };
-        plan = plan.with(Step::Decision(NewCommandDecision {
+        change = change.with(Entry::Decision(NewCommandDecision {
             run_id: None,
             comment_id: comment,
             actor: actor.login.clone(),
@@ -427,7 +426,7 @@ fn plan_without_run(
             reason: "no active run on this issue or pull request".to_owned(),
         }));
     }
-    Ok(plan)
+    Ok(change)
 }
 
 fn plan_commands(
@@ -438,9 +437,9 @@ fn plan_commands(
     actor: &Actor,
     decision: &OperatorDecision,
     commands: &[Result<Command, CommandParseError>],
-) -> anyhow::Result<Plan> {
+) -> anyhow::Result<ChangeEntries> {
     let comment = i64::try_from(comment_id)?;
-    let mut plan = Plan::new(key, "commands decided");
+    let mut change = ChangeEntries::new(key, "commands decided");
     for (index, parsed) in commands.iter().enumerate() {
         let (command, accepted, reason) = match (parsed, decision) {
             (Err(error), _) => ("malformed".to_owned(), false, error.to_string()),
@@ -453,7 +452,7 @@ fn plan_commands(
                 format!("operator ({by:?})"),
             ),
         };
-        plan = plan.with(Step::Decision(NewCommandDecision {
+        change = change.with(Entry::Decision(NewCommandDecision {
             run_id: Some(run_id),
             comment_id: comment,
             actor: actor.login.clone(),
@@ -482,13 +481,13 @@ fn plan_commands(
                 reason,
             },
         };
-        plan = plan.with(Step::Signal {
+        change = change.with(Entry::Signal {
             run_id,
             suffix: format!(":{index}"),
             signal,
         });
     }
-    Ok(plan)
+    Ok(change)
 }
 
 #[cfg(test)]
@@ -510,22 +509,22 @@ mod tests {
         let decision = OperatorDecision::Allowed {
             by: AllowedBy::Permission(Permission::Admin),
         };
-        let plan =
+        let change =
             plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
-        let decisions: Vec<_> = plan
-            .steps
+        let decisions: Vec<_> = change
+            .entries
             .iter()
             .filter_map(|s| match s {
-                Step::Decision(d) => Some((d.command.as_str(), d.accepted)),
+                Entry::Decision(d) => Some((d.command.as_str(), d.accepted)),
                 _ => None,
             })
             .collect();
         assert_eq!(decisions, [("retry", true), ("malformed", false)]);
-        let signals: Vec<String> = plan
-            .steps
+        let signals: Vec<String> = change
+            .entries
             .iter()
             .filter_map(|s| match s {
-                Step::Signal { signal, .. } => Some(signal.to_json()["kind"].to_string()),
+                Entry::Signal { signal, .. } => Some(signal.to_json()["kind"].to_string()),
                 _ => None,
             })
             .collect();
@@ -538,11 +537,11 @@ mod tests {
         let decision = OperatorDecision::Refused {
             reason: RefusalReason::BotAccount,
         };
-        let plan =
+        let change =
             plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
-        assert_eq!(plan.steps.len(), 2);
-        assert!(matches!(&plan.steps[0], Step::Decision(d) if !d.accepted));
-        let Step::Signal { signal, .. } = &plan.steps[1] else {
+        assert_eq!(change.entries.len(), 2);
+        assert!(matches!(&change.entries[0], Entry::Decision(d) if !d.accepted));
+        let Entry::Signal { signal, .. } = &change.entries[1] else {
             panic!("the refusal is queued for the run to answer");
         };
         assert!(
@@ -554,12 +553,12 @@ mod tests {
     #[test]
     fn commands_without_a_run_are_recorded_as_refused_and_queue_nothing() {
         let commands = parse_commands("/autoforge status\n/autoforge frobnicate\n");
-        let plan = plan_without_run("k".into(), 9, &alice(), &commands).unwrap();
-        let decisions: Vec<_> = plan
-            .steps
+        let change = plan_without_run("k".into(), 9, &alice(), &commands).unwrap();
+        let decisions: Vec<_> = change
+            .entries
             .iter()
             .map(|s| match s {
-                Step::Decision(d) => (d.run_id, d.command.as_str(), d.accepted),
+                Entry::Decision(d) => (d.run_id, d.command.as_str(), d.accepted),
                 other => panic!("only decisions: {other:?}"),
             })
             .collect();

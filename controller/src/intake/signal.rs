@@ -6,7 +6,21 @@
 //! can build a machine event. Only facts that cannot be re-read later (who
 //! typed a command, which comment it was in) travel here.
 
+use autoforge_journal::RunId;
 use serde::{Deserialize, Serialize};
+
+/// Who is told that signals were stored: the run driver. Intake calls it
+/// only after the transaction that stored them committed, and depends on
+/// nothing else of the driver.
+pub trait RunListener: Send + Sync {
+    /// A stop (command or label removal) was stored for `run`: cancel its
+    /// running launch, or make its next launch start cancelled. Returns
+    /// whether a running launch was cancelled.
+    fn stop_run(&self, run: RunId) -> bool;
+    /// New signals were stored: look for due runs now instead of at the
+    /// next idle poll.
+    fn wake_driver(&self);
+}
 
 /// A change that concerns one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,10 +15,10 @@ use serde::Deserialize;
 use tokio::sync::{Notify, watch};
 
 use super::access::GitHubAccess;
-use super::plan::{Applied, Plan, Step, apply};
-use super::planner::{Sighting, body_digest, labeling_of_event, plan};
+use super::entries::{ChangeEntries, Entry, Recorded, record};
+use super::sighting::{Sighting, body_digest, entries_for, labeling_of_event};
+use super::signal::RunListener;
 use crate::commands::{commands_added_by_edit, parse_commands};
-use crate::driver::RunNotifier;
 use crate::metrics::{DispatchFailure, Processed};
 use crate::webhook::{ClassifyContext, Observation, classify};
 
@@ -42,7 +42,7 @@ pub struct Dispatcher {
     pub wakeup: Arc<Notify>,
     /// This process's run driver: woken when a run event is stored, and
     /// told to kill a run's agent when a stop is stored.
-    pub notifier: RunNotifier,
+    pub notifier: Arc<dyn RunListener>,
 }
 
 /// Why handling a delivery failed.
@@ -136,33 +136,33 @@ impl Dispatcher {
             .sighting(delivery, observation)
             .await
             .map_err(Failure::Transient)?;
-        let plan = match &sighting {
+        let change = match &sighting {
             Some(sighting) => {
                 let api = self
                     .access
                     .api_for(delivery.installation_id)
                     .map_err(Failure::Transient)?;
-                plan(sighting, &self.journal, &self.access, &api)
+                entries_for(sighting, &self.journal, &self.access, &api)
                     .await
                     .map_err(Failure::Transient)?
             }
             None => None,
         };
-        let applied = apply(
+        let applied = record(
             &self.journal,
-            plan.as_ref(),
+            change.as_ref(),
             EventSource::Webhook,
             Some(delivery.id),
         )
         .await
         .map_err(|error| Failure::Transient(error.into()))?;
-        if let (Some(plan), Applied::Done { .. }) = (&plan, &applied) {
-            notify_driver(&self.journal, &self.notifier, plan).await;
+        if let (Some(change), Recorded::Done { .. }) = (&change, &applied) {
+            notify_driver(&self.journal, self.notifier.as_ref(), change).await;
         }
-        crate::metrics::delivery_processed(&delivery.event, processed_outcome(&plan, &applied));
+        crate::metrics::delivery_processed(&delivery.event, processed_outcome(&change, &applied));
         tracing::info!(
             ?applied,
-            key = plan.as_ref().map(|p| p.key.as_str()),
+            key = change.as_ref().map(|p| p.key.as_str()),
             "delivery processed"
         );
         Ok(())
@@ -321,13 +321,17 @@ impl Dispatcher {
     }
 }
 
-/// After a plan committed: the runs it queued events for are due now, a
+/// After a change committed: the runs it queued events for are due now, a
 /// stop kills the run's agent at once, and the driver looks without
 /// waiting for its next poll. Failures here only cost latency (the idle
 /// re-check finds the events), so they are logged, not returned.
-pub(super) async fn notify_driver(journal: &Journal, notifier: &RunNotifier, plan: &Plan) {
-    for step in &plan.steps {
-        let Step::Signal { run_id, signal, .. } = step else {
+pub(super) async fn notify_driver(
+    journal: &Journal,
+    notifier: &dyn RunListener,
+    change: &ChangeEntries,
+) {
+    for entry in &change.entries {
+        let Entry::Signal { run_id, signal, .. } = entry else {
             continue;
         };
         if signal.stops_the_run() && notifier.stop_run(*run_id) {
@@ -340,12 +344,12 @@ pub(super) async fn notify_driver(journal: &Journal, notifier: &RunNotifier, pla
     notifier.wake_driver();
 }
 
-fn processed_outcome(plan: &Option<Plan>, applied: &Applied) -> Processed {
-    match (plan, applied) {
+fn processed_outcome(change: &Option<ChangeEntries>, applied: &Recorded) -> Processed {
+    match (change, applied) {
         (None, _) => Processed::Ignored,
-        (Some(_), Applied::AlreadySeen) => Processed::AlreadySeen,
-        (Some(_), Applied::Done { started: Some(_) }) => Processed::Started,
-        (Some(_), Applied::Done { started: None }) => Processed::Applied,
+        (Some(_), Recorded::AlreadySeen) => Processed::AlreadySeen,
+        (Some(_), Recorded::Done { started: Some(_) }) => Processed::Started,
+        (Some(_), Recorded::Done { started: None }) => Processed::Applied,
     }
 }
 

@@ -7,6 +7,7 @@
 //! App it also asks GitHub to redeliver failed deliveries our inbox lacks.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,12 +17,12 @@ use serde::Deserialize;
 use tokio::sync::watch;
 
 use super::access::{GitHubAccess, WatchedRepository, repo_name};
-use super::plan::apply;
-use super::planner::{
-    Sighting, body_digest, comment_key, comment_key_prefix, labeling_of_event, plan,
+use super::entries::record;
+use super::sighting::{
+    Sighting, body_digest, comment_key, comment_key_prefix, entries_for, labeling_of_event,
 };
+use super::signal::RunListener;
 use crate::commands::parse_commands;
-use crate::driver::RunNotifier;
 use crate::github::{GitHubApi, HookDelivery, IssueComment, writes};
 
 /// Redelivery requests per pass, so a long outage does not turn into a
@@ -39,7 +40,7 @@ pub struct Poller {
     /// This process's run driver, told about the run events a pass stores
     /// (see [`Poller::with_notifier`]); without one the driver finds them
     /// at its own pace.
-    notifier: Option<RunNotifier>,
+    notifier: Option<Arc<dyn RunListener>>,
     /// Repositories whose labelled issues were all handled in an earlier
     /// pass: while their listing answers `304`, nothing there is new, so the
     /// per-issue event and permission reads are skipped.
@@ -93,7 +94,7 @@ impl Poller {
 
     /// Wakes `notifier`'s driver (and stops a run's agent) when a pass
     /// stores run events, as the dispatcher does.
-    pub fn with_notifier(mut self, notifier: RunNotifier) -> Poller {
+    pub fn with_notifier(mut self, notifier: Arc<dyn RunListener>) -> Poller {
         self.notifier = Some(notifier);
         self
     }
@@ -352,16 +353,16 @@ impl Poller {
 
     /// Plans and applies one sighting; 1 when it changed the journal.
     async fn act(&self, sighting: &Sighting, api: &GitHubApi) -> anyhow::Result<usize> {
-        let Some(plan) = plan(sighting, &self.journal, &self.access, api).await? else {
+        let Some(change) = entries_for(sighting, &self.journal, &self.access, api).await? else {
             return Ok(0);
         };
-        let applied = apply(&self.journal, Some(&plan), EventSource::Poll, None).await?;
-        if let (Some(notifier), super::plan::Applied::Done { .. }) = (&self.notifier, applied) {
-            super::dispatcher::notify_driver(&self.journal, notifier, &plan).await;
+        let applied = record(&self.journal, Some(&change), EventSource::Poll, None).await?;
+        if let (Some(notifier), super::entries::Recorded::Done { .. }) = (&self.notifier, applied) {
+            super::dispatcher::notify_driver(&self.journal, notifier.as_ref(), &change).await;
         }
         Ok(usize::from(matches!(
             applied,
-            super::plan::Applied::Done { .. }
+            super::entries::Recorded::Done { .. }
         )))
     }
 

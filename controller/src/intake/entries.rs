@@ -1,9 +1,9 @@
 //! What one observed change does to the journal, and applying it in one
 //! transaction.
 //!
-//! Observers (dispatcher, poller) first work out a [`Plan`] — this may read
-//! GitHub, e.g. a permission — then [`apply`] it: claim the change's dedupe
-//! key, perform the steps, mark the delivery processed, commit. A change
+//! Observers (dispatcher, poller) first work out a [`ChangeEntries`] — this may read
+//! GitHub, e.g. a permission — then [`record`] it: claim the change's dedupe
+//! key, perform the entries, mark the delivery processed, commit. A change
 //! already claimed is skipped, so a webhook and a poll sighting of one change,
 //! or a delivery processed twice, act once.
 
@@ -20,16 +20,16 @@ pub const FIRST_PHASE: &str = "IMPLEMENT";
 
 /// The journal writes one change causes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct ChangeEntries {
     /// Identifies the change across webhook and poll sightings.
     pub key: String,
     /// Short record of what was decided, stored with the key.
     pub outcome: String,
-    pub steps: Vec<Step>,
+    pub entries: Vec<Entry>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum Entry {
     /// Create a run (first phase) with its `Started` event.
     StartRun {
         repository: String,
@@ -51,24 +51,24 @@ pub enum Step {
     },
 }
 
-impl Plan {
-    pub fn new(key: impl Into<String>, outcome: impl Into<String>) -> Plan {
-        Plan {
+impl ChangeEntries {
+    pub fn new(key: impl Into<String>, outcome: impl Into<String>) -> ChangeEntries {
+        ChangeEntries {
             key: key.into(),
             outcome: outcome.into(),
-            steps: Vec::new(),
+            entries: Vec::new(),
         }
     }
 
-    pub fn with(mut self, step: Step) -> Plan {
-        self.steps.push(step);
+    pub fn with(mut self, entry: Entry) -> ChangeEntries {
+        self.entries.push(entry);
         self
     }
 
     /// A single signal for `run_id`.
-    pub fn signal(key: impl Into<String>, run_id: RunId, signal: RunSignal) -> Plan {
+    pub fn signal(key: impl Into<String>, run_id: RunId, signal: RunSignal) -> ChangeEntries {
         let key = key.into();
-        Plan::new(key, "signal").with(Step::Signal {
+        ChangeEntries::new(key, "signal").with(Entry::Signal {
             run_id,
             suffix: String::new(),
             signal,
@@ -76,9 +76,9 @@ impl Plan {
     }
 }
 
-/// What applying a plan did.
+/// What applying a change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
+pub enum Recorded {
     Done {
         started: Option<RunId>,
     },
@@ -87,27 +87,31 @@ pub enum Applied {
     AlreadySeen,
 }
 
-/// Applies `plan` in one transaction, marking `delivery` processed in it.
-/// With no plan (an ignored delivery) only the mark is written.
-pub async fn apply(
+/// Applies `change` in one transaction, marking `delivery` processed in it.
+/// With no change (an ignored delivery) only the mark is written.
+pub async fn record(
     journal: &Journal,
-    plan: Option<&Plan>,
+    change: Option<&ChangeEntries>,
     source: EventSource,
     delivery: Option<DeliveryId>,
-) -> Result<Applied, JournalError> {
+) -> Result<Recorded, JournalError> {
     let mut tx = journal.begin().await?;
-    let mut applied = Applied::Done { started: None };
-    if let Some(plan) = plan {
-        if tx.claim_change(&plan.key, source, &plan.outcome).await? == ChangeClaim::SeenBefore {
-            applied = Applied::AlreadySeen;
+    let mut applied = Recorded::Done { started: None };
+    if let Some(change) = change {
+        if tx
+            .claim_change(&change.key, source, &change.outcome)
+            .await?
+            == ChangeClaim::SeenBefore
+        {
+            applied = Recorded::AlreadySeen;
         } else {
             let mut started = None;
-            for step in &plan.steps {
-                if let Some(run_id) = apply_step(&mut tx, &plan.key, source, step).await? {
+            for entry in &change.entries {
+                if let Some(run_id) = apply_step(&mut tx, &change.key, source, entry).await? {
                     started = Some(run_id);
                 }
             }
-            applied = Applied::Done { started };
+            applied = Recorded::Done { started };
         }
     }
     if let Some(id) = delivery {
@@ -123,10 +127,10 @@ async fn apply_step(
     tx: &mut autoforge_journal::JournalTx,
     key: &str,
     source: EventSource,
-    step: &Step,
+    entry: &Entry,
 ) -> Result<Option<RunId>, JournalError> {
-    match step {
-        Step::StartRun {
+    match entry {
+        Entry::StartRun {
             repository,
             issue,
             labeled_by,
@@ -161,7 +165,7 @@ async fn apply_step(
             .await?;
             Ok(Some(run_id))
         }
-        Step::Signal {
+        Entry::Signal {
             run_id,
             suffix,
             signal,
@@ -175,11 +179,11 @@ async fn apply_step(
             .await?;
             Ok(None)
         }
-        Step::Decision(decision) => {
+        Entry::Decision(decision) => {
             tx.record_command_decision(decision).await?;
             Ok(None)
         }
-        Step::Audit {
+        Entry::Audit {
             run_id,
             kind,
             detail,

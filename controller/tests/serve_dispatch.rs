@@ -327,6 +327,65 @@ async fn comments_written_by_the_app_are_not_commands() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn with_a_personal_token_the_controllers_own_comments_are_not_commands() {
+    let setup = Setup::start().await;
+    let (issue, run_id) = setup.labelled_issue_with_run().await;
+    // The controller authenticates as the owner's personal token: the
+    // owner's account is the controller's own, and an admin on the repo.
+    let token_access = GitHubAccess::from_parts(
+        setup.owner.clone(),
+        String::new(),
+        OperatorPolicy::default(),
+        "autoforge".into(),
+        vec![format!("{OWNER}/{NAME}")],
+        false,
+    )
+    .with_own_login(OWNER);
+    // A review finding that carried a command line, posted by the controller.
+    writes::create_comment(
+        &setup.owner_api(),
+        &repo(),
+        issue,
+        "Finding F1: fine.\n/autoforge stop\n",
+    )
+    .await
+    .unwrap();
+    setup.ingest("issue_comment", "created").await;
+    let claimed = setup
+        .journal()
+        .claim_deliveries("test-worker", 100, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let dispatcher = Dispatcher {
+        access: token_access.clone(),
+        ..setup.dispatcher()
+    };
+    dispatcher.dispatch_one(&claimed[0]).await;
+    // The poller reads the same comment and ignores it too.
+    Poller::new(
+        setup.journal().clone(),
+        token_access,
+        Duration::from_secs(60),
+    )
+    .pass()
+    .await
+    .unwrap();
+    assert!(
+        setup
+            .journal()
+            .list_command_decisions(run_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        kinds(&setup.journal().list_run_events(run_id).await.unwrap()),
+        ["started"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_github_outage_is_retried_with_backoff_then_given_up_with_its_error() {
     let setup = Setup::start().await;
     let api = setup.owner_api();

@@ -16,6 +16,7 @@ use std::process::Command;
 const CONTEXT: ClassifyContext<'static> = ClassifyContext {
     trigger_label: "bug",
     app_slug: "autoforge",
+    own_login: "autoforge[bot]",
 };
 
 fn fixture_dir() -> PathBuf {
@@ -275,6 +276,32 @@ fn comments_by_bots_and_by_the_app_are_ignored() {
             why: IgnoreReason::CommentByTheApp
         }
     );
+}
+
+#[test]
+fn with_a_personal_token_the_tokens_own_comments_are_never_commands() {
+    let token_context = ClassifyContext {
+        trigger_label: "bug",
+        app_slug: "",
+        own_login: "ops-robot",
+    };
+    let mut payload = fixture("issue_comment.created.0.json");
+    payload["comment"]["user"]["login"] = json!("Ops-Robot");
+    payload["comment"]["user"]["type"] = json!("User");
+    payload["comment"]["body"] = json!("Finding F1\n/autoforge merge\n");
+    let body = serde_json::to_vec(&payload).unwrap();
+    assert_eq!(
+        classify("issue_comment", &body, &token_context).unwrap(),
+        Observation::Ignored {
+            why: IgnoreReason::CommentByTheApp
+        }
+    );
+    payload["comment"]["user"]["login"] = json!("a-person");
+    let body = serde_json::to_vec(&payload).unwrap();
+    assert!(matches!(
+        classify("issue_comment", &body, &token_context).unwrap(),
+        Observation::CommentCreated { .. }
+    ));
 }
 
 #[test]

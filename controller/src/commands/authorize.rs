@@ -117,6 +117,19 @@ pub enum AllowedBy {
     Permission(Permission),
 }
 
+/// Whether `login` is the controller's own account `own_login` (see
+/// [`decide_operator`]): the login itself, or the App's slug with or without
+/// the `[bot]` suffix. An empty `own_login` matches nobody.
+pub fn is_own_login(login: &str, own_login: &str) -> bool {
+    let own = own_login.to_ascii_lowercase();
+    if own.is_empty() {
+        return false;
+    }
+    let base = own.strip_suffix("[bot]").unwrap_or(&own);
+    let login = login.to_ascii_lowercase();
+    login == own || login == base || login == format!("{base}[bot]")
+}
+
 /// The outcome of [`decide_operator`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OperatorDecision {
@@ -131,19 +144,20 @@ impl OperatorDecision {
 }
 
 /// Decides whether `actor`, holding `permission` on the repository, is an
-/// operator under `policy`. `app_slug` is the App's own slug (its bot login
-/// is `<slug>[bot]`). GitHub logins are case-insensitive, so comparisons are.
+/// operator under `policy`. `own_login` is the controller's own account:
+/// `<slug>[bot]` for an App (the bare slug is accepted too), the token's
+/// user with a personal token, whose comments must never count as a
+/// person's. GitHub logins are case-insensitive, so comparisons are.
 pub fn decide_operator(
     actor: &Actor,
     permission: Permission,
     policy: &OperatorPolicy,
-    app_slug: &str,
+    own_login: &str,
 ) -> OperatorDecision {
-    let login = actor.login.to_ascii_lowercase();
-    let slug = app_slug.to_ascii_lowercase();
-    if !slug.is_empty() && (login == slug || login == format!("{slug}[bot]")) {
+    if is_own_login(&actor.login, own_login) {
         return refused(RefusalReason::TheAppItself);
     }
+    let login = actor.login.to_ascii_lowercase();
     if actor.kind == ActorKind::Bot || login.ends_with("[bot]") {
         return refused(RefusalReason::BotAccount);
     }
@@ -297,6 +311,35 @@ mod tests {
                 reason: RefusalReason::BotAccount
             }
         );
+    }
+
+    #[test]
+    fn a_personal_tokens_own_user_is_never_an_operator_even_as_admin() {
+        let policy = OperatorPolicy {
+            min_permission: Permission::Write,
+            allow: vec!["robot-account".to_owned()],
+        };
+        assert_eq!(
+            decide_operator(
+                &user("Robot-Account"),
+                Permission::Admin,
+                &policy,
+                "robot-account"
+            ),
+            OperatorDecision::Refused {
+                reason: RefusalReason::TheAppItself
+            }
+        );
+        assert!(
+            decide_operator(
+                &user("someone"),
+                Permission::Admin,
+                &policy,
+                "robot-account"
+            )
+            .is_allowed()
+        );
+        assert!(!is_own_login("anyone", ""));
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod parse;
 
 pub use authorize::{
     Actor, ActorKind, AllowedBy, OperatorDecision, OperatorPolicy, Permission, RefusalReason,
-    UnknownPermission, decide_operator,
+    UnknownPermission, decide_operator, is_own_login,
 };
 pub use parse::{
     COMMAND_PREFIX, Command, CommandParseError, MAX_UNBLOCK_REASON_CHARS, VERBS,

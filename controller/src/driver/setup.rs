@@ -21,7 +21,7 @@ use super::convert::{html_base, run_settings};
 use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess};
 use crate::agents::prompt::PromptSet;
 use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
-use crate::github::{Account, GitHubApi, RepoName};
+use crate::github::{GitHubApi, RepoName};
 use crate::intake::GitHubAccess;
 use crate::redact::Redactor;
 use crate::validation::{ValidationCommand, ValidationLimits};
@@ -119,17 +119,7 @@ fn controller_redactor(config: &Config) -> Redactor {
 /// The driver for every repository `serve` watches.
 pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Result<Driver> {
     let access = GitHubAccess::connect(config).await?;
-    let login = if access.is_app() {
-        format!("{}[bot]", access.app_slug)
-    } else {
-        let user: Account = access
-            .client
-            .installation(0)?
-            .get_json("/user")
-            .await
-            .context("cannot read the token's user (GET /user)")?;
-        user.login
-    };
+    let login = access.own_login.clone();
     let html = html_base(&config.settings.github.api_url);
     let mut repositories = Vec::new();
     for watched in access.watched_repositories().await? {

@@ -9,7 +9,8 @@ use crate::commands::{
 };
 
 impl GitHubApi {
-    /// Decides whether `actor` may steer runs in `repo`. Bots, the App and
+    /// Decides whether `actor` may steer runs in `repo`. Bots, the controller's
+    /// own account (`own_login`, see [`decide_operator`]) and
     /// allow-listed logins are decided without a request; everyone else's
     /// permission is read from the collaborator-permission endpoint, never
     /// taken from a payload.
@@ -18,9 +19,9 @@ impl GitHubApi {
         repo: &RepoName,
         actor: &Actor,
         policy: &OperatorPolicy,
-        app_slug: &str,
+        own_login: &str,
     ) -> Result<OperatorDecision, GitHubError> {
-        let without_permission = decide_operator(actor, Permission::None, policy, app_slug);
+        let without_permission = decide_operator(actor, Permission::None, policy, own_login);
         let needs_permission = matches!(
             without_permission,
             OperatorDecision::Refused {
@@ -31,6 +32,6 @@ impl GitHubApi {
             return Ok(without_permission);
         }
         let permission = self.collaborator_permission(repo, &actor.login).await?;
-        Ok(decide_operator(actor, permission, policy, app_slug))
+        Ok(decide_operator(actor, permission, policy, own_login))
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::commands::{Actor, OperatorDecision, OperatorPolicy};
 use crate::config::{Config, GithubAuth};
-use crate::github::{AppRef, GitHubApi, GitHubAuth, GitHubClient, IssueEvent, RepoName};
+use crate::github::{Account, AppRef, GitHubApi, GitHubAuth, GitHubClient, IssueEvent, RepoName};
 use anyhow::Context;
 
 /// Read access to GitHub plus what the operator decision needs.
@@ -13,6 +13,12 @@ pub struct GitHubAccess {
     pub client: GitHubClient,
     /// The App's slug; empty with a token, which has no App identity.
     pub app_slug: String,
+    /// The controller's own login: `<slug>[bot]` for an App, the token's
+    /// user with a personal token. Its comments are never a person's: with
+    /// a token it is a real account with, usually, admin permission, so a
+    /// `/autoforge merge` line the controller posted must not read back as
+    /// an operator's approval.
+    pub own_login: String,
     pub policy: OperatorPolicy,
     pub trigger_label: String,
     /// `github.repositories`, used with a token (an App lists its installations).
@@ -50,19 +56,27 @@ impl GitHubAccess {
         };
         let client = GitHubClient::new(&config.settings.github.api_url, auth)
             .context("cannot set up the GitHub client")?;
-        let app_slug = if is_app {
+        let (app_slug, own_login) = if is_app {
             let app: AppRef = client
                 .app()?
                 .get_json("/app")
                 .await
                 .context("cannot read the GitHub App (GET /app)")?;
-            app.slug.unwrap_or_default()
+            let slug = app.slug.unwrap_or_default();
+            let login = format!("{slug}[bot]");
+            (slug, login)
         } else {
-            String::new()
+            let user: Account = client
+                .installation(0)?
+                .get_json("/user")
+                .await
+                .context("cannot read the token's user (GET /user)")?;
+            (String::new(), user.login)
         };
         Ok(GitHubAccess {
             client,
             app_slug,
+            own_login,
             policy: OperatorPolicy {
                 min_permission: config.settings.operators.min_permission,
                 allow: config.settings.operators.allow.clone(),
@@ -74,7 +88,9 @@ impl GitHubAccess {
     }
 
     /// Assembles access from parts, for callers that built the client
-    /// themselves (tests, tools). `app_slug` must be the App's own slug.
+    /// themselves (tests, tools). `app_slug` must be the App's own slug; the
+    /// own login is `<slug>[bot]` for an App and unknown with a token until
+    /// [`Self::with_own_login`] names it.
     pub fn from_parts(
         client: GitHubClient,
         app_slug: String,
@@ -83,14 +99,26 @@ impl GitHubAccess {
         configured_repositories: Vec<String>,
         is_app: bool,
     ) -> GitHubAccess {
+        let own_login = if is_app {
+            format!("{app_slug}[bot]")
+        } else {
+            String::new()
+        };
         GitHubAccess {
             client,
             app_slug,
+            own_login,
             policy,
             trigger_label,
             configured_repositories,
             is_app,
         }
+    }
+
+    /// Names the controller's own login (the token's user with a token).
+    pub fn with_own_login(mut self, login: impl Into<String>) -> GitHubAccess {
+        self.own_login = login.into();
+        self
     }
 
     pub fn is_app(&self) -> bool {
@@ -116,7 +144,7 @@ impl GitHubAccess {
         actor: &Actor,
     ) -> anyhow::Result<OperatorDecision> {
         let repo = repo_name(repository)?;
-        api.operator_decision(&repo, actor, &self.policy, &self.app_slug)
+        api.operator_decision(&repo, actor, &self.policy, &self.own_login)
             .await
             .with_context(|| format!("cannot read the permission of `{}`", actor.login))
     }

@@ -129,6 +129,7 @@ impl Dispatcher {
         let context = ClassifyContext {
             trigger_label: &self.access.trigger_label,
             app_slug: &self.access.app_slug,
+            own_login: &self.access.own_login,
         };
         let observation = classify(&delivery.event, &delivery.payload, &context)
             .map_err(|error| Failure::Permanent(error.into()))?;

@@ -22,7 +22,7 @@ use super::sighting::{
     Sighting, body_digest, comment_key, comment_key_prefix, entries_for, labeling_of_event,
 };
 use super::signal::RunListener;
-use crate::commands::parse_commands;
+use crate::commands::{is_own_login, parse_commands};
 use crate::github::{GitHubApi, HookDelivery, IssueComment, writes};
 
 /// Redelivery requests per pass, so a long outage does not turn into a
@@ -312,7 +312,9 @@ impl Poller {
         }
         let via_app = comment.performed_via_github_app.is_some();
         let bot = comment.user.as_ref().is_none_or(|user| {
-            user.kind == "Bot" || user.login.to_ascii_lowercase().ends_with("[bot]")
+            user.kind == "Bot"
+                || user.login.to_ascii_lowercase().ends_with("[bot]")
+                || is_own_login(&user.login, &self.access.own_login)
         });
         !via_app && !bot
     }

@@ -77,6 +77,10 @@ pub enum PolicyViolation {
     },
     #[error("{field}: contains a URL at byte {offset}; this field may not contain any URL")]
     Url { field: String, offset: usize },
+    #[error(
+        "{field}: a line at byte {offset} starts with `/autoforge`, which reads as an operator command (refused even inside code)"
+    )]
+    CommandLine { field: String, offset: usize },
 }
 
 impl PolicyViolation {
@@ -93,7 +97,8 @@ impl PolicyViolation {
             | Self::TooLong { field, .. }
             | Self::Blank { field }
             | Self::ControlCharacter { field, .. }
-            | Self::Url { field, .. } => field,
+            | Self::Url { field, .. }
+            | Self::CommandLine { field, .. } => field,
         }
     }
 }
@@ -120,6 +125,13 @@ static MENTION: LazyLock<Regex> = LazyLock::new(|| compile(r"(?:^|[^A-Za-z0-9_])
 /// Anything GitHub may treat as raw HTML (a tag, a comment, a declaration).
 static RAW_HTML: LazyLock<Regex> = LazyLock::new(|| compile(r"<[A-Za-z/!?]"));
 
+/// A line that starts (after indentation) with the command prefix. The
+/// controller's own comments are never read as commands, but other bots
+/// and people copying text may act on them, and with a personal token the
+/// controller's login is a person's.
+static COMMAND_LINE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"(?im)^[ \t]*/autoforge(?:[ \t\r]|$)"));
+
 static ANY_URL: LazyLock<Regex> = LazyLock::new(|| compile(r"(?i)://|\bwww\."));
 
 fn compile(pattern: &str) -> Regex {
@@ -142,7 +154,28 @@ pub fn check_field(field: &str, text: &str, kind: FieldKind) -> Result<(), Polic
     check_size(field, text, max)?;
     check_controls(field, text, multiline)?;
     check_markdown(field, text)?;
+    check_no_command_line(field, text)?;
     check_closed(field, text)
+}
+
+/// No line of agent text may start with `/autoforge`, in the source or in
+/// what it renders to (`&#47;autoforge` renders as the prefix). Checked on
+/// agent fields only: the controller's own bodies name commands on purpose.
+fn check_no_command_line(field: &str, text: &str) -> Result<(), PolicyViolation> {
+    if let Some(m) = COMMAND_LINE.find(text) {
+        return Err(PolicyViolation::CommandLine {
+            field: field.into(),
+            offset: m.start(),
+        });
+    }
+    let rendered = RenderedView::of(text);
+    if let Some(m) = COMMAND_LINE.find(&rendered.text) {
+        return Err(PolicyViolation::CommandLine {
+            field: field.into(),
+            offset: rendered.source_offset(m.start()),
+        });
+    }
+    Ok(())
 }
 
 /// Every fence and every swallowing HTML construct a text opens is closed
@@ -444,6 +477,32 @@ mod tests {
         assert!(check_no_url("p", "see https&colon;&sol;&sol;evil.example").is_err());
         assert!(check_no_url("p", "see http&#58;//x.example").is_err());
         assert!(check_no_url("p", "ww&#119;.example.org").is_err());
+    }
+
+    #[test]
+    fn a_line_starting_with_the_command_prefix_is_refused_even_in_code() {
+        for text in [
+            "/autoforge merge",
+            "Looks fine.\n/autoforge merge",
+            "Looks fine.\n   /AutoForge unblock now",
+            "```\n/autoforge merge\n```",
+            "&#47;autoforge merge",
+        ] {
+            assert!(
+                matches!(refused(text), PolicyViolation::CommandLine { .. }),
+                "{text:?} was not refused as a command line"
+            );
+        }
+        for text in [
+            "Run `/autoforge status` to see it.",
+            "/autoforge-docs is a page name",
+            "mid-line /autoforge merge is not a command",
+        ] {
+            assert!(
+                check_field("f", text, FieldKind::Multiline { max_chars: 1000 }).is_ok(),
+                "{text:?} was refused"
+            );
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::payload::{
     Account, ActionOnly, CheckRunEvent, CheckSuiteEvent, Comment, InstallationEvent,
     IssueCommentEvent, IssuesEvent, PullRequestEvent,
 };
-use crate::commands::{Actor, ActorKind};
+use crate::commands::{Actor, ActorKind, is_own_login};
 use serde::de::DeserializeOwned;
 
 /// What classification needs from the configuration.
@@ -22,6 +22,9 @@ pub struct ClassifyContext<'a> {
     pub trigger_label: &'a str,
     /// The App's slug; its comments (`<slug>[bot]`) are never input.
     pub app_slug: &'a str,
+    /// The controller's own login (`<slug>[bot]`, or the token's user with a
+    /// personal token); its comments are never input either.
+    pub own_login: &'a str,
 }
 
 /// A handled delivery whose payload does not have the shape we read.
@@ -174,13 +177,14 @@ impl Classifier<'_> {
         }
     }
 
-    /// The App itself (by its bot login or by acting through the App) and
-    /// any bot account never give commands.
+    /// The controller itself (by its bot login, by acting through the App,
+    /// or as the token's user) and any bot account never give commands.
     fn non_human(&self, account: &Account, via_app: Option<&str>) -> Option<IgnoreReason> {
         let slug = self.context.app_slug;
         let is_us = |name: &str| !slug.is_empty() && name.eq_ignore_ascii_case(slug);
         let by_app_login = account.login.strip_suffix("[bot]").is_some_and(&is_us);
-        if by_app_login || via_app.is_some_and(is_us) {
+        let by_own_login = is_own_login(&account.login, self.context.own_login);
+        if by_app_login || by_own_login || via_app.is_some_and(is_us) {
             return Some(IgnoreReason::CommentByTheApp);
         }
         if account.kind == "Bot" || account.login.to_ascii_lowercase().ends_with("[bot]") {

@@ -255,3 +255,109 @@ async fn signature_made_by_openssl_is_accepted_end_to_end() {
     assert_eq!(status, StatusCode::ACCEPTED);
     assert_eq!(inbox.len(), 1);
 }
+
+/// Serves the route on a loopback port, for requests whose body is sent
+/// late or never (which `oneshot` cannot express).
+async fn serve_on_loopback(inbox: &MemoryInbox) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = webhook_router(inbox.clone(), secret());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    address
+}
+
+/// Opens a connection and sends only the request head.
+async fn send_head(address: std::net::SocketAddr, head: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// The status line of the answer, or `None` if none came within `wait`.
+async fn status_line(
+    stream: &mut tokio::net::TcpStream,
+    wait: std::time::Duration,
+) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = vec![0_u8; 512];
+    let read = tokio::time::timeout(wait, stream.read(&mut buffer))
+        .await
+        .ok()?
+        .unwrap();
+    let text = String::from_utf8_lossy(&buffer[..read]).into_owned();
+    text.lines().next().map(str::to_owned)
+}
+
+fn head(headers: &[(&str, &str)], content_length: usize) -> String {
+    let mut head = format!(
+        "POST /webhook HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {content_length}\r\n"
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[tokio::test]
+async fn bad_headers_are_refused_before_the_body_is_read() {
+    let inbox = MemoryInbox::default();
+    let address = serve_on_loopback(&inbox).await;
+    // The body is announced and never sent: an answer proves it was not awaited.
+    let mut stream = send_head(address, &head(&[("X-GitHub-Delivery", DELIVERY)], 1000)).await;
+    let status = status_line(&mut stream, PATIENCE).await;
+    assert_eq!(status.as_deref(), Some("HTTP/1.1 400 Bad Request"));
+    assert_eq!(inbox.len(), 0);
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_limit_is_refused_before_the_body_is_read() {
+    let inbox = MemoryInbox::default();
+    let address = serve_on_loopback(&inbox).await;
+    let headers = [
+        ("X-GitHub-Event", "ping"),
+        ("X-GitHub-Delivery", DELIVERY),
+        ("X-Hub-Signature-256", "sha256=00"),
+    ];
+    let mut stream = send_head(address, &head(&headers, MAX_WEBHOOK_BODY_BYTES + 1)).await;
+    let status = status_line(&mut stream, PATIENCE).await;
+    assert_eq!(status.as_deref(), Some("HTTP/1.1 413 Payload Too Large"));
+    assert_eq!(inbox.len(), 0);
+}
+
+#[tokio::test]
+async fn only_a_bounded_number_of_requests_read_a_body_at_once() {
+    use tokio::io::AsyncWriteExt;
+    let inbox = MemoryInbox::default();
+    let address = serve_on_loopback(&inbox).await;
+    let headers = [
+        ("X-GitHub-Event", "ping"),
+        ("X-GitHub-Delivery", DELIVERY),
+        ("X-Hub-Signature-256", "sha256=00"),
+    ];
+    // Senders that announce a body and never send it hold every turn.
+    let mut stalled = Vec::new();
+    for _ in 0..autoforge::webhook::MAX_CONCURRENT_DELIVERIES {
+        stalled.push(send_head(address, &head(&headers, 1000)).await);
+    }
+    let body = fixture_body("ping.event.0.json");
+    let signature = sign_body(&secret(), &body);
+    let honest_headers = [
+        ("X-GitHub-Event", "ping"),
+        ("X-GitHub-Delivery", "honest-1"),
+        ("X-Hub-Signature-256", signature.as_str()),
+    ];
+    let mut honest = send_head(address, &head(&honest_headers, body.len())).await;
+    honest.write_all(&body).await.unwrap();
+    let waited = status_line(&mut honest, std::time::Duration::from_millis(500)).await;
+    assert_eq!(waited, None, "the request past the bound was read at once");
+    assert_eq!(inbox.len(), 0);
+    // One stalled sender goes away: its turn passes to the waiting request.
+    drop(stalled.pop());
+    let status = status_line(&mut honest, PATIENCE).await;
+    assert_eq!(status.as_deref(), Some("HTTP/1.1 202 Accepted"));
+    assert_eq!(inbox.len(), 1);
+}

@@ -1,8 +1,12 @@
 //! `POST /webhook` (SPEC §14): check, store, answer. Nothing else.
 //!
-//! Order matters: the body size is bounded first, then the headers are
-//! checked (400), then the HMAC over the raw bytes (401) — before any
-//! parsing, so an unsigned request costs no JSON work and leaves no row.
+//! Order matters: the headers are checked first (400) and a declared
+//! `Content-Length` over the limit is refused (413) before a byte of the
+//! body is read; only then is the body read, still bounded, while at most
+//! [`MAX_CONCURRENT_DELIVERIES`] requests hold one, so unauthenticated
+//! requests cannot make the server buffer more than that many bodies. Then
+//! the HMAC over the raw bytes (401) — before any parsing, so an unsigned
+//! request costs no JSON work and leaves no row.
 //! Only then are the inbox columns read and the delivery stored; the answer
 //! (202 new, 200 duplicate) is sent once the inbox says it is durable.
 //! The inbox is a trait so that the journal plugs in without this module
@@ -13,17 +17,22 @@ use super::headers::{DeliveryHeaders, DeliveryMeta};
 use crate::metrics::{self, InvalidDelivery};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use secrecy::SecretString;
 use std::future::Future;
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 /// GitHub caps payloads at 25 MB; anything larger is not from GitHub.
 pub const MAX_WEBHOOK_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+/// Requests that may read and check a body at once; the others wait for a
+/// turn before their body is read. Bounds what unauthenticated senders can
+/// make the server hold in memory to this many bodies.
+pub const MAX_CONCURRENT_DELIVERIES: usize = 32;
 
 /// A verified delivery, ready for the inbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +66,7 @@ pub trait DeliveryInbox: Send + Sync + 'static {
 struct IngressState<I> {
     inbox: I,
     secret: SecretString,
+    reading: Semaphore,
 }
 
 /// The `/webhook` route, ready to be merged into the server's router.
@@ -64,21 +74,44 @@ pub fn webhook_router<I: DeliveryInbox>(inbox: I, secret: SecretString) -> Route
     Router::new()
         .route("/webhook", post(receive::<I>))
         .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY_BYTES))
-        .with_state(Arc::new(IngressState { inbox, secret }))
+        .with_state(Arc::new(IngressState {
+            inbox,
+            secret,
+            reading: Semaphore::new(MAX_CONCURRENT_DELIVERIES),
+        }))
 }
 
 async fn receive<I: DeliveryInbox>(
     State(state): State<Arc<IngressState<I>>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Response {
+    let headers = request.headers().clone();
     // Only a label from the allow-list is derived from this header.
     let event_header = headers
         .get(super::headers::EVENT_HEADER)
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
     metrics::delivery_received(event_header);
-    let body = match body {
+    let delivery_headers = match DeliveryHeaders::from_headers(&headers) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            metrics::delivery_invalid(event_header, InvalidDelivery::BadHeaders);
+            tracing::warn!(%error, "webhook refused: bad headers");
+            return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
+        }
+    };
+    if declared_length(&headers).is_some_and(|length| length > MAX_WEBHOOK_BODY_BYTES) {
+        metrics::delivery_invalid(event_header, InvalidDelivery::TooLarge);
+        tracing::warn!("webhook refused: declared body over the limit");
+        return too_large();
+    }
+    // A closed semaphore cannot happen (it is never closed); waiting here
+    // holds no body, only the connection.
+    let Ok(_reading) = state.reading.acquire().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+    };
+    // Read only now, within the route's body limit.
+    let body = match Bytes::from_request(request, &()).await {
         Ok(body) => body,
         Err(rejection) => {
             let reason = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -89,14 +122,6 @@ async fn receive<I: DeliveryInbox>(
             metrics::delivery_invalid(event_header, reason);
             tracing::warn!(error = %rejection.body_text(), "webhook refused: body");
             return rejection.into_response();
-        }
-    };
-    let delivery_headers = match DeliveryHeaders::from_headers(&headers) {
-        Ok(parsed) => parsed,
-        Err(error) => {
-            metrics::delivery_invalid(event_header, InvalidDelivery::BadHeaders);
-            tracing::warn!(%error, "webhook refused: bad headers");
-            return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
         }
     };
     let span = tracing::info_span!(
@@ -140,4 +165,22 @@ async fn receive<I: DeliveryInbox>(
             (StatusCode::SERVICE_UNAVAILABLE, "inbox unavailable").into_response()
         }
     }
+}
+
+/// The `Content-Length` the sender declared, if it declared a readable one.
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the body is over the limit of {MAX_WEBHOOK_BODY_BYTES} bytes"),
+    )
+        .into_response()
 }

@@ -16,7 +16,8 @@ pub use headers::{
     LEGACY_SIGNATURE_HEADER, MetaError, SIGNATURE_256_HEADER,
 };
 pub use ingress::{
-    DeliveryInbox, MAX_WEBHOOK_BODY_BYTES, ReceivedDelivery, StoreOutcome, webhook_router,
+    DeliveryInbox, MAX_CONCURRENT_DELIVERIES, MAX_WEBHOOK_BODY_BYTES, ReceivedDelivery,
+    StoreOutcome, webhook_router,
 };
 pub use observation::{IgnoreReason, IssueRef, Observation};
 pub use signature::{SignatureError, sign_body, verify_signature};

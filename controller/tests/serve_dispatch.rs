@@ -386,6 +386,56 @@ async fn with_a_personal_token_the_controllers_own_comments_are_not_commands() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn installations_of_owners_outside_the_allow_list_are_not_served() {
+    let mut setup = Setup::start().await;
+    setup.access = setup
+        .access
+        .clone()
+        .with_allowed_owners(vec!["someone-else".into()]);
+    let api = setup.owner_api();
+    let issue = writes::create_issue(&api, &repo(), "work", "please", &[])
+        .await
+        .unwrap()
+        .number;
+    writes::add_labels(&api, &repo(), issue, &["autoforge".to_owned()])
+        .await
+        .unwrap();
+    let stored = setup.ingest("issues", "labeled").await;
+    setup.dispatch_due().await;
+    let row = setup
+        .journal()
+        .get_delivery(&stored[0].delivery_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        row.processed_at.is_some(),
+        "the delivery is settled, not retried"
+    );
+    assert_eq!(setup.run_for(issue).await, None);
+    let mut poller = Poller::new(
+        setup.journal().clone(),
+        setup.access.clone(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(poller.pass().await.unwrap().repositories, 0);
+    assert_eq!(setup.run_for(issue).await, None);
+
+    // Listed (in any case), the owner's labelled issue is served.
+    setup.access = setup
+        .access
+        .clone()
+        .with_allowed_owners(vec!["OCTO".into()]);
+    let mut poller = Poller::new(
+        setup.journal().clone(),
+        setup.access.clone(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(poller.pass().await.unwrap().repositories, 1);
+    assert!(setup.run_for(issue).await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_github_outage_is_retried_with_backoff_then_given_up_with_its_error() {
     let setup = Setup::start().await;
     let api = setup.owner_api();

@@ -63,6 +63,9 @@ pub struct GithubSettings {
     pub app_id: Option<u64>,
     /// `owner/name` pairs.
     pub repositories: Vec<String>,
+    /// With an App: the owners whose installations are served; empty
+    /// serves every installation.
+    pub allowed_owners: Vec<String>,
     pub user_agent: String,
 }
 
@@ -72,6 +75,7 @@ impl Default for GithubSettings {
             api_url: "https://api.github.com".to_owned(),
             app_id: None,
             repositories: Vec::new(),
+            allowed_owners: Vec::new(),
             user_agent: "autoforge".to_owned(),
         }
     }

@@ -23,6 +23,9 @@ pub struct GitHubAccess {
     pub trigger_label: String,
     /// `github.repositories`, used with a token (an App lists its installations).
     pub configured_repositories: Vec<String>,
+    /// `github.allowed_owners`: with an App, the owners whose installations
+    /// are served; empty serves them all.
+    pub allowed_owners: Vec<String>,
     is_app: bool,
 }
 
@@ -83,6 +86,7 @@ impl GitHubAccess {
             },
             trigger_label: config.settings.labels.trigger.clone(),
             configured_repositories: config.settings.github.repositories.clone(),
+            allowed_owners: config.settings.github.allowed_owners.clone(),
             is_app,
         })
     }
@@ -111,8 +115,27 @@ impl GitHubAccess {
             policy,
             trigger_label,
             configured_repositories,
+            allowed_owners: Vec::new(),
             is_app,
         }
+    }
+
+    /// Serves only installations of these owners (see `allowed_owners`).
+    pub fn with_allowed_owners(mut self, owners: Vec<String>) -> GitHubAccess {
+        self.allowed_owners = owners;
+        self
+    }
+
+    /// Whether runs are served for repositories of `owner`: always with a
+    /// token (its repositories are listed one by one), and with an App when
+    /// the allow-list is empty or names the owner.
+    pub fn serves_owner(&self, owner: &str) -> bool {
+        !self.is_app
+            || self.allowed_owners.is_empty()
+            || self
+                .allowed_owners
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(owner))
     }
 
     /// Names the controller's own login (the token's user with a token).
@@ -194,6 +217,15 @@ impl GitHubAccess {
             .context("cannot list the App's installations")?;
         for installation in installations {
             if installation.suspended_at.is_some() {
+                continue;
+            }
+            let owner = installation.account.as_ref().map(|a| a.login.as_str());
+            if !owner.is_some_and(|owner| self.serves_owner(owner)) {
+                tracing::debug!(
+                    installation = installation.id,
+                    owner = owner.unwrap_or("?"),
+                    "installation not served: its owner is not in github.allowed_owners"
+                );
                 continue;
             }
             let api = self.client.installation(installation.id)?;

@@ -133,10 +133,13 @@ impl Dispatcher {
         };
         let observation = classify(&delivery.event, &delivery.payload, &context)
             .map_err(|error| Failure::Permanent(error.into()))?;
-        let sighting = self
-            .sighting(delivery, observation)
-            .await
-            .map_err(Failure::Transient)?;
+        let sighting = if self.served(delivery) {
+            self.sighting(delivery, observation)
+                .await
+                .map_err(Failure::Transient)?
+        } else {
+            None
+        };
         let change = match &sighting {
             Some(sighting) => {
                 let api = self
@@ -167,6 +170,23 @@ impl Dispatcher {
             "delivery processed"
         );
         Ok(())
+    }
+
+    /// Whether the delivery's repository belongs to an owner this
+    /// controller serves (`github.allowed_owners`); others are recorded as
+    /// processed and nothing else.
+    fn served(&self, delivery: &Delivery) -> bool {
+        let Some(repository) = delivery.repository.as_deref() else {
+            return true;
+        };
+        let owner = repository
+            .split_once('/')
+            .map_or(repository, |(owner, _)| owner);
+        let served = self.access.serves_owner(owner);
+        if !served {
+            tracing::info!(%repository, "delivery ignored: the owner is not in github.allowed_owners");
+        }
+        served
     }
 
     /// The sighting an observation stands for; `None` when it concerns no

@@ -1,0 +1,441 @@
+//! A small scenario language over the real `autoforge serve` (issue #7 §6).
+//!
+//! A scenario names its agents and settings, starts the world (fakehub, a
+//! fresh journal, the serve child with signed webhooks), acts as people
+//! through fakehub's API and git, and asserts on what GitHub shows and
+//! what the journal recorded:
+//!
+//! ```ignore
+//! let s = Scenario::new()
+//!     .agents(Agents::scripted().review(["findings", "clean"]).fix(["good", "R1-F1"]))
+//!     .merge_mode("auto")
+//!     .start()
+//!     .await;
+//! let issue = s.open_issue("a widget").await;
+//! s.operator_labels(issue).await;
+//! s.run_of(issue).await.reaches(Phase::Done).await;
+//! ```
+//!
+//! Every agent is wrapped by `tests/agents/recorded.sh`, so each launch
+//! leaves its prompt in the scenario's evidence folder and a scenario can
+//! hold a launch until it has changed GitHub under it.
+//!
+//! Included with `mod scenario;` by the `scenario_*` test files.
+
+#![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
+
+pub use super::serve_harness;
+
+mod agents;
+mod github;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use agents::Agents;
+pub use autoforge::machine::{Phase, RunState};
+use autoforge_journal::{RunFilter, RunId, Stage};
+pub use fakehub::{FaultKind, FaultRule};
+use serde_json::Value;
+pub use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
+
+/// How long a scenario waits for any one thing before it fails; generous
+/// for two shared cores, far above what a passing scenario takes.
+pub const PATIENCE: Duration = Duration::from_secs(90);
+
+/// What a scenario configures before the serve process starts.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    agents: Agents,
+    merge_mode: &'static str,
+    roadmap_every: Option<u32>,
+    review_cap: Option<u32>,
+    validation_cap: Option<u32>,
+    validation: Vec<String>,
+    faults: Vec<FaultRule>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scenario {
+    /// The default agents (good implementer, clean reviewer), validation
+    /// `true`, `merge.mode = "never"`.
+    pub fn new() -> Self {
+        Self {
+            agents: Agents::scripted(),
+            merge_mode: "never",
+            roadmap_every: None,
+            review_cap: None,
+            validation_cap: None,
+            validation: vec!["true".to_owned()],
+            faults: Vec::new(),
+        }
+    }
+
+    pub fn agents(mut self, agents: Agents) -> Self {
+        self.agents = agents;
+        self
+    }
+
+    /// `merge.mode`: `never`, `on-command` or `auto`.
+    pub fn merge_mode(mut self, mode: &'static str) -> Self {
+        self.merge_mode = mode;
+        self
+    }
+
+    /// `epic.update_every`: a roadmap update every `merges` merges.
+    pub fn roadmap_every(mut self, merges: u32) -> Self {
+        self.roadmap_every = Some(merges);
+        self
+    }
+
+    /// `limits.review_rounds`.
+    pub fn review_cap(mut self, rounds: u32) -> Self {
+        self.review_cap = Some(rounds);
+        self
+    }
+
+    /// `limits.validation_failures_per_phase`.
+    pub fn validation_cap(mut self, failures: u32) -> Self {
+        self.validation_cap = Some(failures);
+        self
+    }
+
+    /// `validation.commands`, each a shell string.
+    pub fn validation<const N: usize>(mut self, commands: [&str; N]) -> Self {
+        self.validation = commands.iter().map(|c| (*c).to_owned()).collect();
+        self
+    }
+
+    /// fakehub faults active from before the first event.
+    pub fn faults(mut self, rules: Vec<FaultRule>) -> Self {
+        self.faults = rules;
+        self
+    }
+
+    /// The whole `autoforge.toml` for an evidence folder.
+    fn config(&self, evidence: &std::path::Path) -> String {
+        let mut toml = format!(
+            "[driver]\nlease_seconds = 5\n\n[merge]\nmode = \"{}\"\n\n",
+            self.merge_mode
+        );
+        if let Some(every) = self.roadmap_every {
+            toml.push_str(&format!("[epic]\nupdate_every = {every}\n\n"));
+        }
+        let mut limits = String::new();
+        if let Some(rounds) = self.review_cap {
+            limits.push_str(&format!("review_rounds = {rounds}\n"));
+        }
+        if let Some(failures) = self.validation_cap {
+            limits.push_str(&format!("validation_failures_per_phase = {failures}\n"));
+        }
+        if !limits.is_empty() {
+            toml.push_str(&format!("[limits]\n{limits}\n"));
+        }
+        let commands: Vec<String> = self.validation.iter().map(|c| format!("{c:?}")).collect();
+        toml.push_str(&format!(
+            "[validation]\ncommands = [{}]\ntimeout_seconds = 60\n\n",
+            commands.join(", ")
+        ));
+        toml.push_str(&self.agents.toml(evidence));
+        toml
+    }
+
+    /// Starts fakehub, the journal and `autoforge serve`.
+    pub async fn start(self) -> Running {
+        let evidence = tempfile::tempdir().expect("an evidence folder");
+        let world = World::start_with(WorldOptions {
+            config_toml: Some(self.config(evidence.path())),
+            ..WorldOptions::default()
+        })
+        .await;
+        if !self.faults.is_empty() {
+            world.hub.set_faults(self.faults.clone());
+        }
+        let owner = world.owner();
+        Running {
+            world,
+            owner,
+            evidence,
+        }
+    }
+}
+
+/// A started scenario.
+pub struct Running {
+    pub world: World,
+    /// The repository owner, an operator.
+    pub owner: Person,
+    /// Where the wrapped agents leave their prompts and wait for release.
+    evidence: tempfile::TempDir,
+}
+
+/// A run the scenario follows.
+pub struct RunRef<'a> {
+    s: &'a Running,
+    pub id: RunId,
+}
+
+/// The run document at one moment, to prove nothing changed since.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSnapshot {
+    pub phase: String,
+    pub version: i64,
+    /// The state document as JSON text (readable when an assertion fails).
+    pub state: String,
+}
+
+impl Running {
+    /// A person with `permission` on the repository.
+    pub fn person(&self, login: &str, permission: &str) -> Person {
+        self.world.person(login, permission)
+    }
+
+    /// An open issue written by the owner; its number.
+    pub async fn open_issue(&self, title: &str) -> u64 {
+        self.world.open_issue(&self.owner, title).await
+    }
+
+    /// An EPIC (issue #1) with `children` sub-issues, in order; their numbers.
+    pub async fn open_epic(&self, children: usize) -> (u64, Vec<u64>) {
+        let epic = self.open_issue("The widgets EPIC").await;
+        assert_eq!(epic, 1, "the EPIC is the repository's first issue");
+        let mut numbers = Vec::new();
+        for index in 1..=children {
+            let child = self.open_issue(&format!("Widget part {index}")).await;
+            let read = self.get(&format!("/issues/{child}")).await;
+            self.post(
+                &format!("/issues/{epic}/sub_issues"),
+                serde_json::json!({ "sub_issue_id": read["id"] }),
+            )
+            .await;
+            numbers.push(child);
+        }
+        (epic, numbers)
+    }
+
+    /// The owner (an operator) adds the trigger label.
+    pub async fn operator_labels(&self, issue: u64) {
+        self.world.add_label(&self.owner, issue, "autoforge").await;
+    }
+
+    /// `person` comments `body` on an issue or PR thread; the comment id.
+    pub async fn comment_as(&self, person: &Person, thread: u64, body: &str) -> u64 {
+        self.world.comment(person, thread, body).await
+    }
+
+    /// The run working on `issue`: started for it, or an EPIC's run that
+    /// moved to it (waits for one to exist).
+    pub async fn run_of(&self, issue: u64) -> RunRef<'_> {
+        let journal = self.world.journal();
+        let id = eventually(PATIENCE, &format!("a run for #{issue}"), || async move {
+            let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
+            runs.into_iter()
+                .find(|run| {
+                    run.state["issue"].as_u64() == Some(issue)
+                        || (run.current_issue == i64::try_from(issue).unwrap()
+                            && run.state["epic"].is_null())
+                })
+                .map(|run| run.id)
+        })
+        .await;
+        RunRef { s: self, id }
+    }
+
+    /// The evidence file `NAME.N.SUFFIX` of launch `n` of a role.
+    fn evidence(&self, role: &str, n: u32, suffix: &str) -> PathBuf {
+        self.evidence.path().join(format!("{role}.{n}.{suffix}"))
+    }
+
+    /// Waits until launch `n` of `role` (`implement`, `review`, `fix`,
+    /// `update_epic`) has started (and, when held, is waiting).
+    pub async fn launch_started(&self, role: &str, n: u32) {
+        let path = self.evidence(role, n, "started");
+        eventually(PATIENCE, &format!("{role} launch {n}"), || {
+            let exists = path.exists();
+            async move { exists.then_some(()) }
+        })
+        .await;
+    }
+
+    /// Lets a held launch go on.
+    pub fn release(&self, role: &str, n: u32) {
+        std::fs::write(self.evidence(role, n, "release"), b"go").expect("release the agent");
+    }
+
+    /// The prompt launch `n` of `role` received.
+    pub fn prompt(&self, role: &str, n: u32) -> String {
+        std::fs::read_to_string(self.evidence(role, n, "prompt")).expect("a recorded prompt")
+    }
+
+    /// How many times `role` was launched.
+    pub fn launches(&self, role: &str) -> u32 {
+        std::fs::read_to_string(self.evidence.path().join(format!("{role}.count")))
+            .map(|text| text.trim().parse().expect("a launch count"))
+            .unwrap_or(0)
+    }
+
+    /// A path inside the evidence folder, for agents that keep a counter.
+    pub fn evidence_path(&self, name: &str) -> PathBuf {
+        self.evidence.path().join(name)
+    }
+}
+
+impl RunRef<'_> {
+    /// The run's state document as the journal holds it now.
+    pub async fn state(&self) -> RunState {
+        let run = self.s.world.journal().get_run(self.id).await.unwrap();
+        serde_json::from_value(run.expect("the run exists").state).expect("a run state document")
+    }
+
+    /// Waits until the run is in `phase` with every effect settled.
+    pub async fn reaches(&self, phase: Phase) -> RunState {
+        self.reaches_within(phase, PATIENCE).await
+    }
+
+    /// `reaches` with its own patience, for a run that must settle soon.
+    pub async fn reaches_within(&self, phase: Phase, patience: Duration) -> RunState {
+        let journal = self.s.world.journal();
+        let run = self.id;
+        let what = format!("the run in {} with every effect settled", phase.as_str());
+        let reached = tokio::time::timeout(patience, async {
+            loop {
+                let current = journal.get_run(run).await.unwrap().expect("the run");
+                let effects = journal.list_effects(run).await.unwrap();
+                if current.phase == phase.as_str() && effects.iter().all(settled) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        if reached.is_err() {
+            let state = self.state().await;
+            let unsettled: Vec<String> = journal
+                .list_effects(run)
+                .await
+                .unwrap()
+                .iter()
+                .filter(|e| !settled(e))
+                .map(|e| format!("{:?} {:?}: {:?}", e.kind, e.stage, e.reason))
+                .collect();
+            panic!(
+                "timed out waiting for {what}; it is in {} (blocked: {:?}, failure: {:?}) after {:?}; unsettled effects {unsettled:?}",
+                state.phase.as_str(),
+                state.blocked,
+                state.failure,
+                self.phases().await
+            );
+        }
+        self.state().await
+    }
+
+    /// The phases the run went through, in order (from its transitions).
+    pub async fn phases(&self) -> Vec<String> {
+        let events = self
+            .s
+            .world
+            .journal()
+            .list_audit_events(self.id)
+            .await
+            .unwrap();
+        let mut phases: Vec<String> = Vec::new();
+        for event in events.iter().filter(|e| e.kind == "transition") {
+            let to = event.detail["to"].as_str().unwrap_or_default().to_owned();
+            if phases.last() != Some(&to) {
+                phases.push(to);
+            }
+        }
+        phases
+    }
+
+    /// The run document now, for `assert_run_state_unchanged_since`.
+    pub async fn snapshot(&self) -> RunSnapshot {
+        let run = self
+            .s
+            .world
+            .journal()
+            .get_run(self.id)
+            .await
+            .unwrap()
+            .expect("the run");
+        RunSnapshot {
+            phase: run.phase,
+            version: run.version,
+            state: serde_json::to_string(&run.state).unwrap(),
+        }
+    }
+
+    /// The run's phase and state document are byte-identical. (Its row
+    /// version may move: a reply to a refused command is an effect, and
+    /// an effect's intent commits with a transition that changes nothing.)
+    pub async fn assert_run_state_unchanged_since(&self, snapshot: &RunSnapshot) {
+        let now = self.snapshot().await;
+        assert_eq!(now.phase, snapshot.phase, "the run's phase changed");
+        assert_eq!(
+            now.state, snapshot.state,
+            "the run's state document changed"
+        );
+    }
+
+    /// The journalled decisions about operator commands on this run.
+    pub async fn command_decisions(&self) -> Vec<autoforge_journal::CommandDecision> {
+        self.s
+            .world
+            .journal()
+            .list_command_decisions(self.id)
+            .await
+            .unwrap()
+    }
+
+    /// The kinds of the effects the journal planned for the run, with
+    /// how many of each.
+    pub async fn effect_count(&self, kind: autoforge_journal::EffectKind) -> usize {
+        let effects = self.s.world.journal().list_effects(self.id).await.unwrap();
+        effects.iter().filter(|e| e.kind == kind).count()
+    }
+}
+
+/// Whether an effect is done being driven: observed, or a conflict (a
+/// voided splice stays one after its re-request, by design).
+fn settled(effect: &autoforge_journal::Effect) -> bool {
+    matches!(effect.stage, Stage::Observed | Stage::Conflict)
+}
+
+/// Reads a JSON array, or an empty one.
+fn array(value: Value) -> Vec<Value> {
+    value.as_array().cloned().unwrap_or_default()
+}
+
+impl Running {
+    /// Waits until serve has processed the webhook delivery of comment
+    /// `comment` (it reached the journal and the dispatcher finished it).
+    pub async fn comment_delivery_processed(&self, comment: u64) {
+        let hub = &self.world.hub;
+        let journal = self.world.journal();
+        eventually(
+            PATIENCE,
+            &format!("delivery of comment {comment} processed"),
+            || async move {
+                let guids: Vec<String> = hub
+                    .deliveries()
+                    .into_iter()
+                    .filter(|d| d.payload["comment"]["id"].as_u64() == Some(comment))
+                    .map(|d| d.guid)
+                    .collect();
+                for guid in guids {
+                    let stored = journal.get_delivery(&guid).await.unwrap();
+                    if stored.is_some_and(|d| d.processed_at.is_some()) {
+                        return Some(());
+                    }
+                }
+                None
+            },
+        )
+        .await;
+    }
+}

@@ -1,0 +1,9 @@
+//! Crashes at every window of the write-ahead protocol: in the effect
+//! executor, in the driver, and in the real `autoforge serve` binary.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod crash_serve;
+mod driver_crash;
+mod effects_crash;

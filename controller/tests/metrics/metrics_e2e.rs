@@ -1,0 +1,87 @@
+//! The real `autoforge serve` process answers `/metrics` with valid
+//! exposition that reflects what it did: a webhook fakehub sent after a
+//! person opened an issue, and the rate-limit budget of the installation
+//! its poller read with.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::metrics_support;
+use crate::common::serve_harness;
+
+use std::time::Duration;
+
+use metrics_support::{Sample, parse_exposition};
+use serve_harness::{World, eventually};
+
+async fn scrape(world: &World) -> Vec<Sample> {
+    let response = world
+        .http
+        .get(format!("{}/metrics", world.serve_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let text = response.text().await.unwrap();
+    assert!(
+        !text.contains(serve_harness::WEBHOOK_SECRET),
+        "a secret leaked into the exposition"
+    );
+    parse_exposition(&text).unwrap_or_else(|error| panic!("{error}\n{text}"))
+}
+
+fn total(samples: &[Sample], name: &str, label: (&str, &str)) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.name == name && s.labels.get(label.0).map(String::as_str) == Some(label.1))
+        .map(|s| s.value)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_exposes_deliveries_and_the_installation_budget_on_metrics() {
+    let world = World::start().await;
+    let owner = world.owner();
+    world.open_issue(&owner, "metrics please").await;
+
+    let samples = eventually(
+        Duration::from_secs(15),
+        "the issues delivery received and processed",
+        || async {
+            let samples = scrape(&world).await;
+            let issues = ("event", "issues");
+            let received = total(
+                &samples,
+                "autoforge_webhook_deliveries_received_total",
+                issues,
+            );
+            let processed = total(&samples, "autoforge_deliveries_processed_total", issues);
+            (received >= 1.0 && processed >= 1.0).then_some(samples)
+        },
+    )
+    .await;
+
+    // The poller's first pass reads the installation's repositories, so an
+    // installation-labelled budget is exported next to the App's own.
+    let installation_budget = samples
+        .iter()
+        .filter(|s| s.name == "autoforge_github_rate_limit_remaining")
+        .find(|s| {
+            let scope = s.labels["installation"].as_str();
+            scope.parse::<u64>().is_ok()
+        })
+        .expect("an installation's remaining budget is exported");
+    let scope = installation_budget.labels["installation"].clone();
+    let limit = samples
+        .iter()
+        .find(|s| {
+            s.name == "autoforge_github_rate_limit_limit" && s.labels["installation"] == scope
+        })
+        .expect("the installation's limit is exported");
+    assert!(installation_budget.value < limit.value);
+    assert!(
+        total(
+            &samples,
+            "autoforge_github_requests_total",
+            ("status_class", "2xx")
+        ) >= 1.0
+    );
+}

@@ -1,0 +1,12 @@
+//! Whole-loop scenarios written in the scenario language over the real
+//! `autoforge serve`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod scenario_commands;
+mod scenario_epic;
+mod scenario_happy;
+mod scenario_merge;
+mod scenario_review;
+mod scenario_validation;

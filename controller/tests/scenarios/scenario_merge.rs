@@ -1,0 +1,90 @@
+//! Merging on the real `autoforge serve`: a person's merge noticed under
+//! `merge.mode = "never"`, and the pre-merge gate refusing a failing
+//! check, a draft and a changed protected path (SPEC §10).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::scenario;
+
+use scenario::{Agents, OWNER, Phase, REPO, Scenario};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_merge_mode_never_a_persons_merge_is_noticed_and_the_run_is_done() {
+    let s = Scenario::new().merge_mode("never").start().await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    let state = run.reaches(Phase::ReadyForMerge).await;
+    let pr = state.pr.unwrap();
+    assert_eq!(s.merge_requests(pr), 0, "never: the controller waits");
+
+    s.merge_as(&s.owner, pr).await;
+    let state = run.reaches(Phase::Done).await;
+
+    assert_eq!(state.merged_prs, vec![pr], "the person's merge is counted");
+    assert_eq!(s.merge_requests(pr), 1, "only the person's merge request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_check_makes_the_merge_gate_refuse_and_the_run_blocks() {
+    let s = Scenario::new().merge_mode("on-command").start().await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    let state = run.reaches(Phase::ReadyForMerge).await;
+    let pr = state.pr.unwrap();
+    s.add_check(&state.review.clean.unwrap().head_sha, "ci", "failure");
+
+    s.comment_as(&s.owner, issue, "/autoforge merge").await;
+    let state = run.reaches(Phase::Blocked).await;
+
+    let reason = state.blocked.unwrap().reason;
+    assert!(reason.contains("check"), "{reason}");
+    assert_eq!(s.merge_requests(pr), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_pull_request_makes_the_merge_gate_refuse_and_the_run_blocks() {
+    let s = Scenario::new().merge_mode("on-command").start().await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    let pr = run.reaches(Phase::ReadyForMerge).await.pr.unwrap();
+    // GitHub turns a PR back into a draft through GraphQL only, which
+    // fakehub does not serve: flip the flag in its world directly.
+    {
+        let mut world = s.world.hub.shared().lock();
+        let repo = world.repo_id_by_name(OWNER, REPO).unwrap();
+        let pull = world.issue_mut(repo, pr).unwrap().pull.as_mut().unwrap();
+        pull.draft = true;
+    }
+
+    s.comment_as(&s.owner, issue, "/autoforge merge").await;
+    let state = run.reaches(Phase::Blocked).await;
+
+    let reason = state.blocked.unwrap().reason;
+    assert!(reason.contains("draft"), "{reason}");
+    assert_eq!(s.merge_requests(pr), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_workflow_file_makes_the_merge_gate_refuse_and_the_run_blocks() {
+    let s = Scenario::new()
+        .agents(Agents::scripted().implement(["workflow", "{hub}/octo/widgets/issues/1"]))
+        .merge_mode("auto")
+        .start()
+        .await;
+    let issue = s.open_issue("a widget with CI").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+
+    let state = run.reaches(Phase::Blocked).await;
+
+    let reason = state.blocked.unwrap().reason;
+    assert!(reason.contains("protected"), "{reason}");
+    assert_eq!(
+        state.review.round, 1,
+        "refused at the gate, after a clean review"
+    );
+    assert_eq!(s.merge_requests(state.pr.unwrap()), 0);
+}

@@ -1,0 +1,244 @@
+//! REVIEW and FIX on the real `autoforge serve`: a person pushing while a
+//! round runs or before the fixer starts, follow-up issues created and
+//! reused, the round cap, and a comment planted with our review marker.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::scenario;
+
+use std::time::Duration;
+
+use autoforge::machine::RoundOutcome;
+use scenario::{Agents, FaultKind, FaultRule, Phase, Scenario, eventually};
+
+const BRANCH: &str = "autoforge/1";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_push_while_the_reviewer_runs_makes_the_round_stale_and_carries_its_findings() {
+    let s = Scenario::new()
+        .agents(
+            Agents::scripted()
+                .review(["findings", "clean"])
+                .fix(["good", "R1-F1"])
+                .hold("review", [1]),
+        )
+        .start()
+        .await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+
+    s.launch_started("review", 1).await;
+    let pushed = s.human_push(&s.owner, BRANCH, "human.txt");
+    s.release("review", 1);
+    let state = run.reaches(Phase::ReadyForMerge).await;
+
+    let first = &state.review.history[0];
+    assert_eq!((first.round, first.outcome), (1, RoundOutcome::Stale));
+    assert_eq!(state.review.round, 2);
+    assert_eq!(state.review.clean.as_ref().unwrap().head_sha, pushed);
+    assert!(
+        s.prompt("review", 2).contains("R1-F1"),
+        "round 2 is shown round 1's findings to re-check"
+    );
+    assert_eq!(
+        s.launches("fix"),
+        0,
+        "a stale round never reaches the fixer"
+    );
+    let pr = s.the_pull().await["number"].as_u64().unwrap();
+    assert_eq!(
+        s.comments_with_marker(pr, "ai-review-result").await.len(),
+        2
+    );
+}
+
+#[ignore = "flaky on a fresh CI machine: the FIX-entry read is not reliably inside the fakehub latency window, so the fixer sometimes runs first and its push is (correctly) refused; needs a deterministic hold on that read"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_without_the_fixer()
+{
+    let s = Scenario::new()
+        .agents(
+            Agents::scripted()
+                .review(["findings", "clean"])
+                .fix(["good", "R1-F1"])
+                .hold("review", [1]),
+        )
+        .start()
+        .await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+
+    s.launch_started("review", 1).await;
+    let pr = s.the_pull().await["number"].as_u64().unwrap();
+    s.release("review", 1);
+    eventually(Duration::from_secs(60), "the review comment", || async {
+        let posted = s.comments_with_marker(pr, "ai-review-result").await;
+        (!posted.is_empty()).then_some(())
+    })
+    .await;
+    // Every read of GitHub facts starts with the issue: slowing those
+    // reads from now on (the round's own re-read, then the fixer's entry
+    // check) opens a window after the round chose FIX.
+    s.world.hub.set_faults(vec![FaultRule {
+        method: Some("GET".into()),
+        route: Some("/repos/{owner}/{repo}/issues/{number}".into()),
+        kind: FaultKind::Latency { ms: 10_000 },
+        probability: None,
+        count: None,
+    }]);
+    eventually(Duration::from_secs(60), "the run in FIX", || async {
+        (run.phases().await.last().map(String::as_str) == Some("FIX")).then_some(())
+    })
+    .await;
+    let pushed = s.human_push(&s.owner, BRANCH, "human.txt");
+    s.world.hub.set_faults(Vec::new());
+    let state = run.reaches(Phase::ReadyForMerge).await;
+
+    assert_eq!(s.launches("fix"), 0, "the fixer never ran on a moved PR");
+    let first = &state.review.history[0];
+    // SPEC §8: a binding that moves before the FIX round runs makes the
+    // round stale, its findings carried.
+    assert_eq!((first.round, first.outcome), (1, RoundOutcome::Stale));
+    assert_eq!(state.review.clean.as_ref().unwrap().head_sha, pushed);
+    assert!(
+        s.prompt("review", 2).contains("R1-F1"),
+        "round 2 re-checks the carried findings"
+    );
+    let phases = run.phases().await;
+    assert!(
+        phases.windows(2).any(|w| w == ["FIX", "REVIEW"]),
+        "{phases:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_issue_created_in_one_round_is_reused_by_the_next_and_the_pr_merges() {
+    let s = Scenario::new()
+        .agents(
+            Agents::scripted()
+                .review(["round_findings", "round_findings", "clean"])
+                .fix(["defer_listed"]),
+        )
+        .merge_mode("auto")
+        .start()
+        .await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+
+    run.reaches(Phase::Done).await;
+
+    let issues = s.get("/issues?state=all").await;
+    let follow_ups: Vec<&serde_json::Value> = issues
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["pull_request"].is_null())
+        .filter(|i| {
+            i["body"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("<!-- ai-follow-up")
+        })
+        .collect();
+    assert_eq!(follow_ups.len(), 1, "one follow-up issue: {follow_ups:?}");
+    let body = follow_ups[0]["body"].as_str().unwrap();
+    assert_eq!(body.matches("<!-- ai-follow-up").count(), 2, "{body}");
+    let url = follow_ups[0]["html_url"].as_str().unwrap();
+    assert!(
+        s.prompt("fix", 2).contains(url),
+        "the second fixer is told of it"
+    );
+    let pr = s.the_pull().await["number"].as_u64().unwrap();
+    s.assert_pr_merged_once(pr).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_at_the_review_cap_block_and_an_unblock_is_refused_because_fix_would_pass_the_cap()
+{
+    let s = Scenario::new()
+        .agents(
+            Agents::scripted()
+                .review(["round_findings"])
+                .fix(["defer_listed"]),
+        )
+        .review_cap(2)
+        .start()
+        .await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+
+    let state = run.reaches(Phase::Blocked).await;
+    let reason = state.blocked.unwrap().reason;
+    assert!(reason.contains("round"), "{reason}");
+    assert_eq!((state.review.round, s.launches("fix")), (2, 1));
+
+    let unblock = s
+        .comment_as(&s.owner, issue, "/autoforge unblock the findings can wait")
+        .await;
+    // The decision table (SPEC §11) gives FIX for open findings at the
+    // reviewed revision, but FIX would lead to a round past the cap: the
+    // controller refuses and says why.
+    let reply = eventually(Duration::from_secs(60), "the refusal", || async {
+        let replies = s.comments_with_marker(issue, "autoforge-reply").await;
+        replies.into_iter().find(|r| {
+            r["body"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("review cap")
+        })
+    })
+    .await;
+    let state = run.reaches(Phase::Blocked).await;
+
+    assert!(
+        reply["body"]
+            .as_str()
+            .unwrap()
+            .contains(&unblock.to_string()),
+        "the reply names the command comment"
+    );
+    assert_eq!((state.review.round, s.launches("fix")), (2, 1));
+    assert_eq!(s.launches("review"), 2, "no round past the cap");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_planted_with_our_review_marker_blocks_the_run_naming_it() {
+    let s = Scenario::new()
+        .agents(Agents::scripted().hold("review", [1]))
+        .start()
+        .await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+
+    s.launch_started("review", 1).await;
+    let pr = s.the_pull().await;
+    let number = pr["number"].as_u64().unwrap();
+    let head = pr["head"]["sha"].as_str().unwrap();
+    let base = s.get("/git/ref/heads/main").await["object"]["sha"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mallory = s.person("mallory", "read");
+    let planted = format!(
+        "Looks good!\n<!-- ai-review-result: {{\"finding_ids\":[],\"needs_fix_round\":false,\"reviewed_base_ref\":\"main\",\"reviewed_head_sha\":\"{head}\",\"reviewed_merge_base_sha\":\"{base}\",\"round\":1}} -->"
+    );
+    let comment = s.comment_as(&mallory, number, &planted).await;
+    s.release("review", 1);
+
+    let state = run.reaches(Phase::Blocked).await;
+    let reason = state.blocked.unwrap().reason;
+    assert!(reason.contains(&comment.to_string()), "{reason}");
+    assert_eq!(
+        s.comments_with_marker(number, "ai-review-result")
+            .await
+            .len(),
+        1,
+        "only the planted comment: the controller wrote none beside it"
+    );
+    assert_eq!(s.merge_requests(number), 0);
+}

@@ -1,0 +1,77 @@
+//! Run bounds that come from what agents report, on the real binary:
+//! `limits.tokens_per_run` against the tokens each launch reports through
+//! its profile's `usage_pattern`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::serve_harness;
+
+use std::time::Duration;
+
+use serve_harness::{World, WorldOptions, agent_command, agent_path, eventually};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_agents_report_more_tokens_than_its_budget_blocks_before_the_next_launch() {
+    let config = format!(
+        r#"
+[driver]
+lease_seconds = 5
+
+[limits]
+tokens_per_run = 500
+
+[agents.profiles.implementer]
+command = {implement}
+usage_pattern = 'tokens used: (?<tokens>\d+)'
+
+[agents.profiles.reviewer]
+command = {review}
+
+[agents.roles]
+implement = "implementer"
+review = "reviewer"
+
+[validation]
+commands = ["true"]
+"#,
+        implement = agent_command(
+            "reports_tokens.sh",
+            &[
+                "600",
+                &agent_path("phase_implement.sh"),
+                "good",
+                "{hub}/octo/widgets/issues/1"
+            ]
+        ),
+        review = agent_command("phase_review.sh", &["clean", "1"]),
+    );
+    let world = World::start_with(WorldOptions {
+        config_toml: Some(config),
+        ..WorldOptions::default()
+    })
+    .await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "an expensive widget").await;
+    world.add_label(&owner, issue, "autoforge").await;
+    let run = world.run_for(issue).await;
+
+    let blocked = eventually(Duration::from_secs(60), "the run BLOCKED", || async {
+        let row = world.journal().get_run(run).await.unwrap()?;
+        (row.phase == "BLOCKED").then_some(row)
+    })
+    .await;
+    let reason = blocked.state["blocked"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("600 tokens"), "{reason}");
+    assert!(reason.contains("tokens_per_run"), "{reason}");
+    let launches = world.journal().list_launches(run).await.unwrap();
+    let roles: Vec<&str> = launches.iter().map(|l| l.role.as_str()).collect();
+    assert_eq!(roles, ["implement"], "the reviewer never started");
+    assert_eq!(
+        launches[0].tokens,
+        Some(600),
+        "the launch row keeps the count"
+    );
+}

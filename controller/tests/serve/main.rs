@@ -1,0 +1,14 @@
+//! `autoforge serve` and its parts: webhook ingress and fixtures, the
+//! dispatcher, operators, repository settings, the dashboard and budgets.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod budget_serve;
+mod dashboard_serve;
+mod serve_dispatch;
+mod serve_e2e;
+mod serve_operators;
+mod serve_repo_settings;
+mod webhook_fixtures;
+mod webhook_ingress;

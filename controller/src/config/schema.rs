@@ -238,7 +238,9 @@ mod tests {
         assert_eq!(found[0].key, "github.bogus");
         assert_eq!(found[0].rule, "additionalProperties");
         assert!(
-            found[0].message.contains("known keys here: allowed_owners, api_url"),
+            found[0]
+                .message
+                .contains("known keys here: allowed_owners, api_url"),
             "{}",
             found[0].message
         );

@@ -254,7 +254,8 @@ async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     request.kill_grace = Duration::from_millis(200);
     request.heartbeat_every = Duration::from_millis(100);
     request.heartbeat = Some(&hb_tx);
-    request.log_limit = 1024 * 1024;
+    // Small enough that even a starved `yes` overflows it within the second.
+    request.log_limit = 64 * 1024;
     let out = launch(request).await.unwrap();
     assert_eq!(out.record.exit, LaunchExit::WallTimeout);
     assert!(out.record.duration < Duration::from_secs(20));

@@ -79,8 +79,10 @@ macro_rules! text_enum {
 pub(crate) use text_enum;
 
 text_enum!(
-    /// The closed set of GitHub writes (SPEC §6). Adding one needs a
-    /// migration of the `effects.kind` CHECK constraint.
+    /// The closed set of GitHub writes (SPEC §6), one enum for the machine,
+    /// the executor and the journal; `EffectKind::ALL` lists every kind
+    /// (for the crash matrix). Adding one needs a migration of the
+    /// `effects.kind` CHECK constraint, which a test compares with `ALL`.
     EffectKind, "effect kind" {
         Push => "push",
         CreatePr => "create_pr",
@@ -477,6 +479,23 @@ mod tests {
             assert_eq!(kind.as_str().parse::<EffectKind>().ok(), Some(*kind));
         }
         assert_eq!(EffectKind::ALL.len(), 12);
+    }
+
+    #[test]
+    fn every_kind_and_no_other_is_allowed_by_the_schema() {
+        // The migration that created the constraint; a migration changing
+        // it must be read here instead.
+        let schema = include_str!("../migrations/0001_initial.sql");
+        let open = "CHECK (kind IN (";
+        let start = schema.find(open).map(|at| at + open.len());
+        let list = start.and_then(|s| schema[s..].find("))").map(|len| &schema[s..s + len]));
+        let allowed: Vec<&str> = list
+            .unwrap_or_default()
+            .split(',')
+            .map(|k| k.trim().trim_matches('\''))
+            .collect();
+        let kinds: Vec<&str> = EffectKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(allowed, kinds);
     }
 
     #[test]

@@ -2,68 +2,170 @@
 //! replies — created once, never edited) and `edit_status_comment` (the
 //! run's one status comment, created on first use and edited in place).
 //!
+//! Row: target `issue/<n>` (the conversation), payload [`BodyPayload`], no
+//! precondition, completion [`Marked`] with the marker's identity key.
 //! Both reconcile by listing every comment of the target conversation to
 //! the end and scanning each for the effect's marker.
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::Serialize;
 use serde_json::json;
 
 use super::EffectError;
-use super::drive::{
-    EffectExecutor, Holder, Observation, Ownership, Sent, field, identity_key, payload,
-    read_failed, target_number,
-};
+use super::executor::EffectExecutor;
 use super::markers::{MarkerName, Scan, scan};
+use super::planning::{Draft, PlanError, identity_key};
+use super::protocol::{Holder, Observation, Ownership, Sent, Verdict, read_failed};
+use super::row::{BodyPayload, Marked, NoPrecondition, Row, completion, payload, target_number};
+use super::texts::{reply_text, status_text};
 use crate::github::{IssueComment, writes};
+use crate::machine::{Reply, RoundBinding, StatusSnapshot};
+use crate::publish::bodies::compose_progress_comment;
 
-/// The payload of both comment kinds.
-#[derive(Deserialize)]
-pub(crate) struct CommentPayload {
-    pub body: String,
+/// A review result is identified by its round and everything it reviewed.
+#[derive(Serialize)]
+struct ReviewKey<'a> {
+    round: u32,
+    reviewed_head_sha: &'a str,
+    reviewed_base_ref: &'a str,
+    reviewed_merge_base_sha: &'a str,
 }
 
-/// The marker named in the completion.
-pub(crate) fn marker_name(effect: &Effect) -> Result<MarkerName, EffectError> {
-    let name: String = field(effect, "completion", "marker")?;
-    MarkerName::ALL
-        .into_iter()
-        .find(|m| m.as_str() == name)
-        .ok_or_else(|| {
-            super::drive::corrupt(effect, "completion", format!("unknown marker `{name}`"))
-        })
+/// EPIC progress is identified by the child issue and its PR.
+#[derive(Serialize)]
+struct ProgressKey<'a> {
+    issue: &'a str,
+    pr: &'a str,
 }
 
-/// A finding, or the verdict that ends the reconcile early.
-type Verdict<T> = Result<T, Observation>;
+#[derive(Serialize)]
+struct ReplyKey {
+    command_comment_id: u64,
+}
+
+/// A run has one status comment.
+#[derive(Serialize)]
+struct StatusKey {
+    run: i64,
+}
+
+fn comment_row(
+    draft: Draft<'_>,
+    kind: EffectKind,
+    number: u64,
+    body: String,
+    completion: Marked,
+) -> Result<NewEffect, PlanError> {
+    draft.finish(
+        kind,
+        Row {
+            target: format!("issue/{number}"),
+            precondition: NoPrecondition {},
+            payload: BodyPayload { body },
+            completion,
+        },
+    )
+}
+
+/// The review comment of `round` on PR `pr`; `rendered` is publish's text.
+pub(crate) fn plan_review(
+    draft: Draft<'_>,
+    pr: u64,
+    round: u32,
+    binding: &RoundBinding,
+    rendered: &str,
+) -> Result<NewEffect, PlanError> {
+    let key = identity_key(&ReviewKey {
+        round,
+        reviewed_head_sha: &binding.head_sha,
+        reviewed_base_ref: &binding.base_ref,
+        reviewed_merge_base_sha: &binding.merge_base_sha,
+    })?;
+    let body = draft.stamp(rendered, MarkerName::ReviewResult)?;
+    let completion = draft.marked(MarkerName::ReviewResult, key);
+    comment_row(draft, EffectKind::PostComment, pr, body, completion)
+}
+
+/// The progress comment on `epic` for child `issue`, merged by PR `pr`.
+pub(crate) fn plan_progress(
+    draft: Draft<'_>,
+    epic: u64,
+    issue: u64,
+    pr: u64,
+    text: &str,
+) -> Result<NewEffect, PlanError> {
+    let (issue_url, pr_url) = (draft.ctx.issue_url(issue), draft.ctx.pr_url(pr));
+    let composed = compose_progress_comment(text, &issue_url, &pr_url)?;
+    let key = identity_key(&ProgressKey {
+        issue: &issue_url,
+        pr: &pr_url,
+    })?;
+    let body = draft.stamp(&composed, MarkerName::EpicProgress)?;
+    let completion = draft.marked(MarkerName::EpicProgress, key);
+    comment_row(draft, EffectKind::PostComment, epic, body, completion)
+}
+
+/// The answer to command comment `comment_id`, in conversation `thread`.
+pub(crate) fn plan_reply(
+    draft: Draft<'_>,
+    thread: u64,
+    comment_id: u64,
+    reply: &Reply,
+) -> Result<NewEffect, PlanError> {
+    let key = identity_key(&ReplyKey {
+        command_comment_id: comment_id,
+    })?;
+    let marker = draft.marker(MarkerName::Reply, &key, true)?;
+    let body = format!("{}\n\n{marker}", reply_text(reply)?);
+    let completion = draft.marked(MarkerName::Reply, key);
+    comment_row(draft, EffectKind::PostComment, thread, body, completion)
+}
+
+/// The run's status comment on `issue`, showing `status`.
+pub(crate) fn plan_status(
+    draft: Draft<'_>,
+    issue: u64,
+    status: &StatusSnapshot,
+) -> Result<NewEffect, PlanError> {
+    let key = identity_key(&StatusKey { run: draft.run() })?;
+    // The key already names the run.
+    let marker = draft.marker(MarkerName::Status, &key, false)?;
+    let body = format!("{}\n\n{marker}", status_text(status)?);
+    let completion = draft.marked(MarkerName::Status, key);
+    comment_row(
+        draft,
+        EffectKind::EditStatusComment,
+        issue,
+        body,
+        completion,
+    )
+}
 
 /// The comments holding the effect's identity, or the verdict when one of
 /// them carries a marker of that name we cannot read.
 fn holders<'a>(
-    effect: &Effect,
+    wanted: &Marked,
     comments: &'a [IssueComment],
-) -> Result<Verdict<Vec<(Holder, &'a IssueComment)>>, EffectError> {
-    let name = marker_name(effect)?;
-    let key = identity_key(effect)?;
+) -> Verdict<Vec<(Holder, &'a IssueComment)>> {
     let mut found = Vec::new();
     for comment in comments {
-        match scan(&comment.body, name) {
+        match scan(&comment.body, wanted.marker) {
             Scan::Absent => {}
             Scan::Malformed(defect) => {
-                return Ok(Err(Observation::Blocked(format!(
+                return Err(Observation::Blocked(format!(
                     "{} carries an unreadable marker: {defect}",
                     comment.html_url
-                ))));
+                )));
             }
             Scan::Found(markers) => {
-                for marker in markers.iter().filter(|m| m.matches(&key)) {
+                for marker in markers.iter().filter(|m| m.matches(&wanted.key)) {
                     let key = format!("comment/{}", comment.id);
                     found.push((Holder::new(key, &comment.html_url, marker), comment));
                 }
             }
         }
     }
-    Ok(Ok(found))
+    Ok(found)
 }
 
 async fn list(
@@ -83,9 +185,10 @@ async fn find_ours(
     executor: &EffectExecutor,
     effect: &Effect,
     ownership: &Ownership,
-) -> Result<Result<Option<IssueComment>, Observation>, EffectError> {
+) -> Result<Verdict<Option<IssueComment>>, EffectError> {
+    let wanted: Marked = completion(effect)?;
     let comments = list(executor, effect).await?;
-    let found = match holders(effect, &comments)? {
+    let found = match holders(&wanted, &comments) {
         Ok(found) => found,
         Err(verdict) => return Ok(Err(verdict)),
     };
@@ -109,7 +212,7 @@ pub(crate) async fn reconcile_post(
     effect: &Effect,
     ownership: &Ownership,
 ) -> Result<Observation, EffectError> {
-    let wanted: CommentPayload = payload(effect)?;
+    let wanted: BodyPayload = payload(effect)?;
     Ok(match find_ours(executor, effect, ownership).await? {
         Err(verdict) => verdict,
         Ok(None) => Observation::Absent,
@@ -129,7 +232,7 @@ pub(crate) async fn send_post(
     executor: &EffectExecutor,
     effect: &Effect,
 ) -> Result<Sent, EffectError> {
-    let wanted: CommentPayload = payload(effect)?;
+    let wanted: BodyPayload = payload(effect)?;
     let number = target_number(effect)?;
     Ok(Sent::from_result(
         writes::create_comment(&executor.api, &executor.repo, number, &wanted.body).await,
@@ -141,7 +244,7 @@ pub(crate) async fn reconcile_status(
     effect: &Effect,
     ownership: &Ownership,
 ) -> Result<Observation, EffectError> {
-    let wanted: CommentPayload = payload(effect)?;
+    let wanted: BodyPayload = payload(effect)?;
     Ok(match find_ours(executor, effect, ownership).await? {
         Err(verdict) => verdict,
         Ok(Some(comment)) if comment.body == wanted.body => {
@@ -156,11 +259,12 @@ pub(crate) async fn send_status(
     executor: &EffectExecutor,
     effect: &Effect,
 ) -> Result<Sent, EffectError> {
-    let wanted: CommentPayload = payload(effect)?;
+    let wanted: BodyPayload = payload(effect)?;
+    let identity: Marked = completion(effect)?;
     // `drive` just reconciled; this read only finds which comment to edit.
     // The ownership check already passed, so any holder is ours.
     let comments = list(executor, effect).await?;
-    let existing = match holders(effect, &comments)? {
+    let existing = match holders(&identity, &comments) {
         Ok(found) => found.first().map(|(_, c)| c.id),
         Err(_) => {
             return Ok(Sent::Unknown(

@@ -7,15 +7,31 @@
 //! (compared by [`outside_digest`]); if a human edited them, overwriting
 //! would lose the edit, so the section is requested again instead. After
 //! writing, read-back must show exactly the payload.
+//!
+//! Row: target `issue/<epic>`, payload the whole new body, precondition
+//! [`SplicePrecondition`], completion the bare nonce. The write itself is
+//! the whole-body write of `issues`.
 
-use autoforge_journal::Effect;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
-use super::drive::{EffectExecutor, Observation, field, payload, read_failed, target_number};
-use super::issues::{BodyPayload, digest};
+use super::executor::EffectExecutor;
 use super::markers::{ROADMAP_END, ROADMAP_START, RoadmapMarkers, scan_roadmap};
-use super::plan::blank_line_after;
+use super::planning::{Draft, PlanError, blank_line_after};
+use super::protocol::{Observation, read_failed};
+use super::row::{BodyPayload, Nonce, Row, digest, payload, precondition, target_number};
+use crate::publish::check_body;
+
+/// The bodies the splice was computed on.
+#[derive(Serialize, Deserialize)]
+struct SplicePrecondition {
+    /// The whole body read when the phase began.
+    base_sha256: String,
+    /// [`outside_digest`] of that body: what a human edit would change.
+    outside_sha256: String,
+}
 
 /// The body with `section` placed between the roadmap markers: appended
 /// after one blank line when the body has none, replacing what lies between
@@ -48,12 +64,34 @@ pub fn outside_digest(body: &str) -> Result<String, String> {
     Ok(digest(&format!("{}:{before}{after}", before.len())))
 }
 
+/// `section` spliced into `epic`'s body as read at phase start.
+pub(crate) fn plan(draft: Draft<'_>, epic: u64, section: &str) -> Result<NewEffect, PlanError> {
+    check_body("roadmap section", section)?;
+    let base = draft.ctx.body_of(epic)?;
+    let spliced = splice_roadmap(base, section).map_err(PlanError::Refused)?;
+    let row = Row {
+        target: format!("issue/{epic}"),
+        precondition: SplicePrecondition {
+            base_sha256: digest(base),
+            outside_sha256: outside_digest(base).map_err(PlanError::Refused)?,
+        },
+        payload: BodyPayload { body: spliced },
+        completion: Nonce {
+            write: draft.write.clone(),
+        },
+    };
+    draft.finish(EffectKind::SpliceEpicRoadmap, row)
+}
+
 pub(crate) async fn reconcile(
     executor: &EffectExecutor,
     effect: &Effect,
 ) -> Result<Observation, EffectError> {
     let wanted: BodyPayload = payload(effect)?;
-    let outside: String = field(effect, "precondition", "outside_sha256")?;
+    let SplicePrecondition {
+        outside_sha256: outside,
+        ..
+    } = precondition(effect)?;
     let number = target_number(effect)?;
     let epic = executor
         .api

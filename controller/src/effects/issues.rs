@@ -7,27 +7,31 @@
 //! the body GitHub shows must be either exactly that base (send) or exactly
 //! the payload (observed). Anything else means someone edited it in
 //! between, and overwriting would lose their bytes.
+//!
+//! Rows: `create_issue` targets `issues` with [`NewIssuePayload`] and
+//! completes with the follow-up marker ([`Marked`]); `append_issue_markers`
+//! targets `issue/<n>` with the whole new body, a [`BaseDigest`] and an
+//! [`AppendCompletion`].
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::EffectError;
-use super::comments::marker_name;
-use super::drive::{
-    EffectExecutor, Holder, Observation, Ownership, Sent, field, identity_key, payload,
-    read_failed, target_number,
+use super::executor::EffectExecutor;
+use super::markers::{MarkerName, Scan, scan};
+use super::planning::{Draft, PlanError, blank_line_after, identity_key};
+use super::protocol::{Holder, Observation, Ownership, Sent, read_failed};
+use super::row::{
+    BaseDigest, BodyPayload, Marked, NoPrecondition, Row, completion, digest, payload,
+    precondition, target_number,
 };
-use super::markers::{Scan, scan};
 use crate::github::{Issue, writes};
+use crate::publish::bodies::compose_follow_up_body;
+use crate::publish::{FieldKind, check_field};
 
-/// Lower-case hex SHA-256 of `text`.
-pub(crate) fn digest(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-#[derive(Deserialize)]
+/// The follow-up issue to open, exactly as journalled.
+#[derive(Serialize, Deserialize)]
 struct NewIssuePayload {
     title: String,
     body: String,
@@ -35,10 +39,97 @@ struct NewIssuePayload {
     labels: Vec<String>,
 }
 
-/// The payload of whole-body writes.
-#[derive(Deserialize)]
-pub(crate) struct BodyPayload {
-    pub body: String,
+/// A follow-up is identified by the finding and the PR it came from.
+#[derive(Serialize)]
+struct FollowUpKey<'a> {
+    finding_id: &'a str,
+    pr: &'a str,
+}
+
+/// What appending follow-up markers completes: one marker per finding.
+#[derive(Serialize, Deserialize)]
+struct AppendCompletion {
+    marker: MarkerName,
+    finding_ids: Vec<String>,
+    pr: String,
+    write: String,
+}
+
+/// A follow-up issue for `finding_id` of PR `pr`.
+pub(crate) fn plan_follow_up(
+    draft: Draft<'_>,
+    pr: u64,
+    finding_id: &str,
+    title: &str,
+    body: &str,
+) -> Result<NewEffect, PlanError> {
+    check_field(
+        "follow-up title",
+        title,
+        FieldKind::OneLine { max_chars: 256 },
+    )?;
+    let pr_url = draft.ctx.pr_url(pr);
+    let composed = compose_follow_up_body(body, finding_id, &pr_url)?;
+    let key = identity_key(&FollowUpKey {
+        finding_id,
+        pr: &pr_url,
+    })?;
+    let row = Row {
+        target: "issues".into(),
+        precondition: NoPrecondition {},
+        payload: NewIssuePayload {
+            title: title.to_owned(),
+            body: draft.stamp(&composed, MarkerName::FollowUp)?,
+            labels: Vec::new(),
+        },
+        completion: draft.marked(MarkerName::FollowUp, key),
+    };
+    draft.finish(EffectKind::CreateIssue, row)
+}
+
+/// Follow-up markers for `finding_ids` of PR `pr`, appended to `issue`'s
+/// body as read at phase start. A finding whose marker is already there is
+/// refused: the hand-over would write it twice.
+pub(crate) fn plan_append(
+    draft: Draft<'_>,
+    issue: u64,
+    pr: u64,
+    finding_ids: &[String],
+) -> Result<NewEffect, PlanError> {
+    let base = draft.ctx.body_of(issue)?;
+    let pr_url = draft.ctx.pr_url(pr);
+    let present = scan(base, MarkerName::FollowUp)
+        .into_result()
+        .map_err(PlanError::Marker)?;
+    let mut lines = Vec::new();
+    for finding_id in finding_ids {
+        let key = identity_key(&FollowUpKey {
+            finding_id,
+            pr: &pr_url,
+        })?;
+        if present.iter().any(|m| m.matches(&key)) {
+            return Err(PlanError::Refused(format!(
+                "#{issue} already carries the marker of {finding_id}"
+            )));
+        }
+        lines.push(draft.marker(MarkerName::FollowUp, &key, true)?);
+    }
+    let row = Row {
+        target: format!("issue/{issue}"),
+        precondition: BaseDigest {
+            base_sha256: digest(base),
+        },
+        payload: BodyPayload {
+            body: format!("{base}{}{}", blank_line_after(base), lines.join("\n")),
+        },
+        completion: AppendCompletion {
+            marker: MarkerName::FollowUp,
+            finding_ids: finding_ids.to_vec(),
+            pr: pr_url,
+            write: draft.write.clone(),
+        },
+    };
+    draft.finish(EffectKind::AppendIssueMarkers, row)
 }
 
 pub(crate) async fn reconcile_create(
@@ -47,8 +138,9 @@ pub(crate) async fn reconcile_create(
     ownership: &Ownership,
 ) -> Result<Observation, EffectError> {
     let wanted: NewIssuePayload = payload(effect)?;
-    let name = marker_name(effect)?;
-    let key = identity_key(effect)?;
+    let Marked {
+        marker: name, key, ..
+    } = completion(effect)?;
     // Every issue in every state: a closed follow-up still holds its
     // identity, and a listing cut short could hide ours.
     let path = executor.repo.api_path("/issues?state=all");
@@ -123,7 +215,7 @@ pub(crate) async fn reconcile_append(
     _ownership: &Ownership,
 ) -> Result<Observation, EffectError> {
     let wanted: BodyPayload = payload(effect)?;
-    let base: String = field(effect, "precondition", "base_sha256")?;
+    let BaseDigest { base_sha256: base } = precondition(effect)?;
     let number = target_number(effect)?;
     let issue = executor
         .api

@@ -1,19 +1,47 @@
 //! `set_labels`: the run's status labels on its issue. Observed when every
 //! label to add is present and every label to remove is absent (GitHub
 //! compares label names case-insensitively, and so do we).
+//!
+//! Row: target `issue/<n>`, payload [`LabelsPayload`], no precondition,
+//! completion the bare nonce.
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
-use super::drive::{EffectExecutor, Observation, Sent, payload, read_failed, target_number};
+use super::executor::EffectExecutor;
+use super::planning::{Draft, PlanError};
+use super::protocol::{Observation, Sent, read_failed};
+use super::row::{NoPrecondition, Nonce, Row, payload, target_number};
 use crate::github::{Issue, writes};
 
-#[derive(Deserialize)]
+/// The labels to have and not to have afterwards.
+#[derive(Serialize, Deserialize)]
 struct LabelsPayload {
     add: Vec<String>,
     remove: Vec<String>,
+}
+
+/// `add` present and `remove` absent on `issue`.
+pub(crate) fn plan(
+    draft: Draft<'_>,
+    issue: u64,
+    add: &[String],
+    remove: &[String],
+) -> Result<NewEffect, PlanError> {
+    let row = Row {
+        target: format!("issue/{issue}"),
+        precondition: NoPrecondition {},
+        payload: LabelsPayload {
+            add: add.to_vec(),
+            remove: remove.to_vec(),
+        },
+        completion: Nonce {
+            write: draft.write.clone(),
+        },
+    };
+    draft.finish(EffectKind::SetLabels, row)
 }
 
 fn missing<'a>(issue: &Issue, wanted: &'a LabelsPayload) -> (Vec<&'a String>, Vec<&'a String>) {

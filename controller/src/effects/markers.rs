@@ -109,6 +109,23 @@ impl MarkerName {
     }
 }
 
+/// Stored in a row's `completion` by its spelling, like in the marker.
+impl serde::Serialize for MarkerName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MarkerName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        MarkerName::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown marker `{name}`")))
+    }
+}
+
 const IMPLEMENTATION_KEYS: &[KeySpec] = &[req("issue", KeyType::Text), RUN, WRITE];
 const REVIEW_RESULT_KEYS: &[KeySpec] = &[
     req("round", KeyType::Count),

@@ -2,19 +2,63 @@
 //! (SPEC §10). The merge counts only when GitHub shows the PR merged at
 //! exactly that head into the base it was reviewed against; merged at
 //! another head is a conflict, never counted.
+//!
+//! Row: target `pull/<n>`, payload [`MergePayload`], precondition the
+//! reviewed head, completion the base it was reviewed against.
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
-use super::drive::{EffectExecutor, Observation, Sent, field, payload, read_failed, target_number};
+use super::executor::EffectExecutor;
+use super::planning::{Draft, PlanError};
+use super::protocol::{Observation, Sent, read_failed};
+use super::row::{Row, completion, payload, target_number};
 use crate::github::writes;
 
-#[derive(Deserialize)]
+/// GitHub's merge request: refused unless the head is still `sha`.
+#[derive(Serialize, Deserialize)]
 struct MergePayload {
     sha: String,
     merge_method: String,
+}
+
+/// The head the review approved.
+#[derive(Serialize, Deserialize)]
+struct MergePrecondition {
+    head_sha: String,
+}
+
+/// The merge counts only into the base the review was bound to.
+#[derive(Serialize, Deserialize)]
+struct MergeCompletion {
+    base_ref: String,
+    write: String,
+}
+
+/// Merge `pr` at the reviewed `sha` into `base_ref`, by the configured method.
+pub(crate) fn plan(
+    draft: Draft<'_>,
+    pr: u64,
+    sha: &str,
+    base_ref: &str,
+) -> Result<NewEffect, PlanError> {
+    let row = Row {
+        target: format!("pull/{pr}"),
+        precondition: MergePrecondition {
+            head_sha: sha.to_owned(),
+        },
+        payload: MergePayload {
+            sha: sha.to_owned(),
+            merge_method: draft.ctx.merge_method.to_owned(),
+        },
+        completion: MergeCompletion {
+            base_ref: base_ref.to_owned(),
+            write: draft.write.clone(),
+        },
+    };
+    draft.finish(EffectKind::MergePr, row)
 }
 
 pub(crate) async fn reconcile(
@@ -22,7 +66,7 @@ pub(crate) async fn reconcile(
     effect: &Effect,
 ) -> Result<Observation, EffectError> {
     let wanted: MergePayload = payload(effect)?;
-    let base_ref: String = field(effect, "completion", "base_ref")?;
+    let MergeCompletion { base_ref, .. } = completion(effect)?;
     let number = target_number(effect)?;
     let pr = executor
         .api

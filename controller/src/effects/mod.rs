@@ -13,15 +13,23 @@
 //!   reconcile in between.
 //!
 //! Each kind family lives in its own file (`comments`, `issues`, `pulls`,
-//! `epic`, `merge`, `push`, `reactions`, `labels`) with a `reconcile` (what
-//! GitHub shows for the effect's identity) and a `send` (the one write).
-//! Markers — how the executor recognises its own objects — are in
-//! [`markers`]; the identity scheme is documented there.
+//! `epic`, `merge`, `push`, `reactions`, `labels`) with its row's column
+//! types, its planner, a `reconcile` (what GitHub shows for the effect's
+//! identity) and a `send` (the one write). What they share: `protocol`
+//! (what a reconcile and a send may conclude), `row` (the typed columns),
+//! `planning` (the context and nonce of a row being planned) and
+//! `executor` (the handle the kinds read). Markers — how the executor
+//! recognises its own objects — are in [`markers`]; the identity scheme is
+//! documented there.
 
 pub mod crashpoint;
 mod drive;
+mod executor;
 pub mod markers;
 pub mod plan;
+mod planning;
+mod protocol;
+mod row;
 
 mod comments;
 mod epic;
@@ -33,9 +41,11 @@ mod push;
 mod reactions;
 mod texts;
 
-pub use drive::{DriveOutcome, EffectExecutor, PushTransport};
+pub use drive::DriveOutcome;
 pub use epic::{outside_digest, splice_roadmap};
-pub use plan::{PlanContext, PlanError, plan};
+pub use executor::{EffectExecutor, PushTransport};
+pub use plan::plan;
+pub use planning::{PlanContext, PlanError};
 pub use push::{PUSH_NAMESPACE, refused_ref};
 pub use texts::{reply_text, status_text};
 

@@ -8,194 +8,35 @@
 //! `completion`, which is how a later reconcile knows the object is ours
 //! (see [`super::markers`]).
 //!
-//! Row layout per kind (all JSON): `payload` is the request's data
-//! (`{"body"}`, `{"title","body","head","base"}`, `{"sha","expected_old"}`, …);
-//! `target` is `issue/<n>`, `pull/<n>`, `comment/<id>`, `head/<branch>`,
-//! `issues` or the full ref; `precondition` holds what must still be true
-//! before sending (base body digests, the expected old SHA); `completion`
-//! holds the marker name, the identity `key` it must carry and the nonce.
+//! This is only the dispatch: each kind's planner, and the types of its
+//! row's columns, live with the kind (`comments`, `pulls`, `push`, …; the
+//! shared shapes are in [`super::row`]).
 
-use std::collections::BTreeMap;
+use autoforge_journal::NewEffect;
 
-use autoforge_journal::{EffectKind, NewEffect, RunId};
-use serde_json::{Map, Value, json};
-
-use super::epic::{outside_digest, splice_roadmap};
-use super::issues::digest;
-use super::markers::{self, MarkerName, scan};
-use super::push::refused_ref;
-use super::texts::{reply_text, status_text};
+use super::planning::{Draft, PlanContext, PlanError};
+use super::{comments, epic, issues, labels, merge, pulls, push, reactions};
 use crate::agents::result;
-use crate::github::RepoName;
 use crate::machine::{self, EffectIntent};
-use crate::publish::bodies::{
-    compose_follow_up_body, compose_pr_body, compose_progress_comment, implementation_block,
-};
-use crate::publish::{
-    FieldKind, IssueRef, PolicyViolation, ReviewRender, check_body, check_field,
-    render_review_comment,
-};
-
-/// What `plan` needs besides the intent.
-#[derive(Debug, Clone, Copy)]
-pub struct PlanContext<'a> {
-    pub run_id: RunId,
-    pub repo: &'a RepoName,
-    /// `https://github.com` or the GHES host: URLs inside markers.
-    pub html_base: &'a str,
-    pub default_branch: &'a str,
-    /// `merge`, `squash` or `rebase`.
-    pub merge_method: &'a str,
-    /// Bodies read when the phase began, by issue or PR number: the base
-    /// that `adopt_pr`, `append_issue_markers` and `splice_epic_roadmap`
-    /// append to, and whose digest guards the write.
-    pub bodies: &'a BTreeMap<u64, String>,
-}
-
-/// Why an intent cannot become a journal row. Nothing is journalled.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error(transparent)]
-    Policy(#[from] PolicyViolation),
-    #[error("marker: {0}")]
-    Marker(String),
-    #[error("refused: {0}")]
-    Refused(String),
-    #[error("the body of #{0} as read at phase start was not provided")]
-    MissingBody(u64),
-}
-
-impl PlanContext<'_> {
-    fn issue_url(&self, number: u64) -> String {
-        format!(
-            "{}/{}/issues/{number}",
-            self.html_base.trim_end_matches('/'),
-            self.repo
-        )
-    }
-
-    fn pr_url(&self, number: u64) -> String {
-        format!(
-            "{}/{}/pull/{number}",
-            self.html_base.trim_end_matches('/'),
-            self.repo
-        )
-    }
-
-    fn issue_ref(&self, number: u64) -> IssueRef {
-        IssueRef {
-            owner: self.repo.owner().to_owned(),
-            repo: self.repo.name().to_owned(),
-            number,
-        }
-    }
-
-    fn body_of(&self, number: u64) -> Result<&str, PlanError> {
-        self.bodies
-            .get(&number)
-            .map(String::as_str)
-            .ok_or(PlanError::MissingBody(number))
-    }
-}
-
-/// A fresh per-effect nonce: 32 lowercase hex digits.
-fn nonce() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// What separates a body from a block appended to it: exactly one blank line.
-pub(crate) fn blank_line_after(body: &str) -> &'static str {
-    if body.is_empty() || body.ends_with("\n\n") {
-        ""
-    } else if body.ends_with('\n') {
-        "\n"
-    } else {
-        "\n\n"
-    }
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
-struct Row {
-    kind: EffectKind,
-    target: String,
-    precondition: Value,
-    payload: Value,
-    completion: Value,
-}
+use crate::publish::{ReviewRender, render_review_comment};
 
 /// The journal row for `intent`, with its exact payload bytes.
 pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, PlanError> {
-    let write = nonce();
-    let run = ctx.run_id.0;
-    let stamp = |body: &str, name: MarkerName| {
-        markers::stamp(body, name, run, &write).map_err(PlanError::Marker)
-    };
-    let marked = |name: MarkerName, key: Value| json!({ "marker": name.as_str(), "key": key, "write": write });
-    let row = match intent {
+    let draft = Draft::new(ctx, intent.identity());
+    match intent {
         EffectIntent::Push {
             branch,
             sha,
             expected_old,
-        } => {
-            let ref_name = format!("refs/heads/{branch}");
-            if let Some(refusal) = refused_ref(&ref_name, ctx.default_branch) {
-                return Err(PlanError::Refused(refusal));
-            }
-            Row {
-                kind: EffectKind::Push,
-                target: ref_name,
-                precondition: json!({ "expected_old": expected_old }),
-                payload: json!({ "sha": sha, "expected_old": expected_old }),
-                completion: json!({ "sha": sha, "write": write }),
-            }
-        }
+        } => push::plan(draft, branch, sha, expected_old.as_deref()),
         EffectIntent::CreatePr {
             issue,
             branch,
             base,
             title,
             body,
-        } => {
-            check_field("pr title", title, FieldKind::OneLine { max_chars: 256 })?;
-            let issue_url = ctx.issue_url(*issue);
-            let composed = compose_pr_body(body, &ctx.issue_ref(*issue), &issue_url)?;
-            Row {
-                kind: EffectKind::CreatePr,
-                target: format!("head/{branch}"),
-                precondition: json!({ "no_pr_on_branch": branch }),
-                payload: json!({
-                    "title": title, "body": stamp(&composed, MarkerName::Implementation)?,
-                    "head": branch, "base": base,
-                }),
-                completion: marked(MarkerName::Implementation, json!({ "issue": issue_url })),
-            }
-        }
-        EffectIntent::AdoptPr { pr, issue } => {
-            let base = ctx.body_of(*pr)?;
-            if scan(base, MarkerName::Implementation) != markers::Scan::Absent {
-                return Err(PlanError::Refused(format!(
-                    "#{pr} already carries an implementation marker"
-                )));
-            }
-            let issue_url = ctx.issue_url(*issue);
-            let block = stamp(
-                &implementation_block(&ctx.issue_ref(*issue), &issue_url),
-                MarkerName::Implementation,
-            )?;
-            Row {
-                kind: EffectKind::AdoptPr,
-                target: format!("pull/{pr}"),
-                precondition: json!({ "base_sha256": digest(base) }),
-                payload: json!({ "body": format!("{base}{}{block}", blank_line_after(base)) }),
-                completion: marked(MarkerName::Implementation, json!({ "issue": issue_url })),
-            }
-        }
+        } => pulls::plan_create(draft, *issue, branch, base, title, body),
+        EffectIntent::AdoptPr { pr, issue } => pulls::plan_adopt(draft, *pr, *issue),
         EffectIntent::PostReviewComment {
             pr,
             round,
@@ -213,157 +54,38 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
                 findings: &published,
                 sections: &published_sections(sections),
             })?;
-            let key = json!({
-                "round": round, "reviewed_head_sha": binding.head_sha,
-                "reviewed_base_ref": binding.base_ref,
-                "reviewed_merge_base_sha": binding.merge_base_sha,
-            });
-            comment_row(
-                *pr,
-                stamp(&rendered, MarkerName::ReviewResult)?,
-                marked(MarkerName::ReviewResult, key),
-            )
+            comments::plan_review(draft, *pr, *round, binding, &rendered)
         }
         EffectIntent::PostEpicProgress {
             epic,
             issue,
             pr,
             text,
-        } => {
-            let (issue_url, pr_url) = (ctx.issue_url(*issue), ctx.pr_url(*pr));
-            let body = compose_progress_comment(text, &issue_url, &pr_url)?;
-            let key = json!({ "issue": issue_url, "pr": pr_url });
-            comment_row(
-                *epic,
-                stamp(&body, MarkerName::EpicProgress)?,
-                marked(MarkerName::EpicProgress, key),
-            )
-        }
+        } => comments::plan_progress(draft, *epic, *issue, *pr, text),
         EffectIntent::PostCommandReply {
             thread,
             comment_id,
             reply,
-        } => {
-            let key = json!({ "command_comment_id": comment_id });
-            let mut payload = object(key.clone());
-            payload.insert("run".into(), json!(run));
-            payload.insert("write".into(), json!(write));
-            let marker = markers::render(MarkerName::Reply, &payload).map_err(PlanError::Marker)?;
-            let body = format!("{}\n\n{marker}", reply_text(reply)?);
-            comment_row(*thread, body, marked(MarkerName::Reply, key))
-        }
+        } => comments::plan_reply(draft, *thread, *comment_id, reply),
         EffectIntent::EditStatusComment { issue, status, .. } => {
-            let key = json!({ "run": run });
-            let mut payload = object(key.clone());
-            payload.insert("write".into(), json!(write));
-            let marker =
-                markers::render(MarkerName::Status, &payload).map_err(PlanError::Marker)?;
-            let mut row = comment_row(
-                *issue,
-                format!("{}\n\n{marker}", status_text(status)?),
-                marked(MarkerName::Status, key),
-            );
-            row.kind = EffectKind::EditStatusComment;
-            row
+            comments::plan_status(draft, *issue, status)
         }
         EffectIntent::CreateFollowUpIssue {
             pr,
             finding_id,
             title,
             body,
-        } => {
-            check_field(
-                "follow-up title",
-                title,
-                FieldKind::OneLine { max_chars: 256 },
-            )?;
-            let pr_url = ctx.pr_url(*pr);
-            let composed = compose_follow_up_body(body, finding_id, &pr_url)?;
-            Row {
-                kind: EffectKind::CreateIssue,
-                target: "issues".into(),
-                precondition: json!({}),
-                payload: json!({ "title": title, "body": stamp(&composed, MarkerName::FollowUp)?, "labels": [] }),
-                completion: marked(
-                    MarkerName::FollowUp,
-                    json!({ "finding_id": finding_id, "pr": pr_url }),
-                ),
-            }
-        }
+        } => issues::plan_follow_up(draft, *pr, finding_id, title, body),
         EffectIntent::AppendFollowUpMarkers {
             issue,
             pr,
             finding_ids,
-        } => {
-            let base = ctx.body_of(*issue)?;
-            let pr_url = ctx.pr_url(*pr);
-            let present = scan(base, MarkerName::FollowUp)
-                .into_result()
-                .map_err(PlanError::Marker)?;
-            let mut lines = Vec::new();
-            for finding_id in finding_ids {
-                let key = object(json!({ "finding_id": finding_id, "pr": pr_url }));
-                if present.iter().any(|m| m.matches(&key)) {
-                    return Err(PlanError::Refused(format!(
-                        "#{issue} already carries the marker of {finding_id}"
-                    )));
-                }
-                let mut payload = key;
-                payload.insert("run".into(), json!(run));
-                payload.insert("write".into(), json!(write));
-                lines.push(
-                    markers::render(MarkerName::FollowUp, &payload).map_err(PlanError::Marker)?,
-                );
-            }
-            Row {
-                kind: EffectKind::AppendIssueMarkers,
-                target: format!("issue/{issue}"),
-                precondition: json!({ "base_sha256": digest(base) }),
-                payload: json!({ "body": format!("{base}{}{}", blank_line_after(base), lines.join("\n")) }),
-                completion: json!({
-                    "marker": MarkerName::FollowUp.as_str(), "finding_ids": finding_ids,
-                    "pr": pr_url, "write": write,
-                }),
-            }
-        }
-        EffectIntent::SpliceEpicRoadmap { epic, section } => {
-            check_body("roadmap section", section)?;
-            let base = ctx.body_of(*epic)?;
-            let spliced = splice_roadmap(base, section).map_err(PlanError::Refused)?;
-            Row {
-                kind: EffectKind::SpliceEpicRoadmap,
-                target: format!("issue/{epic}"),
-                precondition: json!({
-                    "base_sha256": digest(base),
-                    "outside_sha256": outside_digest(base).map_err(PlanError::Refused)?,
-                }),
-                payload: json!({ "body": spliced }),
-                completion: json!({ "write": write }),
-            }
-        }
-        EffectIntent::AddReaction { comment_id } => Row {
-            kind: EffectKind::AddReaction,
-            target: format!("comment/{comment_id}"),
-            precondition: json!({}),
-            payload: json!({ "content": "eyes" }),
-            completion: json!({ "write": write }),
-        },
-        EffectIntent::SetLabels { issue, add, remove } => Row {
-            kind: EffectKind::SetLabels,
-            target: format!("issue/{issue}"),
-            precondition: json!({}),
-            payload: json!({ "add": add, "remove": remove }),
-            completion: json!({ "write": write }),
-        },
-        EffectIntent::MergePr { pr, sha, base_ref } => Row {
-            kind: EffectKind::MergePr,
-            target: format!("pull/{pr}"),
-            precondition: json!({ "head_sha": sha }),
-            payload: json!({ "sha": sha, "merge_method": ctx.merge_method }),
-            completion: json!({ "base_ref": base_ref, "write": write }),
-        },
-    };
-    Ok(finish(intent.identity(), row))
+        } => issues::plan_append(draft, *issue, *pr, finding_ids),
+        EffectIntent::SpliceEpicRoadmap { epic, section } => epic::plan(draft, *epic, section),
+        EffectIntent::AddReaction { comment_id } => reactions::plan(draft, *comment_id),
+        EffectIntent::SetLabels { issue, add, remove } => labels::plan(draft, *issue, add, remove),
+        EffectIntent::MergePr { pr, sha, base_ref } => merge::plan(draft, *pr, sha, base_ref),
+    }
 }
 
 /// The machine keeps its own copy of a finding; the renderer takes the
@@ -393,34 +115,17 @@ fn published_sections(sections: &machine::ReviewSections) -> result::ReviewSecti
     }
 }
 
-fn comment_row(number: u64, body: String, completion: Value) -> Row {
-    Row {
-        kind: EffectKind::PostComment,
-        target: format!("issue/{number}"),
-        precondition: json!({}),
-        payload: json!({ "body": body }),
-        completion,
-    }
-}
-
-fn finish(identity: String, row: Row) -> NewEffect {
-    NewEffect {
-        kind: row.kind,
-        identity,
-        target: row.target,
-        precondition: row.precondition,
-        // Serialising a `Value` to bytes cannot fail.
-        payload: serde_json::to_vec(&row.payload).unwrap_or_default(),
-        completion: row.completion,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::effects::markers::Scan;
+    use crate::effects::markers::{MarkerName, Scan, scan};
+    use crate::effects::row::digest;
+    use crate::github::RepoName;
     use crate::machine::{Reply, StatusSnapshot};
+    use autoforge_journal::{EffectKind, RunId};
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
 
     fn context<'a>(repo: &'a RepoName, bodies: &'a BTreeMap<u64, String>) -> PlanContext<'a> {
         PlanContext {
@@ -571,5 +276,162 @@ mod tests {
             json!({"sha": "a".repeat(40), "merge_method": "squash"})
         );
         assert_eq!(effect.completion["base_ref"], json!("main"));
+    }
+
+    /// The row of `intent` as JSON, with the nonce replaced by `W` and
+    /// every body by `BODY`; and a check that the payload bytes are the
+    /// sorted-key encoding every earlier build wrote.
+    fn shape(intent: &EffectIntent, bodies: &BTreeMap<u64, String>) -> Value {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let effect = plan(intent, &context(&repo, bodies)).unwrap();
+        assert_eq!(effect.kind, intent.kind());
+        assert_eq!(effect.identity, intent.identity());
+        let mut payload: Value = serde_json::from_slice(&effect.payload).unwrap();
+        assert_eq!(serde_json::to_vec(&payload).unwrap(), effect.payload);
+        if payload.get("body").is_some() {
+            payload["body"] = json!("BODY");
+        }
+        assert_eq!(effect.completion["write"].as_str().map(str::len), Some(32));
+        let mut row = json!({
+            "kind": effect.kind.as_str(), "target": effect.target,
+            "precondition": effect.precondition, "payload": payload,
+            "completion": effect.completion,
+        });
+        row["completion"]["write"] = json!("W");
+        row
+    }
+
+    #[test]
+    fn every_kind_keeps_the_journal_row_layout_of_earlier_builds() {
+        let issue = "https://github.com/o/r/issues/3";
+        let pull = "https://github.com/o/r/pull/2";
+        let sha = "a".repeat(40);
+        let none = BTreeMap::new();
+        let cases = [
+            (
+                EffectIntent::Push {
+                    branch: "autoforge/3".into(),
+                    sha: sha.clone(),
+                    expected_old: None,
+                },
+                json!({"kind": "push", "target": "refs/heads/autoforge/3",
+                    "precondition": {"expected_old": null},
+                    "payload": {"expected_old": null, "sha": sha},
+                    "completion": {"sha": sha, "write": "W"}}),
+            ),
+            (
+                EffectIntent::CreatePr {
+                    issue: 3,
+                    branch: "autoforge/3".into(),
+                    base: "main".into(),
+                    title: "Add it".into(),
+                    body: "Adds it.".into(),
+                },
+                json!({"kind": "create_pr", "target": "head/autoforge/3",
+                    "precondition": {"no_pr_on_branch": "autoforge/3"},
+                    "payload": {"base": "main", "body": "BODY", "head": "autoforge/3", "title": "Add it"},
+                    "completion": {"marker": "ai-implementation", "key": {"issue": issue}, "write": "W"}}),
+            ),
+            (
+                EffectIntent::PostCommandReply {
+                    thread: 1,
+                    comment_id: 77,
+                    reply: Reply::Accepted {
+                        command: "stop".into(),
+                        detail: "stopping".into(),
+                    },
+                },
+                json!({"kind": "post_comment", "target": "issue/1", "precondition": {},
+                    "payload": {"body": "BODY"},
+                    "completion": {"marker": "autoforge-reply", "key": {"command_comment_id": 77}, "write": "W"}}),
+            ),
+            (
+                EffectIntent::PostEpicProgress {
+                    epic: 1,
+                    issue: 3,
+                    pr: 2,
+                    text: "Done.".into(),
+                },
+                json!({"kind": "post_comment", "target": "issue/1", "precondition": {},
+                    "payload": {"body": "BODY"},
+                    "completion": {"marker": "ai-epic-progress", "key": {"issue": issue, "pr": pull}, "write": "W"}}),
+            ),
+            (
+                EffectIntent::CreateFollowUpIssue {
+                    pr: 2,
+                    finding_id: "R1-F1".into(),
+                    title: "Fix it".into(),
+                    body: "Details.".into(),
+                },
+                json!({"kind": "create_issue", "target": "issues", "precondition": {},
+                    "payload": {"body": "BODY", "labels": [], "title": "Fix it"},
+                    "completion": {"marker": "ai-follow-up", "key": {"finding_id": "R1-F1", "pr": pull}, "write": "W"}}),
+            ),
+            (
+                EffectIntent::AddReaction { comment_id: 77 },
+                json!({"kind": "add_reaction", "target": "comment/77", "precondition": {},
+                    "payload": {"content": "eyes"}, "completion": {"write": "W"}}),
+            ),
+            (
+                EffectIntent::SetLabels {
+                    issue: 3,
+                    add: vec!["a".into()],
+                    remove: vec!["b".into()],
+                },
+                json!({"kind": "set_labels", "target": "issue/3", "precondition": {},
+                    "payload": {"add": ["a"], "remove": ["b"]}, "completion": {"write": "W"}}),
+            ),
+            (
+                EffectIntent::MergePr {
+                    pr: 4,
+                    sha: sha.clone(),
+                    base_ref: "main".into(),
+                },
+                json!({"kind": "merge_pr", "target": "pull/4", "precondition": {"head_sha": sha},
+                    "payload": {"merge_method": "squash", "sha": sha},
+                    "completion": {"base_ref": "main", "write": "W"}}),
+            ),
+        ];
+        for (intent, expected) in cases {
+            assert_eq!(shape(&intent, &none), expected, "{intent:?}");
+        }
+        let bodies = BTreeMap::from([
+            (5, "Human text.".to_owned()),
+            (6, "Tracked.".to_owned()),
+            (7, "intro".to_owned()),
+        ]);
+        let appends = [
+            (
+                EffectIntent::AdoptPr { pr: 5, issue: 3 },
+                json!({"kind": "adopt_pr", "target": "pull/5",
+                    "precondition": {"base_sha256": digest("Human text.")},
+                    "payload": {"body": "BODY"},
+                    "completion": {"marker": "ai-implementation", "key": {"issue": issue}, "write": "W"}}),
+            ),
+            (
+                EffectIntent::AppendFollowUpMarkers {
+                    issue: 6,
+                    pr: 2,
+                    finding_ids: vec!["R1-F1".into()],
+                },
+                json!({"kind": "append_issue_markers", "target": "issue/6",
+                    "precondition": {"base_sha256": digest("Tracked.")},
+                    "payload": {"body": "BODY"},
+                    "completion": {"marker": "ai-follow-up", "finding_ids": ["R1-F1"], "pr": pull, "write": "W"}}),
+            ),
+            (
+                EffectIntent::SpliceEpicRoadmap {
+                    epic: 7,
+                    section: "plan".into(),
+                },
+                json!({"kind": "splice_epic_roadmap", "target": "issue/7",
+                    "precondition": {"base_sha256": digest("intro"),
+                        "outside_sha256": crate::effects::outside_digest("intro").unwrap()},
+                    "payload": {"body": "BODY"}, "completion": {"write": "W"}}),
+            ),
+        ];
+        for (intent, expected) in appends {
+            assert_eq!(shape(&intent, &bodies), expected, "{intent:?}");
+        }
     }
 }

@@ -2,29 +2,110 @@
 //! `autoforge/<n>`, body carrying `ai-implementation`) and `adopt_pr`
 //! (append our block to a human's open, unmarked PR on that branch, guarded
 //! by a digest of the body it was planned on).
+//!
+//! Rows: `create_pr` targets `head/<branch>` with [`NewPrPayload`];
+//! `adopt_pr` targets `pull/<n>` with the whole new body and a
+//! [`BaseDigest`]. Both complete with the `ai-implementation` marker
+//! naming the issue ([`Marked`]).
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
-use super::comments::marker_name;
-use super::drive::{
-    EffectExecutor, Holder, Observation, Ownership, Sent, field, identity_key, payload,
-    read_failed, target_number,
+use super::executor::EffectExecutor;
+use super::markers::{MarkerName, Scan, scan};
+use super::planning::{Draft, PlanError, blank_line_after, identity_key};
+use super::protocol::{Holder, Observation, Ownership, Sent, read_failed};
+use super::row::{
+    BaseDigest, BodyPayload, Marked, Row, completion, digest, payload, precondition, target_number,
 };
-use super::issues::{BodyPayload, digest};
-use super::markers::{Scan, scan};
 use crate::github::{PullRequest, writes};
+use crate::publish::bodies::{compose_pr_body, implementation_block};
+use crate::publish::{FieldKind, check_field};
 
-#[derive(Deserialize)]
+/// The pull request to open, exactly as journalled.
+#[derive(Serialize, Deserialize)]
 struct NewPrPayload {
     title: String,
     body: String,
     head: String,
     base: String,
+}
+
+/// Opening is planned for a branch with no PR of ours on it.
+#[derive(Serialize, Deserialize)]
+struct CreatePrecondition {
+    no_pr_on_branch: String,
+}
+
+/// The implementation marker names the issue the PR implements.
+#[derive(Serialize)]
+struct ImplementationKey {
+    issue: String,
+}
+
+fn implementation(draft: &Draft<'_>, issue: u64) -> Result<Marked, PlanError> {
+    let key = identity_key(&ImplementationKey {
+        issue: draft.ctx.issue_url(issue),
+    })?;
+    Ok(draft.marked(MarkerName::Implementation, key))
+}
+
+/// The run's PR for `issue`, from `branch` into `base`.
+pub(crate) fn plan_create(
+    draft: Draft<'_>,
+    issue: u64,
+    branch: &str,
+    base: &str,
+    title: &str,
+    body: &str,
+) -> Result<NewEffect, PlanError> {
+    check_field("pr title", title, FieldKind::OneLine { max_chars: 256 })?;
+    let ctx = draft.ctx;
+    let composed = compose_pr_body(body, &ctx.issue_ref(issue), &ctx.issue_url(issue))?;
+    let row = Row {
+        target: format!("head/{branch}"),
+        precondition: CreatePrecondition {
+            no_pr_on_branch: branch.to_owned(),
+        },
+        payload: NewPrPayload {
+            title: title.to_owned(),
+            body: draft.stamp(&composed, MarkerName::Implementation)?,
+            head: branch.to_owned(),
+            base: base.to_owned(),
+        },
+        completion: implementation(&draft, issue)?,
+    };
+    draft.finish(EffectKind::CreatePr, row)
+}
+
+/// Our implementation block appended to `pr`'s body as read at phase start.
+pub(crate) fn plan_adopt(draft: Draft<'_>, pr: u64, issue: u64) -> Result<NewEffect, PlanError> {
+    let ctx = draft.ctx;
+    let base = ctx.body_of(pr)?;
+    if scan(base, MarkerName::Implementation) != Scan::Absent {
+        return Err(PlanError::Refused(format!(
+            "#{pr} already carries an implementation marker"
+        )));
+    }
+    let block = draft.stamp(
+        &implementation_block(&ctx.issue_ref(issue), &ctx.issue_url(issue)),
+        MarkerName::Implementation,
+    )?;
+    let row = Row {
+        target: format!("pull/{pr}"),
+        precondition: BaseDigest {
+            base_sha256: digest(base),
+        },
+        payload: BodyPayload {
+            body: format!("{base}{}{block}", blank_line_after(base)),
+        },
+        completion: implementation(&draft, issue)?,
+    };
+    draft.finish(EffectKind::AdoptPr, row)
 }
 
 pub(crate) async fn reconcile_create(
@@ -33,8 +114,9 @@ pub(crate) async fn reconcile_create(
     ownership: &Ownership,
 ) -> Result<Observation, EffectError> {
     let wanted: NewPrPayload = payload(effect)?;
-    let name = marker_name(effect)?;
-    let key = identity_key(effect)?;
+    let Marked {
+        marker: name, key, ..
+    } = completion(effect)?;
     let repo = &executor.repo;
     // Every PR on our branch in any state, and every open PR anywhere (a
     // marker for this issue on another branch holds the identity too).
@@ -133,8 +215,8 @@ pub(crate) async fn reconcile_adopt(
     ownership: &Ownership,
 ) -> Result<Observation, EffectError> {
     let wanted: BodyPayload = payload(effect)?;
-    let base: String = field(effect, "precondition", "base_sha256")?;
-    let name = marker_name(effect)?;
+    let BaseDigest { base_sha256: base } = precondition(effect)?;
+    let Marked { marker: name, .. } = completion(effect)?;
     let number = target_number(effect)?;
     let pr = executor
         .api

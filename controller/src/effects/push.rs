@@ -11,12 +11,15 @@
 
 use std::ffi::OsStr;
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
-use super::drive::{EffectExecutor, Observation, PushTransport, Sent, payload, read_failed};
+use super::executor::{EffectExecutor, PushTransport};
+use super::planning::{Draft, PlanError};
+use super::protocol::{Observation, Sent, read_failed};
+use super::row::{Row, payload};
 use crate::github::encode_path;
 use crate::redact::Redactor;
 use crate::workspace::CommitSha;
@@ -24,10 +27,54 @@ use crate::workspace::CommitSha;
 /// The only ref namespace the executor pushes to.
 pub const PUSH_NAMESPACE: &str = "refs/heads/autoforge/";
 
-#[derive(Deserialize)]
+/// The commit to push and the tip the lease expects (`None`: no branch).
+#[derive(Serialize, Deserialize)]
 struct PushPayload {
     sha: String,
     expected_old: Option<String>,
+}
+
+/// The tip the branch must still have when the push is sent.
+#[derive(Serialize, Deserialize)]
+struct PushPrecondition {
+    expected_old: Option<String>,
+}
+
+/// Read-back must show the branch at `sha`.
+#[derive(Serialize, Deserialize)]
+struct PushCompletion {
+    sha: String,
+    write: String,
+}
+
+/// `sha` to `refs/heads/<branch>`, leased on `expected_old`. A ref the
+/// executor may not push to is refused before anything is journalled.
+pub(crate) fn plan(
+    draft: Draft<'_>,
+    branch: &str,
+    sha: &str,
+    expected_old: Option<&str>,
+) -> Result<NewEffect, PlanError> {
+    let ref_name = format!("refs/heads/{branch}");
+    if let Some(refusal) = refused_ref(&ref_name, draft.ctx.default_branch) {
+        return Err(PlanError::Refused(refusal));
+    }
+    let expected_old = expected_old.map(str::to_owned);
+    let row = Row {
+        target: ref_name,
+        precondition: PushPrecondition {
+            expected_old: expected_old.clone(),
+        },
+        payload: PushPayload {
+            sha: sha.to_owned(),
+            expected_old,
+        },
+        completion: PushCompletion {
+            sha: sha.to_owned(),
+            write: draft.write.clone(),
+        },
+    };
+    draft.finish(EffectKind::Push, row)
 }
 
 /// Why a ref may not be pushed to, or `None` when it may.

@@ -1,18 +1,43 @@
 //! `add_reaction`: the 👀 on an accepted command comment. A reaction has no
 //! marker; it is recognised by its content and the controller's own login
 //! (GitHub keeps at most one reaction per user and content).
+//!
+//! Row: target `comment/<id>`, payload [`ReactionPayload`], no
+//! precondition, completion the bare nonce.
 
-use autoforge_journal::Effect;
-use serde::Deserialize;
+use autoforge_journal::{Effect, EffectKind, NewEffect};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
-use super::drive::{EffectExecutor, Observation, Sent, payload, read_failed, target_number};
+use super::executor::EffectExecutor;
+use super::planning::{Draft, PlanError};
+use super::protocol::{Observation, Sent, read_failed};
+use super::row::{NoPrecondition, Nonce, Row, payload, target_number};
 use crate::github::{Account, writes};
 
-#[derive(Deserialize)]
+/// The reaction's content as GitHub names it.
+#[derive(Serialize, Deserialize)]
 struct ReactionPayload {
     content: String,
+}
+
+/// The reaction that acknowledges an accepted command.
+const ACKNOWLEDGED: &str = "eyes";
+
+/// 👀 on command comment `comment_id`.
+pub(crate) fn plan(draft: Draft<'_>, comment_id: u64) -> Result<NewEffect, PlanError> {
+    let row = Row {
+        target: format!("comment/{comment_id}"),
+        precondition: NoPrecondition {},
+        payload: ReactionPayload {
+            content: ACKNOWLEDGED.to_owned(),
+        },
+        completion: Nonce {
+            write: draft.write.clone(),
+        },
+    };
+    draft.finish(EffectKind::AddReaction, row)
 }
 
 /// A reaction with its author, which `github::Reaction` does not read.

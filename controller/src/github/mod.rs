@@ -13,7 +13,12 @@ mod pagination;
 mod paths;
 mod ratelimit;
 mod reads;
+// Crate-private: GitHub is written through `effects` only. The feature is
+// for integration tests, which play the humans on fakehub with these calls.
+#[cfg(feature = "test-github-writes")]
 pub mod writes;
+#[cfg(not(feature = "test-github-writes"))]
+pub(crate) mod writes;
 
 #[cfg(test)]
 mod http_tests;

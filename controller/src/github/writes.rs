@@ -6,6 +6,11 @@
 //! [`GitHubError::is_outcome_unknown`] is true, and the executor must then
 //! reconcile by reading before deciding anything. Bodies passed in are sent
 //! byte for byte (the executor journalled exactly these bytes).
+//!
+//! Only `crate::effects` calls these, after journalling the write; the one
+//! exception is [`redeliver_hook_delivery`] (its doc says why). The module
+//! is crate-private; the `test-github-writes` feature makes it public so
+//! integration tests can play the humans on fakehub.
 
 use super::client::{GitHubApi, decode};
 use super::error::GitHubError;
@@ -172,7 +177,62 @@ pub async fn merge_pull_request(
 }
 
 /// Asks GitHub to deliver a failed webhook delivery again (App handle).
+///
+/// The one write not journalled, on purpose: it changes no repository
+/// state, and GitHub treats asking twice like asking once (the delivery
+/// arrives again with its original GUID, which the inbox dedupes). There is
+/// nothing to reconcile, so the poller calls it directly.
 pub async fn redeliver_hook_delivery(api: &GitHubApi, delivery_id: u64) -> Result<(), GitHubError> {
     let path = format!("/app/hook/deliveries/{delivery_id}/attempts");
     api.write(Method::POST, &path, None).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::path::Path;
+
+    /// Every `.rs` file under `dir`, recursively.
+    fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_effect_executor_and_the_redelivery_request_write_to_github() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let import = regex::Regex::new(r"github::\{[^}]*\bwrites\b|github::writes").unwrap();
+        let mut offenders = Vec::new();
+        for file in files {
+            let relative = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if relative.starts_with("effects/") || relative.starts_with("github/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            // The poller may name the module only to ask for redeliveries.
+            let allowed = relative == "serve/poller.rs"
+                && text
+                    .match_indices("writes::")
+                    .all(|(at, _)| text[at..].starts_with("writes::redeliver_hook_delivery("));
+            if (import.is_match(&text) || text.contains("writes::")) && !allowed {
+                offenders.push(relative);
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "GitHub writes outside effects: {offenders:?}"
+        );
+    }
 }

@@ -9,23 +9,11 @@ use super::phase::{IllegalEdge, Phase};
 use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
 use serde::{Deserialize, Serialize};
 
-/// The closed set of effect kinds of SPEC §6 (adding one is a migration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EffectKind {
-    Push,
-    CreatePr,
-    AdoptPr,
-    PostComment,
-    EditStatusComment,
-    CreateIssue,
-    AppendIssueMarkers,
-    SpliceEpicRoadmap,
-    AddReaction,
-    SetLabels,
-    MergePr,
-    CheckRun,
-}
+/// The closed set of effect kinds of SPEC §6. The journal owns the
+/// persisted vocabulary (its spellings are the `effects.kind` column); the
+/// machine names the same enum so that a decision and its journal row can
+/// never disagree about a kind.
+pub use autoforge_journal::EffectKind;
 
 /// What the status comment shows (SPEC §15); `publish` renders it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

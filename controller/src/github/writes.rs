@@ -222,7 +222,7 @@ mod tests {
             }
             let text = std::fs::read_to_string(&file).unwrap();
             // The poller may name the module only to ask for redeliveries.
-            let allowed = relative == "serve/poller.rs"
+            let allowed = relative == "intake/poller.rs"
                 && text
                     .match_indices("writes::")
                     .all(|(at, _)| text[at..].starts_with("writes::redeliver_hook_delivery("));

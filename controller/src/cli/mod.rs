@@ -22,7 +22,7 @@ pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: CliCommand,
 }
 
 /// Options accepted before or after any subcommand.
@@ -52,7 +52,7 @@ impl GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub enum CliCommand {
     /// Check or describe the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -97,20 +97,20 @@ pub enum ConfigCommand {
 /// as a failing exit code; unexpected ones as an error for `main` to print.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Config(ConfigCommand::Schema) => config_cmd::schema(),
-        Command::Config(ConfigCommand::Check { file }) => {
+        CliCommand::Config(ConfigCommand::Schema) => config_cmd::schema(),
+        CliCommand::Config(ConfigCommand::Check { file }) => {
             init_default_logging(&cli.global)?;
             Ok(config_cmd::check(&cli.global, file.as_deref()))
         }
-        Command::Migrate => {
+        CliCommand::Migrate => {
             let config = load_config_and_init_logging(&cli.global)?;
             migrate_cmd::run(&config)
         }
-        Command::Serve => {
+        CliCommand::Serve => {
             let config = load_config_and_init_logging(&cli.global)?;
             serve_cmd::run(&config)
         }
-        Command::Demo(args) => demo_cmd::run(&cli.global, args),
+        CliCommand::Demo(args) => demo_cmd::run(&cli.global, args),
     }
 }
 
@@ -189,7 +189,7 @@ mod tests {
         let cli = Cli::try_parse_from(["autoforge", "demo"]).expect("parses");
         assert!(matches!(
             cli.command,
-            Command::Demo(DemoArgs {
+            CliCommand::Demo(DemoArgs {
                 report: None,
                 keep: false,
                 timeout: 600
@@ -207,7 +207,7 @@ mod tests {
         .expect("parses");
         assert!(matches!(
             cli.command,
-            Command::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30 }) if r == &PathBuf::from("r.json")
+            CliCommand::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30 }) if r == &PathBuf::from("r.json")
         ));
     }
 
@@ -216,7 +216,7 @@ mod tests {
         let cli = Cli::try_parse_from(["autoforge", "config", "check", "x.toml"]).expect("parses");
         assert!(matches!(
             cli.command,
-            Command::Config(ConfigCommand::Check { file: Some(ref f) }) if f == &PathBuf::from("x.toml")
+            CliCommand::Config(ConfigCommand::Check { file: Some(ref f) }) if f == &PathBuf::from("x.toml")
         ));
     }
 }

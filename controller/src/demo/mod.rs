@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::config::Config;
 use crate::database::OpenDatabase;
 pub use agents::DemoAgents;
-pub use report::{DemoReport, RequestSummary, RunSummary};
+pub use report::{DemoReport, ReportedRun, RequestSummary};
 pub use world::{DemoWorld, project_files};
 
 /// How often the timeline reads the journal.

@@ -22,7 +22,7 @@ use crate::effects::markers::{self, MarkerName, Scan};
 pub struct DemoReport {
     /// How the demo ended: `done`, `blocked`, `failed`, `stopped`, `timeout`.
     pub outcome: String,
-    pub runs: Vec<RunSummary>,
+    pub runs: Vec<ReportedRun>,
     /// `kind → stage → count`.
     pub effects: BTreeMap<String, BTreeMap<String, u64>>,
     pub github_requests: RequestSummary,
@@ -36,7 +36,7 @@ pub struct DemoReport {
 }
 
 #[derive(Debug, Serialize)]
-pub struct RunSummary {
+pub struct ReportedRun {
     pub id: String,
     pub repository: String,
     pub epic: Option<i64>,
@@ -244,9 +244,9 @@ pub async fn build(
         .values()
         .map(|objects| u64::try_from(objects.len().saturating_sub(1)).unwrap_or(u64::MAX))
         .sum();
-    let mut runs: Vec<RunSummary> = runs
+    let mut runs: Vec<ReportedRun> = runs
         .into_iter()
-        .map(|run| RunSummary {
+        .map(|run| ReportedRun {
             epic: super::working_epic(&run),
             issue: super::working_issue(&run),
             id: run.id.to_string(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// How reads are retried after 5xx answers, timeouts and transport errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub struct BackoffPolicy {
     /// Total tries including the first; 1 disables retries.
     pub max_attempts: u32,
     /// Upper bound of the first delay.
@@ -16,9 +16,9 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
 }
 
-impl Default for RetryPolicy {
+impl Default for BackoffPolicy {
     fn default() -> Self {
-        RetryPolicy {
+        BackoffPolicy {
             max_attempts: 4,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(20),
@@ -26,7 +26,7 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl BackoffPolicy {
     /// The delay before retry number `retry` (1 for the first retry), given a
     /// uniform random `jitter` in `[0, 1)`. `None` once attempts are spent.
     pub fn delay_before_retry(&self, retry: u32, jitter: f64) -> Option<Duration> {
@@ -53,7 +53,7 @@ mod tests {
 
     #[test]
     fn ceiling_doubles_per_retry_until_the_cap() {
-        let policy = RetryPolicy {
+        let policy = BackoffPolicy {
             max_attempts: 10,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(3),
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn jitter_scales_the_delay_down_to_zero() {
-        let policy = RetryPolicy::default();
+        let policy = BackoffPolicy::default();
         assert_eq!(policy.delay_before_retry(1, 0.0), Some(Duration::ZERO));
         assert_eq!(
             policy.delay_before_retry(2, 0.5),
@@ -85,19 +85,19 @@ mod tests {
 
     #[test]
     fn attempts_are_bounded() {
-        let policy = RetryPolicy::default();
+        let policy = BackoffPolicy::default();
         assert!(policy.delay_before_retry(3, 0.5).is_some());
         assert_eq!(policy.delay_before_retry(4, 0.5), None);
-        let no_retries = RetryPolicy {
+        let no_retries = BackoffPolicy {
             max_attempts: 1,
-            ..RetryPolicy::default()
+            ..BackoffPolicy::default()
         };
         assert_eq!(no_retries.delay_before_retry(1, 0.5), None);
     }
 
     #[test]
     fn random_delays_stay_under_the_ceiling() {
-        let policy = RetryPolicy::default();
+        let policy = BackoffPolicy::default();
         for _ in 0..100 {
             let delay = policy.random_delay_before_retry(2).expect("within bound");
             assert!(delay <= Duration::from_secs(1), "{delay:?}");

@@ -9,7 +9,7 @@
 //! relative URLs (or the literal `api.github.com`), which is also what keeps
 //! our token away from any absolute URL found in a payload.
 
-use super::backoff::RetryPolicy;
+use super::backoff::BackoffPolicy;
 use super::error::{GitHubError, describe_octocrab_error};
 use super::etag::EtagCache;
 use super::ratelimit::{Admission, RateGates, RateLimitState, RateScope, RequestKind};
@@ -40,7 +40,7 @@ pub enum GitHubAuth {
 /// Tunables; the defaults suit a production poller.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
-    pub retry: RetryPolicy,
+    pub retry: BackoffPolicy,
     /// Whole-request bound (connect, send, receive the body).
     pub request_timeout: Duration,
     /// Requests per window kept back from reads for writes.
@@ -55,7 +55,7 @@ pub struct ClientOptions {
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
-            retry: RetryPolicy::default(),
+            retry: BackoffPolicy::default(),
             request_timeout: Duration::from_secs(30),
             read_reserve: 50,
             max_rate_limit_wait: Duration::from_secs(120),

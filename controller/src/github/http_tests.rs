@@ -28,7 +28,7 @@ const TOKEN_ROUTE: &str = "/app/installations/{id}/access_tokens";
 
 fn fast_options() -> ClientOptions {
     ClientOptions {
-        retry: RetryPolicy {
+        retry: BackoffPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(10),
             max_delay: Duration::from_millis(20),

@@ -26,7 +26,7 @@ mod http_tests;
 #[cfg(test)]
 mod conformance_tests;
 
-pub use backoff::RetryPolicy;
+pub use backoff::BackoffPolicy;
 pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};
 pub use error::GitHubError;
 pub use etag::{CachedAnswer, EtagCache};

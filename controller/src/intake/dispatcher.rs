@@ -20,7 +20,7 @@ use super::sighting::{Sighting, body_digest, entries_for, labeling_of_event};
 use super::signal::RunListener;
 use crate::commands::{commands_added_by_edit, parse_commands};
 use crate::metrics::{DispatchFailure, Processed};
-use crate::webhook::{ClassifyContext, Observation, classify};
+use crate::webhook::{Classified, ClassifyContext, classify};
 
 /// Claims after which a failing delivery is given up.
 pub const MAX_ATTEMPTS: i32 = 6;
@@ -194,14 +194,14 @@ impl Dispatcher {
     async fn sighting(
         &self,
         delivery: &Delivery,
-        observation: Observation,
+        observation: Classified,
     ) -> anyhow::Result<Option<Sighting>> {
         let times: PayloadTimes = serde_json::from_slice(&delivery.payload)?;
         // Without a version stamp the change cannot be matched with a poll
         // sighting; keying it by the delivery still makes it act once.
         let unversioned = format!("delivery-{}", delivery.delivery_id);
         let sighting = match observation {
-            Observation::TriggerLabelAdded {
+            Classified::TriggerLabelAdded {
                 issue,
                 issue_open,
                 sender,
@@ -225,33 +225,33 @@ impl Dispatcher {
                     labeling,
                 }
             }
-            Observation::TriggerLabelRemoved { issue, sender } => Sighting::TriggerRemoved {
+            Classified::TriggerLabelRemoved { issue, sender } => Sighting::TriggerRemoved {
                 repository: issue.repository,
                 issue: issue.number,
                 by: sender.login,
             },
-            Observation::IssueClosed { issue } => Sighting::IssueClosed {
+            Classified::IssueClosed { issue } => Sighting::IssueClosed {
                 repository: issue.repository,
                 issue: issue.number,
                 closed_at: times
                     .issue_closed_at()
                     .unwrap_or_else(|| unversioned.clone()),
             },
-            Observation::IssueReopened { issue } => Sighting::IssueReopened {
+            Classified::IssueReopened { issue } => Sighting::IssueReopened {
                 repository: issue.repository,
                 issue: issue.number,
                 updated_at: times
                     .issue_updated_at()
                     .unwrap_or_else(|| unversioned.clone()),
             },
-            Observation::IssueEdited { issue, .. } => Sighting::IssueEdited {
+            Classified::IssueEdited { issue, .. } => Sighting::IssueEdited {
                 repository: issue.repository,
                 issue: issue.number,
                 updated_at: times
                     .issue_updated_at()
                     .unwrap_or_else(|| unversioned.clone()),
             },
-            Observation::CommentCreated {
+            Classified::CommentCreated {
                 issue,
                 comment_id,
                 body,
@@ -268,7 +268,7 @@ impl Dispatcher {
                 actor: author,
                 commands: parse_commands(&body),
             },
-            Observation::CommentEdited {
+            Classified::CommentEdited {
                 issue,
                 comment_id,
                 old_body,
@@ -286,12 +286,12 @@ impl Dispatcher {
                 actor: editor,
                 commands: commands_added_by_edit(&old_body, &new_body),
             },
-            Observation::PrSynchronize { pr, head_sha, .. } => Sighting::PrHead {
+            Classified::PrSynchronize { pr, head_sha, .. } => Sighting::PrHead {
                 repository: pr.repository,
                 pr: pr.number,
                 head_sha,
             },
-            Observation::PrClosed {
+            Classified::PrClosed {
                 pr,
                 merged,
                 merge_commit_sha,
@@ -303,17 +303,17 @@ impl Dispatcher {
                 merge_commit_sha: if merged { merge_commit_sha } else { None },
                 closed_at: times.pr_closed_at().unwrap_or_else(|| unversioned.clone()),
             },
-            Observation::PrReopened { pr } => Sighting::PrReopened {
+            Classified::PrReopened { pr } => Sighting::PrReopened {
                 repository: pr.repository,
                 pr: pr.number,
                 updated_at: times.pr_updated_at().unwrap_or_else(|| unversioned.clone()),
             },
-            Observation::PrBaseChanged { pr, new_base, .. } => Sighting::PrBase {
+            Classified::PrBaseChanged { pr, new_base, .. } => Sighting::PrBase {
                 repository: pr.repository,
                 pr: pr.number,
                 new_base,
             },
-            Observation::CheckCompleted {
+            Classified::CheckCompleted {
                 repository,
                 head_sha,
                 pull_requests,
@@ -323,7 +323,7 @@ impl Dispatcher {
                 pull_requests,
                 delivery: delivery.delivery_id.clone(),
             },
-            Observation::InstallationChanged {
+            Classified::InstallationChanged {
                 installation_id,
                 action,
                 ..
@@ -333,7 +333,7 @@ impl Dispatcher {
                 tracing::info!(installation_id, %action, "installation changed");
                 return Ok(None);
             }
-            Observation::Ignored { why } => {
+            Classified::Ignored { why } => {
                 tracing::debug!(%why, "delivery ignored");
                 return Ok(None);
             }

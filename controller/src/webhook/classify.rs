@@ -1,12 +1,12 @@
-//! Translation of one stored delivery into an [`Observation`].
+//! Translation of one stored delivery into an [`Classified`].
 //!
 //! Pure: the dispatcher passes the event name and raw body from the inbox
 //! plus the configured trigger label and the App's slug. Unhandled events
-//! and actions are cleanly [`Observation::Ignored`]; a handled action whose
+//! and actions are cleanly [`Classified::Ignored`]; a handled action whose
 //! payload lacks a field we read is a [`ClassifyError`], because guessing
 //! would silently drop a label or a command.
 
-use super::observation::{IgnoreReason, IssueRef, Observation};
+use super::classified::{Classified, IgnoreReason, RepoIssue};
 use super::payload::{
     Account, ActionOnly, CheckRunEvent, CheckSuiteEvent, Comment, InstallationEvent,
     IssueCommentEvent, IssuesEvent, PullRequestEvent,
@@ -42,7 +42,7 @@ pub fn classify(
     event: &str,
     body: &[u8],
     context: &ClassifyContext<'_>,
-) -> Result<Observation, ClassifyError> {
+) -> Result<Classified, ClassifyError> {
     let action = parse::<ActionOnly>(event, "?", body)?
         .action
         .unwrap_or_default();
@@ -78,14 +78,14 @@ impl Classifier<'_> {
         parse(self.event, self.action, self.body)
     }
 
-    fn unhandled(&self) -> Result<Observation, ClassifyError> {
+    fn unhandled(&self) -> Result<Classified, ClassifyError> {
         Ok(ignored(IgnoreReason::UnhandledAction {
             event: self.event.to_owned(),
             action: self.action.to_owned(),
         }))
     }
 
-    fn issues(&self) -> Result<Observation, ClassifyError> {
+    fn issues(&self) -> Result<Classified, ClassifyError> {
         if !matches!(
             self.action,
             "labeled" | "unlabeled" | "closed" | "reopened" | "edited"
@@ -93,7 +93,7 @@ impl Classifier<'_> {
             return self.unhandled();
         }
         let payload: IssuesEvent = self.parse()?;
-        let issue = IssueRef {
+        let issue = RepoIssue {
             repository: payload.repository.full_name,
             number: payload.issue.number,
         };
@@ -110,20 +110,20 @@ impl Classifier<'_> {
                 }
                 let sender = actor(payload.sender);
                 Ok(if self.action == "labeled" {
-                    Observation::TriggerLabelAdded {
+                    Classified::TriggerLabelAdded {
                         issue,
                         issue_open: payload.issue.state == "open",
                         sender,
                     }
                 } else {
-                    Observation::TriggerLabelRemoved { issue, sender }
+                    Classified::TriggerLabelRemoved { issue, sender }
                 })
             }
-            "closed" => Ok(Observation::IssueClosed { issue }),
-            "reopened" => Ok(Observation::IssueReopened { issue }),
+            "closed" => Ok(Classified::IssueClosed { issue }),
+            "reopened" => Ok(Classified::IssueReopened { issue }),
             _ => {
                 let changes = payload.changes.as_ref();
-                Ok(Observation::IssueEdited {
+                Ok(Classified::IssueEdited {
                     issue,
                     title_changed: changes.is_some_and(|c| c.title.is_some()),
                     body_changed: changes.is_some_and(|c| c.body.is_some()),
@@ -132,7 +132,7 @@ impl Classifier<'_> {
         }
     }
 
-    fn issue_comment(&self) -> Result<Observation, ClassifyError> {
+    fn issue_comment(&self) -> Result<Classified, ClassifyError> {
         if !matches!(self.action, "created" | "edited") {
             return self.unhandled();
         }
@@ -145,14 +145,14 @@ impl Classifier<'_> {
         if let Some(reason) = self.non_human(&payload.comment.user, via_app) {
             return Ok(ignored(reason));
         }
-        let issue = IssueRef {
+        let issue = RepoIssue {
             repository: payload.repository.full_name,
             number: payload.issue.number,
         };
         let on_pull_request = payload.issue.pull_request.is_some();
         let Comment { id, body, user, .. } = payload.comment;
         if self.action == "created" {
-            return Ok(Observation::CommentCreated {
+            return Ok(Classified::CommentCreated {
                 issue,
                 on_pull_request,
                 comment_id: id,
@@ -164,7 +164,7 @@ impl Classifier<'_> {
             return Ok(ignored(reason));
         }
         match payload.changes.and_then(|changes| changes.body) {
-            Some(previous) if previous.from != body => Ok(Observation::CommentEdited {
+            Some(previous) if previous.from != body => Ok(Classified::CommentEdited {
                 issue,
                 on_pull_request,
                 comment_id: id,
@@ -195,7 +195,7 @@ impl Classifier<'_> {
         None
     }
 
-    fn pull_request(&self) -> Result<Observation, ClassifyError> {
+    fn pull_request(&self) -> Result<Classified, ClassifyError> {
         if !matches!(
             self.action,
             "synchronize" | "closed" | "reopened" | "edited"
@@ -204,19 +204,19 @@ impl Classifier<'_> {
         }
         let payload: PullRequestEvent = self.parse()?;
         let pull = payload.pull_request;
-        let pr = IssueRef {
+        let pr = RepoIssue {
             repository: payload.repository.full_name,
             number: pull.number,
         };
         match self.action {
-            "synchronize" => Ok(Observation::PrSynchronize {
+            "synchronize" => Ok(Classified::PrSynchronize {
                 pr,
                 head_sha: pull.head.sha,
                 head_ref: pull.head.ref_name,
             }),
             "closed" => {
                 let merged = pull.merged.unwrap_or(false);
-                Ok(Observation::PrClosed {
+                Ok(Classified::PrClosed {
                     pr,
                     merged,
                     // Before a merge GitHub fills this with a test-merge commit.
@@ -224,10 +224,10 @@ impl Classifier<'_> {
                     head_ref: pull.head.ref_name,
                 })
             }
-            "reopened" => Ok(Observation::PrReopened { pr }),
+            "reopened" => Ok(Classified::PrReopened { pr }),
             _ => match payload.changes.and_then(|changes| changes.base) {
                 Some(base) if base.ref_name.from != pull.base.ref_name => {
-                    Ok(Observation::PrBaseChanged {
+                    Ok(Classified::PrBaseChanged {
                         pr,
                         old_base: base.ref_name.from,
                         new_base: pull.base.ref_name,
@@ -238,7 +238,7 @@ impl Classifier<'_> {
         }
     }
 
-    fn check(&self) -> Result<Observation, ClassifyError> {
+    fn check(&self) -> Result<Classified, ClassifyError> {
         if self.action != "completed" {
             return self.unhandled();
         }
@@ -249,14 +249,14 @@ impl Classifier<'_> {
             let payload: CheckSuiteEvent = self.parse()?;
             (payload.repository, payload.check_suite)
         };
-        Ok(Observation::CheckCompleted {
+        Ok(Classified::CheckCompleted {
             repository: repository.full_name,
             head_sha: target.head_sha,
             pull_requests: target.pull_requests.iter().map(|pr| pr.number).collect(),
         })
     }
 
-    fn installation(&self) -> Result<Observation, ClassifyError> {
+    fn installation(&self) -> Result<Classified, ClassifyError> {
         let payload: InstallationEvent = self.parse()?;
         let names = |repositories: Vec<super::payload::Repository>| {
             repositories
@@ -273,7 +273,7 @@ impl Classifier<'_> {
             ("installation", "deleted") => removed.extend(names(payload.repositories)),
             _ => {}
         }
-        Ok(Observation::InstallationChanged {
+        Ok(Classified::InstallationChanged {
             installation_id: payload.installation.id,
             action: self.action.to_owned(),
             repositories_added: added,
@@ -290,8 +290,8 @@ fn parse<T: DeserializeOwned>(event: &str, action: &str, body: &[u8]) -> Result<
     })
 }
 
-fn ignored(why: IgnoreReason) -> Observation {
-    Observation::Ignored { why }
+fn ignored(why: IgnoreReason) -> Classified {
+    Classified::Ignored { why }
 }
 
 fn actor(account: Account) -> Actor {

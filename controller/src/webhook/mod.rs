@@ -3,13 +3,14 @@
 //! translation of a stored delivery into a run event. Apart from the route,
 //! everything here is IO-free.
 
+mod classified;
 mod classify;
 mod headers;
 mod ingress;
-mod observation;
 mod payload;
 mod signature;
 
+pub use classified::{Classified, IgnoreReason, RepoIssue};
 pub use classify::{ClassifyContext, ClassifyError, classify};
 pub use headers::{
     DELIVERY_HEADER, DeliveryHeaders, DeliveryMeta, EVENT_HEADER, HeaderError,
@@ -19,5 +20,4 @@ pub use ingress::{
     DeliveryInbox, MAX_CONCURRENT_DELIVERIES, MAX_WEBHOOK_BODY_BYTES, ReceivedDelivery,
     StoreOutcome, webhook_router,
 };
-pub use observation::{IgnoreReason, IssueRef, Observation};
 pub use signature::{SignatureError, sign_body, verify_signature};

@@ -17,8 +17,8 @@ use autoforge::driver::{
     RunHooks,
 };
 use autoforge::github::{
-    ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment, RepoName,
-    RetryPolicy as HttpRetry,
+    BackoffPolicy as HttpRetry, ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment,
+    RepoName,
 };
 use autoforge::intake::RunSignal;
 use autoforge::redact::Redactor;

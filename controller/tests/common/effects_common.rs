@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use autoforge::effects::{DriveOutcome, EffectExecutor, PlanContext, plan};
 use autoforge::github::{
-    ClientOptions, GitHubApi, GitHubAuth, GitHubClient, RepoName, RetryPolicy,
+    BackoffPolicy, ClientOptions, GitHubApi, GitHubAuth, GitHubClient, RepoName,
 };
 use autoforge::machine::EffectIntent;
 use autoforge_journal::testing::TestDatabase;
@@ -48,7 +48,7 @@ impl World {
         .await
         .unwrap();
         let options = ClientOptions {
-            retry: RetryPolicy {
+            retry: BackoffPolicy {
                 max_attempts: 2,
                 base_delay: Duration::from_millis(5),
                 max_delay: Duration::from_millis(10),

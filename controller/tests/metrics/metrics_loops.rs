@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use autoforge::commands::OperatorPolicy;
 use autoforge::effects::DriveOutcome;
-use autoforge::github::{ClientOptions, GitHubAuth, GitHubClient, RetryPolicy};
+use autoforge::github::{BackoffPolicy, ClientOptions, GitHubAuth, GitHubClient};
 use autoforge::intake::{Dispatcher, GitHubAccess, Poller};
 use autoforge::machine::{EffectIntent, Reply};
 use autoforge_journal::testing::TestDatabase;
@@ -31,7 +31,7 @@ const FAILED: &str = "autoforge_deliveries_failed_total";
 /// any GitHub read fails fast as a transport error.
 fn unreachable_github(trigger_label: &str) -> GitHubAccess {
     let options = ClientOptions {
-        retry: RetryPolicy {
+        retry: BackoffPolicy {
             max_attempts: 1,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(1),

@@ -5,7 +5,7 @@
 
 use autoforge::commands::{Actor, ActorKind};
 use autoforge::webhook::{
-    ClassifyContext, DeliveryMeta, IgnoreReason, IssueRef, Observation, SignatureError, classify,
+    Classified, ClassifyContext, DeliveryMeta, IgnoreReason, RepoIssue, SignatureError, classify,
     verify_signature,
 };
 use secrecy::SecretString;
@@ -28,12 +28,12 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-fn classify_value(event: &str, payload: &Value) -> Observation {
+fn classify_value(event: &str, payload: &Value) -> Classified {
     classify(event, &serde_json::to_vec(payload).unwrap(), &CONTEXT).unwrap()
 }
 
-fn hello_world(number: u64) -> IssueRef {
-    IssueRef {
+fn hello_world(number: u64) -> RepoIssue {
+    RepoIssue {
         repository: "Codertocat/Hello-World".to_owned(),
         number,
     }
@@ -63,7 +63,7 @@ fn every_fixture_classifies_or_is_cleanly_ignored() {
         DeliveryMeta::from_body(&body).unwrap_or_else(|e| panic!("{name}: {e}"));
         let observation =
             classify(event, &body, &CONTEXT).unwrap_or_else(|e| panic!("{name}: {e}"));
-        if !matches!(observation, Observation::Ignored { .. }) {
+        if !matches!(observation, Classified::Ignored { .. }) {
             handled += 1;
         }
     }
@@ -84,7 +84,7 @@ fn delivery_meta_reads_the_inbox_columns_from_a_real_payload() {
 fn trigger_label_added_names_issue_and_sender() {
     assert_eq!(
         classify_value("issues", &fixture("issues.labeled.9.json")),
-        Observation::TriggerLabelAdded {
+        Classified::TriggerLabelAdded {
             issue: hello_world(1),
             issue_open: true,
             sender: codertocat(),
@@ -98,12 +98,12 @@ fn trigger_label_matches_case_insensitively_and_other_labels_are_ignored() {
     payload["label"]["name"] = json!("BUG");
     assert!(matches!(
         classify_value("issues", &payload),
-        Observation::TriggerLabelAdded { .. }
+        Classified::TriggerLabelAdded { .. }
     ));
     payload["label"]["name"] = json!("enhancement");
     assert_eq!(
         classify_value("issues", &payload),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::OtherLabel
         }
     );
@@ -114,7 +114,7 @@ fn trigger_label_from_a_bot_keeps_the_bot_kind_for_the_operator_check() {
     let mut payload = fixture("issues.labeled.9.json");
     payload["sender"]["login"] = json!("renovate[bot]");
     payload["sender"]["type"] = json!("Bot");
-    let Observation::TriggerLabelAdded { sender, .. } = classify_value("issues", &payload) else {
+    let Classified::TriggerLabelAdded { sender, .. } = classify_value("issues", &payload) else {
         panic!("label event expected");
     };
     assert_eq!(sender.kind, ActorKind::Bot);
@@ -124,7 +124,7 @@ fn trigger_label_from_a_bot_keeps_the_bot_kind_for_the_operator_check() {
 fn trigger_label_removed_is_reported() {
     assert_eq!(
         classify_value("issues", &fixture("issues.unlabeled.24.json")),
-        Observation::TriggerLabelRemoved {
+        Classified::TriggerLabelRemoved {
             issue: hello_world(1),
             sender: codertocat(),
         }
@@ -136,20 +136,20 @@ fn issue_closed_reopened_and_edited_are_reported() {
     let mut payload = fixture("issues.reopened.20.json");
     assert_eq!(
         classify_value("issues", &payload),
-        Observation::IssueReopened {
+        Classified::IssueReopened {
             issue: hello_world(payload["issue"]["number"].as_u64().unwrap())
         }
     );
     payload["action"] = json!("closed");
     assert!(matches!(
         classify_value("issues", &payload),
-        Observation::IssueClosed { .. }
+        Classified::IssueClosed { .. }
     ));
     let mut edited = fixture("issues.edited.0.json");
     edited["changes"] = json!({"body": {"from": "old"}});
     assert_eq!(
         classify_value("issues", &edited),
-        Observation::IssueEdited {
+        Classified::IssueEdited {
             issue: hello_world(1),
             title_changed: false,
             body_changed: true,
@@ -162,7 +162,7 @@ fn comment_created_carries_id_body_and_author() {
     let payload = fixture("issue_comment.created.0.json");
     assert_eq!(
         classify_value("issue_comment", &payload),
-        Observation::CommentCreated {
+        Classified::CommentCreated {
             issue: hello_world(1),
             on_pull_request: false,
             comment_id: 492_700_400,
@@ -178,7 +178,7 @@ fn comment_on_a_pull_request_is_marked_as_such() {
     payload["issue"]["pull_request"] = json!({"url": "https://api.github.com/repos/o/r/pulls/1"});
     assert!(matches!(
         classify_value("issue_comment", &payload),
-        Observation::CommentCreated {
+        Classified::CommentCreated {
             on_pull_request: true,
             ..
         }
@@ -189,7 +189,7 @@ fn comment_on_a_pull_request_is_marked_as_such() {
 fn comment_edited_carries_old_and_new_body() {
     assert_eq!(
         classify_value("issue_comment", &fixture("issue_comment.edited.7.json")),
-        Observation::CommentEdited {
+        Classified::CommentEdited {
             issue: hello_world(1),
             on_pull_request: false,
             comment_id: 492_700_400,
@@ -205,7 +205,7 @@ fn comment_edited_carries_old_and_new_body() {
 fn comment_edited_by_someone_else_names_the_editor() {
     let mut payload = fixture("issue_comment.edited.7.json");
     payload["sender"]["login"] = json!("maintainer");
-    let Observation::CommentEdited { author, editor, .. } =
+    let Classified::CommentEdited { author, editor, .. } =
         classify_value("issue_comment", &payload)
     else {
         panic!("edit expected");
@@ -221,14 +221,14 @@ fn comment_edited_by_a_bot_or_the_app_is_ignored() {
     payload["sender"]["type"] = json!("Bot");
     assert_eq!(
         classify_value("issue_comment", &payload),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentByTheApp
         }
     );
     payload["sender"]["login"] = json!("linter");
     assert_eq!(
         classify_value("issue_comment", &payload),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentByBot {
                 login: "linter".to_owned()
             }
@@ -242,7 +242,7 @@ fn comment_edit_without_body_change_is_ignored() {
     payload["changes"] = json!({});
     assert_eq!(
         classify_value("issue_comment", &payload),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentBodyUnchanged
         }
     );
@@ -255,14 +255,14 @@ fn comments_by_bots_and_by_the_app_are_ignored() {
     payload["comment"]["user"]["type"] = json!("Bot");
     assert_eq!(
         classify_value("issue_comment", &payload),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentByTheApp
         }
     );
     payload["comment"]["user"]["login"] = json!("dependabot[bot]");
     assert_eq!(
         classify_value("issue_comment", &payload),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentByBot {
                 login: "dependabot[bot]".to_owned()
             }
@@ -272,7 +272,7 @@ fn comments_by_bots_and_by_the_app_are_ignored() {
     via_app["comment"]["performed_via_github_app"] = json!({"slug": "autoforge", "id": 1});
     assert_eq!(
         classify_value("issue_comment", &via_app),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentByTheApp
         }
     );
@@ -292,7 +292,7 @@ fn with_a_personal_token_the_tokens_own_comments_are_never_commands() {
     let body = serde_json::to_vec(&payload).unwrap();
     assert_eq!(
         classify("issue_comment", &body, &token_context).unwrap(),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::CommentByTheApp
         }
     );
@@ -300,7 +300,7 @@ fn with_a_personal_token_the_tokens_own_comments_are_never_commands() {
     let body = serde_json::to_vec(&payload).unwrap();
     assert!(matches!(
         classify("issue_comment", &body, &token_context).unwrap(),
-        Observation::CommentCreated { .. }
+        Classified::CommentCreated { .. }
     ));
 }
 
@@ -309,7 +309,7 @@ fn pull_request_synchronize_reports_the_new_head() {
     let payload = fixture("pull_request.synchronize.22.json");
     assert_eq!(
         classify_value("pull_request", &payload),
-        Observation::PrSynchronize {
+        Classified::PrSynchronize {
             pr: hello_world(2),
             head_sha: payload["pull_request"]["head"]["sha"]
                 .as_str()
@@ -324,7 +324,7 @@ fn pull_request_synchronize_reports_the_new_head() {
 fn pull_request_closed_unmerged_drops_the_test_merge_sha() {
     assert_eq!(
         classify_value("pull_request", &fixture("pull_request.closed.3.json")),
-        Observation::PrClosed {
+        Classified::PrClosed {
             pr: hello_world(2),
             merged: false,
             merge_commit_sha: None,
@@ -339,7 +339,7 @@ fn pull_request_closed_merged_reports_the_merge_commit() {
     payload["pull_request"]["merged"] = json!(true);
     assert_eq!(
         classify_value("pull_request", &payload),
-        Observation::PrClosed {
+        Classified::PrClosed {
             pr: hello_world(2),
             merged: true,
             merge_commit_sha: Some("c4295bd74fb0f4fda03689c3df3f2803b658fd85".to_owned()),
@@ -352,21 +352,21 @@ fn pull_request_closed_merged_reports_the_merge_commit() {
 fn pull_request_reopened_and_base_change_are_reported() {
     assert_eq!(
         classify_value("pull_request", &fixture("pull_request.reopened.18.json")),
-        Observation::PrReopened { pr: hello_world(2) }
+        Classified::PrReopened { pr: hello_world(2) }
     );
     let mut edited = fixture("pull_request.reopened.18.json");
     edited["action"] = json!("edited");
     edited["changes"] = json!({"title": {"from": "x"}});
     assert_eq!(
         classify_value("pull_request", &edited),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::PrEditWithoutBaseChange
         }
     );
     edited["changes"] = json!({"base": {"ref": {"from": "develop"}, "sha": {"from": "abc"}}});
     assert_eq!(
         classify_value("pull_request", &edited),
-        Observation::PrBaseChanged {
+        Classified::PrBaseChanged {
             pr: hello_world(2),
             old_base: "develop".to_owned(),
             new_base: "master".to_owned(),
@@ -382,7 +382,7 @@ fn completed_check_run_and_suite_name_head_and_prs() {
     ] {
         assert_eq!(
             classify_value(event, &fixture(name)),
-            Observation::CheckCompleted {
+            Classified::CheckCompleted {
                 repository: "Codertocat/Hello-World".to_owned(),
                 head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
                 pull_requests: vec![2],
@@ -396,7 +396,7 @@ fn completed_check_run_and_suite_name_head_and_prs() {
 fn installation_changes_list_repositories() {
     assert_eq!(
         classify_value("installation", &fixture("installation.created.1.json")),
-        Observation::InstallationChanged {
+        Classified::InstallationChanged {
             installation_id: 957_387,
             action: "created".to_owned(),
             repositories_added: vec!["Codertocat/Hello-World".to_owned()],
@@ -408,7 +408,7 @@ fn installation_changes_list_repositories() {
             "installation_repositories",
             &fixture("installation_repositories.removed.2.json")
         ),
-        Observation::InstallationChanged {
+        Classified::InstallationChanged {
             installation_id: 2,
             action: "removed".to_owned(),
             repositories_added: vec![],
@@ -421,7 +421,7 @@ fn installation_changes_list_repositories() {
 fn unused_events_and_actions_are_ignored_with_a_reason() {
     assert_eq!(
         classify_value("push", &fixture("push.event.0.json")),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::UnhandledEvent {
                 event: "push".to_owned()
             }
@@ -429,7 +429,7 @@ fn unused_events_and_actions_are_ignored_with_a_reason() {
     );
     assert_eq!(
         classify_value("issues", &fixture("issues.opened.15.json")),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::UnhandledAction {
                 event: "issues".to_owned(),
                 action: "opened".to_owned()
@@ -438,7 +438,7 @@ fn unused_events_and_actions_are_ignored_with_a_reason() {
     );
     assert_eq!(
         classify_value("ping", &fixture("ping.event.0.json")),
-        Observation::Ignored {
+        Classified::Ignored {
             why: IgnoreReason::Ping
         }
     );

@@ -5,38 +5,38 @@ use std::fmt;
 
 /// An issue or pull request in a repository (`owner/name`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct IssueRef {
+pub struct RepoIssue {
     pub repository: String,
     pub number: u64,
 }
 
 /// One delivery translated into a run event, or the reason it is none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observation {
+pub enum Classified {
     /// The trigger label was added; `sender` must still pass the operator check.
     TriggerLabelAdded {
-        issue: IssueRef,
+        issue: RepoIssue,
         issue_open: bool,
         sender: Actor,
     },
     TriggerLabelRemoved {
-        issue: IssueRef,
+        issue: RepoIssue,
         sender: Actor,
     },
     IssueClosed {
-        issue: IssueRef,
+        issue: RepoIssue,
     },
     IssueReopened {
-        issue: IssueRef,
+        issue: RepoIssue,
     },
     IssueEdited {
-        issue: IssueRef,
+        issue: RepoIssue,
         title_changed: bool,
         body_changed: bool,
     },
     /// A new comment on an issue or PR (the conversation tab).
     CommentCreated {
-        issue: IssueRef,
+        issue: RepoIssue,
         on_pull_request: bool,
         comment_id: u64,
         body: String,
@@ -46,7 +46,7 @@ pub enum Observation {
     /// they are the `editor`'s commands: people with write access can edit
     /// other people's comments, so the author did not necessarily type them.
     CommentEdited {
-        issue: IssueRef,
+        issue: RepoIssue,
         on_pull_request: bool,
         comment_id: u64,
         old_body: String,
@@ -55,21 +55,21 @@ pub enum Observation {
         editor: Actor,
     },
     PrSynchronize {
-        pr: IssueRef,
+        pr: RepoIssue,
         head_sha: String,
         head_ref: String,
     },
     PrClosed {
-        pr: IssueRef,
+        pr: RepoIssue,
         merged: bool,
         merge_commit_sha: Option<String>,
         head_ref: String,
     },
     PrReopened {
-        pr: IssueRef,
+        pr: RepoIssue,
     },
     PrBaseChanged {
-        pr: IssueRef,
+        pr: RepoIssue,
         old_base: String,
         new_base: String,
     },

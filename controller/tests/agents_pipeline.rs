@@ -14,11 +14,10 @@ use autoforge::agents::pipeline::{
 };
 use autoforge::agents::profile::AgentCatalog;
 use autoforge::agents::prompt::{PromptSet, TemplateId, Value, limit_value};
-use autoforge::agents::result::{
-    Phase, PhaseResult, ReRequest, ReviewObservations, UpdateEpicObservations,
-};
+use autoforge::agents::result::{Phase, ReRequest, ReviewObservations, UpdateEpicObservations};
 use autoforge::agents::supervisor::{CancelToken, Heartbeat, LaunchExit};
 use autoforge::config::AgentSettings;
+use autoforge::machine::PhaseResult;
 use autoforge::publish::{CommitMessageViolation, IssueRef};
 use autoforge::redact::Redactor;
 use autoforge::workspace::{CommitSha, Mirror, Workspaces, Worktree};
@@ -295,7 +294,7 @@ async fn a_clean_review_is_accepted_without_findings() {
     let PhaseOutcome::Accepted(PhaseResult::Review(review)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
-    assert!(!review.needs_fix_round && review.findings.is_empty());
+    assert!(!review.needs_fix_round() && review.findings.is_empty());
     assert_eq!(review.reviewed_head_sha, repo.base.to_string());
 }
 
@@ -385,7 +384,7 @@ async fn a_well_behaved_epic_updater_is_accepted() {
     let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
-    assert_eq!(update.next_issue_url, None);
+    assert_eq!(update.next_issue, None);
     assert!(
         update
             .roadmap_section
@@ -404,9 +403,10 @@ async fn a_rerequest_for_the_next_issue_accepts_just_that_field() {
     let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
+    assert_eq!(update.next_issue, Some(8));
     assert_eq!(
-        update.next_issue_url.as_deref(),
-        Some("https://github.com/octo/widgets/issues/8")
+        update.next_issue_repository.as_deref(),
+        Some("octo/widgets")
     );
     assert_eq!(update.progress, None);
 }

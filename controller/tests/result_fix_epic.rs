@@ -5,9 +5,10 @@
 use autoforge::agents::result::HandedOverFollowUp;
 use autoforge::agents::result::{
     BLOCK_END, BLOCK_START, CapturedOutput, CrossCheckError, FixObservations, Observations, Phase,
-    PhaseResult, ReRequest, ResolutionKind, ResultError, UpdateEpicObservations, cross_check,
-    parse_result, parse_update_epic_rerequest,
+    ReRequest, ResultError, UpdateEpicObservations, cross_check, parse_result,
+    parse_update_epic_rerequest,
 };
+use autoforge::machine::{AgentResult, PhaseResult, ResolutionKind};
 use autoforge::publish::{IssueRef, PolicyViolation};
 use serde_json::{Value, json};
 
@@ -54,7 +55,11 @@ fn fix_observations(head: &str) -> FixObservations {
     }
 }
 
-fn check_fix(resolutions: Value, head: &str, observed: FixObservations) -> Result<(), ResultError> {
+fn check_fix(
+    resolutions: Value,
+    head: &str,
+    observed: FixObservations,
+) -> Result<AgentResult, ResultError> {
     let result = parse_result(Phase::Fix, &captured(&fix_result(resolutions, head)))?;
     cross_check(&result, &Observations::Fix(observed))
 }
@@ -66,15 +71,19 @@ fn a_complete_fix_result_parses_into_typed_resolutions() {
         {"finding_id": "R2-F2", "resolution": "follow_up_created",
          "follow_up_issue": {"title": "Speed up the scan", "body": "Out of scope here."}}
     ]);
-    let result = parse_result(Phase::Fix, &captured(&fix_result(resolutions, NEW_HEAD))).unwrap();
-    let PhaseResult::Fix(fix) = &result else {
+    let parsed = parse_result(Phase::Fix, &captured(&fix_result(resolutions, NEW_HEAD))).unwrap();
+    let result =
+        cross_check(&parsed, &Observations::Fix(fix_observations(NEW_HEAD))).expect("consistent");
+    let AgentResult::Success {
+        result: PhaseResult::Fix(fix),
+    } = &result
+    else {
         panic!("wrong variant");
     };
     assert!(matches!(
         fix.resolutions[1].kind,
-        ResolutionKind::FollowUpNew(_)
+        ResolutionKind::FollowUpNew { .. }
     ));
-    cross_check(&result, &Observations::Fix(fix_observations(NEW_HEAD))).expect("consistent");
 }
 
 #[test]
@@ -301,15 +310,19 @@ fn a_rerequest_refuses_progress_and_unasked_fields() {
     );
     let ok = json!({"phase": "UPDATE_EPIC", "status": "success",
         "next_issue_url": "https://github.com/acme/widgets/issues/14"});
-    let PhaseResult::UpdateEpic(result) =
-        parse_update_epic_rerequest(&captured(&ok), asked).unwrap()
+    let parsed = parse_update_epic_rerequest(&captured(&ok), asked).unwrap();
+    // A re-request that does not ask for the roadmap cannot require it.
+    let AgentResult::Success {
+        result: PhaseResult::UpdateEpic(result),
+    } = cross_check(&parsed, &epic_observations(false)).unwrap()
     else {
         panic!("wrong variant");
     };
     assert_eq!(result.progress, None);
+    assert_eq!(result.next_issue, Some(14));
     assert_eq!(
-        result.next_issue_url.as_deref(),
-        Some("https://github.com/acme/widgets/issues/14")
+        result.next_issue_repository.as_deref(),
+        Some("acme/widgets")
     );
 }
 

@@ -5,8 +5,9 @@
 
 use autoforge::agents::result::{
     BLOCK_END, BLOCK_START, CapturedOutput, CrossCheckError, ImplementObservations, Observations,
-    Phase, PhaseResult, ResultError, ReviewObservations, cross_check, parse_result,
+    ParsedResult, Phase, ResultError, ReviewObservations, cross_check, parse_result,
 };
+use autoforge::machine::{AgentResult, PhaseResult};
 use autoforge::publish::{IssueRef, PolicyViolation};
 use serde_json::{Value, json};
 
@@ -53,7 +54,7 @@ fn review(round: u32) -> Value {
     })
 }
 
-fn parse(phase: Phase, value: &Value) -> Result<PhaseResult, ResultError> {
+fn parse(phase: Phase, value: &Value) -> Result<ParsedResult, ResultError> {
     parse_result(phase, &CapturedOutput::complete(block(value)))
 }
 
@@ -83,13 +84,16 @@ fn captured_tail(output: &str, keep: usize) -> CapturedOutput {
 
 #[test]
 fn a_valid_implement_result_parses_and_cross_checks() {
-    let result = parse(Phase::Implement, &implement()).expect("valid");
-    let PhaseResult::Implement(r) = &result else {
+    let parsed = parse(Phase::Implement, &implement()).expect("valid");
+    let result = cross_check(&parsed, &implement_observations()).expect("consistent");
+    let AgentResult::Success {
+        result: PhaseResult::Implement(r),
+    } = &result
+    else {
         panic!("wrong variant {result:?}");
     };
     assert_eq!(r.head_sha, HEAD);
     assert_eq!(r.tests.len(), 1);
-    cross_check(&result, &implement_observations()).expect("consistent");
 }
 
 #[test]
@@ -119,8 +123,10 @@ fn of_two_blocks_the_last_is_used() {
     let mut last = implement();
     last["pr_title"] = json!("Second attempt");
     let output = format!("{}\nmore work\n{}", block(&first), block(&last));
-    let PhaseResult::Implement(r) =
-        parse_result(Phase::Implement, &CapturedOutput::complete(output)).expect("valid")
+    let parsed = parse_result(Phase::Implement, &CapturedOutput::complete(output)).expect("valid");
+    let AgentResult::Success {
+        result: PhaseResult::Implement(r),
+    } = cross_check(&parsed, &implement_observations()).expect("consistent")
     else {
         panic!("wrong variant");
     };
@@ -204,9 +210,11 @@ fn unknown_status_and_a_failure_without_message_are_refused() {
 fn blocked_result_needs_only_phase_status_and_message() {
     let blocked =
         json!({"phase": "FIX", "status": "blocked", "message": "The follow-up issue is wrong."});
+    // A blocked result names nothing to cross-check, whatever was observed.
+    let parsed = parse(Phase::Fix, &blocked).expect("valid");
     assert_eq!(
-        parse(Phase::Fix, &blocked).expect("valid"),
-        PhaseResult::Blocked {
+        cross_check(&parsed, &implement_observations()).expect("nothing to compare"),
+        AgentResult::Blocked {
             message: "The follow-up issue is wrong.".into()
         }
     );
@@ -443,7 +451,10 @@ fn protocol_markers_quoted_inside_a_json_string_do_not_break_the_block() {
     ));
     let output = format!("thinking\n{}", block(&value));
     let parsed = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap();
-    let PhaseResult::Implement(result) = parsed else {
+    let AgentResult::Success {
+        result: PhaseResult::Implement(result),
+    } = cross_check(&parsed, &implement_observations()).unwrap()
+    else {
         panic!("not an implement result");
     };
     assert!(result.pr_body.contains(BLOCK_START));

@@ -5,14 +5,13 @@
 use autoforge_journal::{Effect, EffectKind};
 use serde_json::Value;
 
-use crate::agents;
 use crate::agents::pipeline::{CommitPolicy, PhaseOutcome, PhaseReport};
 use crate::agents::supervisor::LaunchExit;
 use crate::config;
 use crate::machine::{
-    self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand, RefusedCommand,
+    self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand, PhaseResult,
+    RefusedCommand,
 };
-use crate::publish::IssueRef;
 use crate::serve::RunSignal;
 
 /// The bounds frozen into a new run, from the configuration; bounds the
@@ -45,59 +44,24 @@ pub fn html_base(api_url: &str) -> String {
 
 /// The machine's view of how an agent phase ended.
 pub fn agent_outcome(report: &PhaseReport) -> AgentOutcome {
-    let success = |result| AgentOutcome::Result {
-        result: AgentResult::Success { result },
-    };
     match &report.outcome {
-        PhaseOutcome::Accepted(agents::result::PhaseResult::Implement(result)) => {
-            if let Some(refused) = commit_policy_refusal(report) {
+        PhaseOutcome::Accepted(result) => {
+            let pushes = matches!(result, PhaseResult::Implement(_) | PhaseResult::Fix(_));
+            if let (true, Some(refused)) = (pushes, commit_policy_refusal(report)) {
                 return refused;
             }
-            success(machine::PhaseResult::Implement(machine::ImplementResult {
-                head_sha: result.head_sha.clone(),
-                pr_title: result.pr_title.clone(),
-                pr_body: result.pr_body.clone(),
-                tests: result.tests.clone(),
-            }))
-        }
-        PhaseOutcome::Accepted(agents::result::PhaseResult::Review(result)) => {
-            success(machine::PhaseResult::Review(machine::ReviewResult {
-                round: result.round,
-                reviewed_head_sha: result.reviewed_head_sha.clone(),
-                findings: result.findings.iter().map(finding).collect(),
-                sections: machine::ReviewSections {
-                    spec: result.sections.spec.clone(),
-                    standards: result.sections.standards.clone(),
-                    assessment: result.sections.assessment.clone(),
-                    observations: result.sections.observations.clone(),
-                    verification: result.sections.verification.clone(),
-                    summary: result.sections.summary.clone(),
+            AgentOutcome::Result {
+                result: AgentResult::Success {
+                    result: result.clone(),
                 },
-            }))
-        }
-        PhaseOutcome::Accepted(agents::result::PhaseResult::Fix(result)) => {
-            if let Some(refused) = commit_policy_refusal(report) {
-                return refused;
-            }
-            match fix_result(result) {
-                Ok(result) => success(machine::PhaseResult::Fix(result)),
-                Err(diagnosis) => AgentOutcome::Malformed { diagnosis },
             }
         }
-        PhaseOutcome::Accepted(agents::result::PhaseResult::UpdateEpic(result)) => {
-            match epic_result(result) {
-                Ok(result) => success(machine::PhaseResult::UpdateEpic(result)),
-                Err(diagnosis) => AgentOutcome::Malformed { diagnosis },
-            }
-        }
-        PhaseOutcome::Accepted(agents::result::PhaseResult::Failure { message })
-        | PhaseOutcome::AgentFailure { message } => AgentOutcome::Result {
+        PhaseOutcome::AgentFailure { message } => AgentOutcome::Result {
             result: AgentResult::Failure {
                 message: message.clone(),
             },
         },
-        PhaseOutcome::Accepted(agents::result::PhaseResult::Blocked { message })
-        | PhaseOutcome::AgentBlocked { message } => AgentOutcome::Result {
+        PhaseOutcome::AgentBlocked { message } => AgentOutcome::Result {
             result: AgentResult::Blocked {
                 message: message.clone(),
             },
@@ -129,79 +93,6 @@ fn commit_policy_refusal(report: &PhaseReport) -> Option<AgentOutcome> {
             diagnosis: format!("a commit message may not be published: {violation}"),
         }),
         _ => None,
-    }
-}
-
-/// The issue number of a URL the cross-checks already accepted; an error
-/// names the field, never the agent's text.
-fn issue_number(url: &str, field: &str) -> Result<u64, String> {
-    IssueRef::parse_url(url, false)
-        .map(|issue| issue.number)
-        .ok_or_else(|| format!("{field} is not an issue URL"))
-}
-
-fn fix_result(result: &agents::result::FixResult) -> Result<machine::FixResult, String> {
-    use agents::result::ResolutionKind as Agent;
-    use machine::ResolutionKind as Machine;
-    let mut resolutions = Vec::with_capacity(result.resolutions.len());
-    for resolution in &result.resolutions {
-        let kind = match &resolution.kind {
-            Agent::Fixed { commit_sha } => Machine::Fixed {
-                commit_sha: commit_sha.clone(),
-            },
-            Agent::FollowUpExisting { url } => Machine::FollowUpExisting {
-                issue: issue_number(url, "follow_up_issue_url")?,
-            },
-            Agent::FollowUpNew(draft) => Machine::FollowUpNew {
-                draft: machine::FollowUpDraft {
-                    title: draft.title.clone(),
-                    body: draft.body.clone(),
-                },
-            },
-            Agent::NoChange => Machine::NoChangeWithRationale {
-                rationale: resolution.rationale.clone().unwrap_or_default(),
-            },
-        };
-        resolutions.push(machine::Resolution {
-            finding_id: resolution.finding_id.clone(),
-            kind,
-        });
-    }
-    Ok(machine::FixResult {
-        previous_head_sha: result.previous_head_sha.clone(),
-        head_sha: result.head_sha.clone(),
-        resolutions,
-    })
-}
-
-fn epic_result(result: &agents::result::UpdateEpicResult) -> Result<machine::EpicResult, String> {
-    Ok(machine::EpicResult {
-        progress: result.progress.clone(),
-        roadmap_section: result.roadmap_section.clone(),
-        next_issue: result
-            .next_issue_url
-            .as_deref()
-            .map(|url| issue_number(url, "next_issue_url"))
-            .transpose()?,
-        next_issue_repository: result
-            .next_issue_url
-            .as_deref()
-            .and_then(|url| IssueRef::parse_url(url, false))
-            .map(|issue| format!("{}/{}", issue.owner, issue.repo)),
-    })
-}
-
-fn finding(found: &agents::result::Finding) -> machine::Finding {
-    machine::Finding {
-        id: found.id.clone(),
-        classification: match found.classification {
-            agents::result::Classification::Blocked => machine::Classification::Blocked,
-            agents::result::Classification::NonBlocked => machine::Classification::NonBlocked,
-            agents::result::Classification::Nit => machine::Classification::Nit,
-        },
-        title: found.title.clone(),
-        location: found.location.clone(),
-        required_resolution: found.required_resolution.clone(),
     }
 }
 
@@ -426,66 +317,6 @@ mod tests {
         let push = effect(EffectKind::Push, "refs/heads/b@abc", "refs/heads/b");
         let error = observed_for_machine(&push, &json!({"ref": "refs/heads/b"})).unwrap_err();
         assert_eq!(error.field, "sha");
-    }
-
-    #[test]
-    fn fix_deferrals_become_issue_numbers_and_rationales_travel_with_no_change() {
-        use agents::result::{NewFollowUp, Resolution, ResolutionKind};
-        let result = agents::result::FixResult {
-            previous_head_sha: "a".repeat(40),
-            head_sha: "b".repeat(40),
-            resolutions: vec![
-                Resolution {
-                    finding_id: "R1-F1".into(),
-                    kind: ResolutionKind::FollowUpExisting {
-                        url: "https://github.com/o/r/issues/12".into(),
-                    },
-                    rationale: None,
-                },
-                Resolution {
-                    finding_id: "R1-F2".into(),
-                    kind: ResolutionKind::NoChange,
-                    rationale: Some("because".into()),
-                },
-                Resolution {
-                    finding_id: "R1-F3".into(),
-                    kind: ResolutionKind::FollowUpNew(NewFollowUp {
-                        title: "t".into(),
-                        body: "b".into(),
-                    }),
-                    rationale: None,
-                },
-            ],
-            tests: vec![],
-        };
-        let converted = fix_result(&result).unwrap();
-        assert_eq!(
-            converted.resolutions[0].kind,
-            machine::ResolutionKind::FollowUpExisting { issue: 12 }
-        );
-        assert_eq!(
-            converted.resolutions[1].kind,
-            machine::ResolutionKind::NoChangeWithRationale {
-                rationale: "because".into()
-            }
-        );
-        assert!(matches!(
-            converted.resolutions[2].kind,
-            machine::ResolutionKind::FollowUpNew { .. }
-        ));
-    }
-
-    #[test]
-    fn an_epic_pick_becomes_its_issue_number_and_null_means_complete() {
-        let pick = |url: Option<&str>| agents::result::UpdateEpicResult {
-            progress: Some("done".into()),
-            roadmap_section: None,
-            next_issue_url: url.map(str::to_owned),
-        };
-        let next = epic_result(&pick(Some("https://github.com/o/r/issues/5"))).unwrap();
-        assert_eq!(next.next_issue, Some(5));
-        assert_eq!(epic_result(&pick(None)).unwrap().next_issue, None);
-        assert!(epic_result(&pick(Some("not a url"))).is_err());
     }
 
     #[test]

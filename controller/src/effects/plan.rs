@@ -25,9 +25,8 @@ use super::issues::digest;
 use super::markers::{self, MarkerName, scan};
 use super::push::refused_ref;
 use super::texts::{reply_text, status_text};
-use crate::agents::result;
 use crate::github::RepoName;
-use crate::machine::{self, EffectIntent};
+use crate::machine::EffectIntent;
 use crate::publish::bodies::{
     compose_follow_up_body, compose_pr_body, compose_progress_comment, implementation_block,
 };
@@ -203,15 +202,14 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             findings,
             sections,
         } => {
-            let published: Vec<result::Finding> = findings.iter().map(published_finding).collect();
             let rendered = render_review_comment(&ReviewRender {
                 round: *round,
                 reviewed_head_sha: &binding.head_sha,
                 base_ref: &binding.base_ref,
                 merge_base_sha: &binding.merge_base_sha,
                 needs_fix_round: !findings.is_empty(),
-                findings: &published,
-                sections: &published_sections(sections),
+                findings,
+                sections,
             })?;
             let key = json!({
                 "round": round, "reviewed_head_sha": binding.head_sha,
@@ -364,33 +362,6 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         },
     };
     Ok(finish(intent.identity(), row))
-}
-
-/// The machine keeps its own copy of a finding; the renderer takes the
-/// validated result's type. Same fields, converted one to one.
-pub(crate) fn published_finding(finding: &machine::Finding) -> result::Finding {
-    result::Finding {
-        id: finding.id.clone(),
-        classification: match finding.classification {
-            machine::Classification::Blocked => result::Classification::Blocked,
-            machine::Classification::NonBlocked => result::Classification::NonBlocked,
-            machine::Classification::Nit => result::Classification::Nit,
-        },
-        title: finding.title.clone(),
-        location: finding.location.clone(),
-        required_resolution: finding.required_resolution.clone(),
-    }
-}
-
-fn published_sections(sections: &machine::ReviewSections) -> result::ReviewSections {
-    result::ReviewSections {
-        spec: sections.spec.clone(),
-        standards: sections.standards.clone(),
-        assessment: sections.assessment.clone(),
-        observations: sections.observations.clone(),
-        verification: sections.verification.clone(),
-        summary: sections.summary.clone(),
-    }
 }
 
 fn comment_row(number: u64, body: String, completion: Value) -> Row {

@@ -29,12 +29,13 @@ use crate::agents::context::{
 use crate::agents::profile::{AgentCatalog, AgentProfile, Role};
 use crate::agents::prompt::{PromptSet, RenderError, TemplateId, Value, correction_values};
 use crate::agents::result::{
-    CapturedOutput, Phase, PhaseResult, ReRequest, ResultError, correction_allowed, cross_check,
-    parse_result, parse_update_epic_rerequest,
+    CapturedOutput, Phase, ReRequest, ResultError, correction_allowed, cross_check, parse_result,
+    parse_update_epic_rerequest,
 };
 use crate::agents::supervisor::{
     self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchRequest,
 };
+use crate::machine::{AgentResult, PhaseResult};
 use crate::redact::Redactor;
 use crate::workspace::{Mirror, WorkspaceError, Worktree};
 
@@ -349,21 +350,23 @@ async fn judge(
         Some(asked) => parse_update_epic_rerequest(&captured, asked),
         None => parse_result(request.phase, &captured),
     };
-    let result = match parsed {
-        Ok(result) => result,
+    let parsed = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => return Ok(Verdict::Refused(error)),
     };
     let (observations, candidate) = request
         .expectations
         .observe(request.mirror, request.worktree)
         .await?;
-    if let Err(error) = cross_check(&result, &observations) {
-        return Ok(Verdict::Refused(error));
-    }
-    Ok(match result {
-        PhaseResult::Failure { message } => Verdict::Final(PhaseOutcome::AgentFailure { message }),
-        PhaseResult::Blocked { message } => Verdict::Final(PhaseOutcome::AgentBlocked { message }),
-        success => Verdict::Accepted(success, candidate),
+    Ok(match cross_check(&parsed, &observations) {
+        Err(error) => Verdict::Refused(error),
+        Ok(AgentResult::Failure { message }) => {
+            Verdict::Final(PhaseOutcome::AgentFailure { message })
+        }
+        Ok(AgentResult::Blocked { message }) => {
+            Verdict::Final(PhaseOutcome::AgentBlocked { message })
+        }
+        Ok(AgentResult::Success { result }) => Verdict::Accepted(result, candidate),
     })
 }
 

@@ -26,9 +26,9 @@ use crate::agents::journal::record_finished_launch;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
-use crate::agents::result::{Phase as AgentPhase, ReRequest};
+use crate::agents::result::ReRequest;
 use crate::github::GitHubApi;
-use crate::machine::{Correction, Event, LaunchInputs, LaunchRequest, RunState};
+use crate::machine::{AgentPhase, Correction, Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
 use crate::validation::{

@@ -20,10 +20,11 @@ use super::{RepositoryAccess, Shared, facts};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, rerequest_values};
-use crate::agents::result::{Phase as AgentPhase, ReRequest, UpdateEpicObservations};
+use crate::agents::result::{ReRequest, UpdateEpicObservations};
 use crate::effects::markers::{
     MarkerName, ROADMAP_END, ROADMAP_START, RoadmapMarkers, scan_roadmap,
 };
+use crate::machine::AgentPhase;
 use crate::publish::IssueRef;
 
 /// The UPDATE_EPIC inputs of one launch, as the machine planned them.

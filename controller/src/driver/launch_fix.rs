@@ -16,9 +16,9 @@ use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, findings_value, follow_up_issues_value};
-use crate::agents::result::{HandedOverFollowUp, Phase as AgentPhase};
+use crate::agents::result::HandedOverFollowUp;
 use crate::effects::markers::MarkerName;
-use crate::machine::{Finding, LaunchRequest, RoundBinding, RunState};
+use crate::machine::{AgentPhase, Finding, LaunchRequest, RoundBinding, RunState};
 
 /// The FIX inputs of one launch, as the machine planned them.
 pub(super) struct FixInputs<'a> {

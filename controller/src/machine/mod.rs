@@ -46,13 +46,13 @@ pub use bounds::{Counters, MergeMode, Settings};
 pub use decide::decide;
 pub use decision::{
     Correction, Decision, EffectIntent, EffectKind, LaunchInputs, LaunchRequest, MachineError,
-    Refusal, Reply, Role, StatusSnapshot, UnblockRefusal, ValidationRequest,
+    Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
 };
 pub use event::{
     ChecksState, Command, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
     Observed, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
 };
-pub use phase::{Cause, IllegalEdge, Phase, check_edge, legal_edge};
+pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
     ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,

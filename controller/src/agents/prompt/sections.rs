@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Value;
-use crate::agents::result::{Phase, ReRequest, ResultError};
-use crate::machine::{Finding, Resolution, ResolutionKind};
+use crate::agents::result::{ReRequest, ResultError};
+use crate::machine::{AgentPhase, Finding, Resolution, ResolutionKind};
 
 const NONE: &str = "(none)";
 
@@ -93,13 +93,13 @@ pub fn fix_resolutions_value(
 /// controller's own text but is quoted as data, like everything between
 /// the agent's attempts.
 pub fn correction_values(
-    phase: Phase,
+    phase: AgentPhase,
     error: &ResultError,
     attempt: u32,
     max_attempts: u32,
 ) -> BTreeMap<&'static str, Value> {
     BTreeMap::from([
-        ("PHASE", Value::trusted(phase.as_str())),
+        ("PHASE", Value::trusted(phase.spec_name())),
         ("PREVIOUS_ERROR_BLOCK", Value::untrusted(error.diagnosis())),
         ("CORRECTION_ATTEMPT", Value::trusted(attempt.to_string())),
         (

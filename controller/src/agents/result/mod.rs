@@ -18,7 +18,6 @@ mod fields;
 pub mod limits;
 mod schema;
 mod strict_json;
-mod types;
 mod wire;
 
 use serde::de::DeserializeOwned;
@@ -31,8 +30,8 @@ pub use check::{
 };
 pub use error::{CrossCheckError, ResultError, SchemaViolation, correction_allowed};
 pub use schema::SchemaId;
-pub use types::Phase;
 
+use crate::machine::AgentPhase;
 use wire::{Parsed, RawFix, WireEpic, WireFix};
 
 /// A result that passed the schema and the published-text policy but not
@@ -51,7 +50,10 @@ pub struct ReRequest {
 
 /// Parses the captured output of a launch of `phase` into a result whose
 /// every published field passed the policy.
-pub fn parse_result(phase: Phase, captured: &CapturedOutput) -> Result<ParsedResult, ResultError> {
+pub fn parse_result(
+    phase: AgentPhase,
+    captured: &CapturedOutput,
+) -> Result<ParsedResult, ResultError> {
     let object = parse_object(phase, captured)?;
     match status_of(&object)? {
         Status::Failure(message) => return Ok(ParsedResult(Parsed::Failure { message })),
@@ -60,13 +62,13 @@ pub fn parse_result(phase: Phase, captured: &CapturedOutput) -> Result<ParsedRes
     }
     check_schema(SchemaId::Phase(phase), &object)?;
     let result = match phase {
-        Phase::Implement => Parsed::Implement(typed(object)?),
-        Phase::Review => Parsed::Review(typed(object)?),
-        Phase::Fix => {
+        AgentPhase::Implement => Parsed::Implement(typed(object)?),
+        AgentPhase::Review => Parsed::Review(typed(object)?),
+        AgentPhase::Fix => {
             let raw: RawFix = typed(object)?;
             Parsed::Fix(fix_from_raw(raw)?)
         }
-        Phase::UpdateEpic => {
+        AgentPhase::UpdateEpic => {
             let result = update_epic_from(&object);
             // The schema requires `progress`; blank text would otherwise
             // become "no report" below and the comment would be skipped.
@@ -90,7 +92,7 @@ pub fn parse_update_epic_rerequest(
     captured: &CapturedOutput,
     asked: ReRequest,
 ) -> Result<ParsedResult, ResultError> {
-    let object = parse_object(Phase::UpdateEpic, captured)?;
+    let object = parse_object(AgentPhase::UpdateEpic, captured)?;
     match status_of(&object)? {
         Status::Failure(message) => return Ok(ParsedResult(Parsed::Failure { message })),
         Status::Blocked(message) => return Ok(ParsedResult(Parsed::Blocked { message })),
@@ -122,7 +124,7 @@ pub fn parse_update_epic_rerequest(
 }
 
 fn parse_object(
-    phase: Phase,
+    phase: AgentPhase,
     captured: &CapturedOutput,
 ) -> Result<Map<String, Value>, ResultError> {
     let text = extract_block(captured)?;
@@ -149,9 +151,9 @@ fn parse_object(
     };
     match object.get("phase") {
         None => Err(ResultError::MissingField { field: "phase" }),
-        Some(Value::String(p)) if p == phase.as_str() => Ok(object),
+        Some(Value::String(p)) if p == phase.spec_name() => Ok(object),
         Some(Value::String(_)) => Err(ResultError::WrongPhase {
-            expected: phase.as_str(),
+            expected: phase.spec_name(),
         }),
         Some(_) => Err(ResultError::WrongType {
             field: "phase",

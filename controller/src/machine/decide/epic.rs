@@ -4,9 +4,9 @@
 
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{EpicResult, PhaseResult};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
 use crate::machine::event::{Event, NextIssueFacts, Observed};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, RunState};
 
 pub(super) fn enter(step: &mut Step) -> StepResult {
@@ -44,7 +44,7 @@ fn launch(step: &mut Step, rerequest: Option<String>, force_due: bool) -> StepRe
         want_progress: !epic.progress_posted,
         rerequest,
     };
-    step.launch(Role::UpdateEpic, 0, inputs)
+    step.launch(AgentPhase::UpdateEpic, 0, inputs)
 }
 
 pub(super) fn on_result(step: &mut Step, result: &EpicResult) -> StepResult {

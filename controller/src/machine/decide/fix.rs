@@ -5,9 +5,9 @@
 use super::review::open_pr;
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{FixResult, PhaseResult, ResolutionKind};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
 use crate::machine::event::{Event, GitHubFacts};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::review_rounds::{carry_stale, moved};
 use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
 use std::collections::BTreeMap;
@@ -98,7 +98,7 @@ fn launch(step: &mut Step) -> StepResult {
         validation_failure: s.last_validation_failure.clone(),
     };
     let round = s.review.round;
-    step.launch(Role::Fix, round, inputs)
+    step.launch(AgentPhase::Fix, round, inputs)
 }
 
 /// Cross-checks the parser cannot make without the run's own state.

@@ -3,9 +3,9 @@
 
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{ImplementResult, PhaseResult};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
 use crate::machine::event::{Event, GitHubFacts, Observed, PrState, RepositorySettingsRead};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, EpicState, FactsPurpose, RunState};
 
 pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
@@ -83,7 +83,7 @@ fn launch(step: &mut Step) -> StepResult {
             .unwrap_or_else(|| s.base_sha.clone()),
         validation_failure: s.last_validation_failure.clone(),
     };
-    step.launch(Role::Implement, 0, inputs)
+    step.launch(AgentPhase::Implement, 0, inputs)
 }
 
 pub(super) fn on_result(step: &mut Step, result: &ImplementResult) -> StepResult {

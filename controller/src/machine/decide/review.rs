@@ -5,9 +5,9 @@
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{PhaseResult, ReviewResult};
 use crate::machine::bounds::round_allowed;
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
 use crate::machine::event::{Event, GitHubFacts, Observed, PrFacts, PrState};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::review_rounds::{bind, carry_stale, moved, record, stagnation};
 use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
 
@@ -99,7 +99,7 @@ fn bind_and_launch(step: &mut Step, facts: &GitHubFacts) -> StepResult {
         last_resolutions: review.last_resolutions.clone(),
     };
     let round = review.round + 1;
-    step.launch(Role::Review, round, inputs)
+    step.launch(AgentPhase::Review, round, inputs)
 }
 
 pub(super) fn on_result(step: &mut Step, result: &ReviewResult) -> StepResult {

@@ -5,11 +5,11 @@
 use super::{epic, fix, implement, merge, review};
 use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
-    Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, Role, StatusSnapshot,
+    Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, StatusSnapshot,
     ValidationRequest,
 };
 use crate::machine::event::Event;
-use crate::machine::phase::{Cause, IllegalEdge, Phase, check_edge};
+use crate::machine::phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge};
 use crate::machine::state::{Awaiting, BlockedInfo, RunState};
 use crate::machine::status_labels::{issue_switch, label_change};
 
@@ -183,13 +183,13 @@ impl Step {
     }
 
     /// Starts an agent, or blocks when the run's launch budget is spent.
-    pub fn launch(&mut self, role: Role, round: u32, inputs: LaunchInputs) -> StepResult {
+    pub fn launch(&mut self, role: AgentPhase, round: u32, inputs: LaunchInputs) -> StepResult {
         self.launch_with(role, round, inputs, None)
     }
 
     fn launch_with(
         &mut self,
-        role: Role,
+        role: AgentPhase,
         round: u32,
         inputs: LaunchInputs,
         correction_of: Option<Correction>,

@@ -7,29 +7,11 @@ use serde_json::Value;
 
 use crate::agents::pipeline::{CommitPolicy, PhaseOutcome, PhaseReport};
 use crate::agents::supervisor::LaunchExit;
-use crate::config;
 use crate::machine::{
-    self, AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand, PhaseResult,
+    AgentOutcome, AgentResult, Command, Event, Observed, OperatorCommand, PhaseResult,
     RefusedCommand,
 };
 use crate::serve::RunSignal;
-
-/// The bounds frozen into a new run, from the configuration; bounds the
-/// configuration does not expose keep the machine's defaults.
-pub fn run_settings(settings: &config::Settings) -> machine::Settings {
-    machine::Settings {
-        merge_mode: settings.merge.mode,
-        max_review_rounds: settings.limits.review_rounds,
-        max_launches: settings.limits.launches_per_run,
-        max_validation_failures: settings.limits.validation_failures_per_phase,
-        max_corrections: settings.limits.corrections_per_launch,
-        epic_update_every: settings.epic.update_every,
-        status_labels: settings.labels.status,
-        max_tokens: settings.limits.tokens_per_run,
-        max_merge_checks: settings.merge.inconclusive_checks,
-        ..machine::Settings::default()
-    }
-}
 
 /// The web host markers link to, from the REST API URL:
 /// `https://api.github.com` → `https://github.com`, a GHES
@@ -335,18 +317,6 @@ mod tests {
             }),
             SignalAction::Start { issue: 4 }
         );
-    }
-
-    #[test]
-    fn configured_bounds_are_frozen_into_run_settings() {
-        let mut settings = config::Settings::default();
-        settings.merge.mode = config::MergeMode::OnCommand;
-        settings.limits.review_rounds = 3;
-        settings.labels.status = true;
-        let frozen = run_settings(&settings);
-        assert!(frozen.status_labels);
-        assert_eq!(frozen.merge_mode, machine::MergeMode::OnCommand);
-        assert_eq!(frozen.max_review_rounds, 3);
     }
 
     #[test]

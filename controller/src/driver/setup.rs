@@ -17,7 +17,7 @@ use autoforge_journal::Journal;
 use secrecy::SecretString;
 use tokio::sync::watch;
 
-use super::convert::{html_base, run_settings};
+use super::convert::html_base;
 use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess};
 use crate::agents::prompt::PromptSet;
 use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
@@ -145,7 +145,7 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
     }
     let worker = format!("driver-{}-{}", std::process::id(), uuid::Uuid::new_v4());
     let driver_config = DriverConfig {
-        settings: run_settings(&config.settings),
+        settings: config.settings.run_settings(),
         protected_paths: config.settings.merge.protected_paths.clone(),
         lease_ttl: config.settings.driver.lease_ttl(),
         concurrency: config.settings.driver.concurrency,

@@ -3,7 +3,7 @@
 
 use super::agent_result::AgentOutcome;
 use super::bounds::Settings;
-use crate::config::RepositorySettings;
+use super::repository::RepositorySettings;
 use serde::{Deserialize, Serialize};
 
 /// State of a pull request as GitHub reports it.

@@ -33,6 +33,7 @@ mod decide;
 pub mod decision;
 pub mod event;
 pub mod phase;
+pub mod repository;
 pub mod review_rounds;
 pub mod state;
 pub mod status_labels;
@@ -53,6 +54,9 @@ pub use event::{
     Observed, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
+pub use repository::{
+    RepositoryAgents, RepositoryLabels, RepositorySettings, RepositoryValidation, ValidationCommand,
+};
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
     ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,

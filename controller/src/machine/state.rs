@@ -7,9 +7,8 @@ use super::agent_result::{Finding, PhaseResult, Resolution};
 use super::bounds::{Counters, Settings};
 use super::decision::LaunchRequest;
 use super::phase::Phase;
+use super::repository::RepositorySettings;
 use serde::{Deserialize, Serialize};
-
-use crate::config::RepositorySettings;
 
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

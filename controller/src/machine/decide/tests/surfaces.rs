@@ -132,9 +132,9 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
 
 #[test]
 fn repository_settings_are_frozen_into_the_run_and_may_turn_status_labels_on() {
-    let mut chosen = crate::config::RepositorySettings::default();
+    let mut chosen = crate::machine::RepositorySettings::default();
     chosen.labels.status = Some(true);
-    chosen.validation.commands = Some(vec![crate::config::ValidationCommand::Shell(
+    chosen.validation.commands = Some(vec![crate::machine::ValidationCommand::Shell(
         "make check".into(),
     )]);
     let decision = started_with(RepositorySettingsRead::Valid {

@@ -15,7 +15,6 @@ use std::time::Duration;
 use autoforge_journal::Lease;
 use secrecy::SecretString;
 
-use super::convert::agent_outcome;
 use super::error::DriverError;
 use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
@@ -294,7 +293,7 @@ pub(super) async fn run_launch(
         )
         .await?;
     }
-    let outcome = agent_outcome(&report);
+    let outcome = report.agent_outcome();
     let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
     Ok(Event::AgentFinished {
         launch: launch.id,

@@ -16,7 +16,8 @@ use serde_json::Value as Json;
 use super::agent_step::{PhasePlan, sha};
 use super::epic_scope::epic_children;
 use super::error::DriverError;
-use super::{RepositoryAccess, Shared, facts};
+use super::run_task::reads::default_branch_head;
+use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, rerequest_values};
@@ -132,7 +133,7 @@ pub(super) async fn epic_plan(
         number,
     };
     let asks_roadmap = rerequest.is_none_or(|(_, asked)| asked.roadmap);
-    let (_, head) = facts::default_branch_head(api, repo).await?;
+    let (_, head) = default_branch_head(api, repo).await?;
     let start = sha(&head)?;
     let issues_list: Vec<String> = children
         .iter()

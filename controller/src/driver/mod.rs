@@ -42,10 +42,8 @@
 mod agent_step;
 mod cancel;
 pub mod clean_review;
-pub mod convert;
 mod epic_scope;
 mod error;
-pub mod facts;
 mod launch_epic;
 mod launch_fix;
 mod launch_review;
@@ -68,7 +66,7 @@ pub use agent_step::{AgentRuntime, GitCredential, GitRemote};
 pub use cancel::{LaunchCancel, RunNotifier};
 pub use error::DriverError;
 pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
-pub use run_task::RunEnd;
+pub use run_task::{ObservedShapeError, RunEnd};
 pub use setup::{driver_from_config, run_from_config};
 
 /// How a driver process behaves.

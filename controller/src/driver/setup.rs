@@ -17,7 +17,6 @@ use autoforge_journal::Journal;
 use secrecy::SecretString;
 use tokio::sync::watch;
 
-use super::convert::html_base;
 use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess};
 use crate::agents::prompt::PromptSet;
 use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
@@ -130,7 +129,7 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
             .context("cannot read the token's user (GET /user)")?;
         user.login
     };
-    let html = html_base(&config.settings.github.api_url);
+    let html = crate::publish::html_base(&config.settings.github.api_url);
     let mut repositories = Vec::new();
     for watched in access.watched_repositories().await? {
         let git = git_remote(&watched.api, &watched.name).await?;

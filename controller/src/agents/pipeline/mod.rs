@@ -15,6 +15,7 @@
 //! Diagnoses are the result parser's own words, which never quote the agent.
 
 mod observe;
+mod outcome;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -313,8 +313,8 @@ pub struct PromptSettings {
 impl Settings {
     /// The bounds frozen into a new run; bounds the configuration does not
     /// expose keep the machine's defaults.
-    pub fn run_settings(&self) -> crate::machine::Settings {
-        crate::machine::Settings {
+    pub fn run_settings(&self) -> crate::machine::RunSettings {
+        crate::machine::RunSettings {
             merge_mode: self.merge.mode,
             max_review_rounds: self.limits.review_rounds,
             max_launches: self.limits.launches_per_run,
@@ -324,7 +324,7 @@ impl Settings {
             status_labels: self.labels.status,
             max_tokens: self.limits.tokens_per_run,
             max_merge_checks: self.merge.inconclusive_checks,
-            ..crate::machine::Settings::default()
+            ..crate::machine::RunSettings::default()
         }
     }
 }

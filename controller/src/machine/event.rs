@@ -2,7 +2,7 @@
 //! commands layer already authorised. Ids and times travel inside them.
 
 use super::agent_result::AgentOutcome;
-use super::bounds::Settings;
+use super::bounds::RunSettings;
 use super::repository::RepositorySettings;
 use serde::{Deserialize, Serialize};
 
@@ -192,7 +192,7 @@ pub enum Event {
         /// work (SPEC §4 IMPLEMENT, `START_SHA`).
         #[serde(default)]
         branch_head: Option<String>,
-        settings: Settings,
+        settings: RunSettings,
         /// The repository's `.github/autoforge.toml` as read from the
         /// default branch; frozen into the run.
         repository_settings: RepositorySettingsRead,

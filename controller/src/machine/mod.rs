@@ -43,7 +43,7 @@ pub use agent_result::{
     AgentOutcome, AgentResult, Classification, EpicResult, Finding, FixResult, FollowUpDraft,
     ImplementResult, PhaseResult, Resolution, ResolutionKind, ReviewResult, ReviewSections,
 };
-pub use bounds::{Counters, MergeMode, Settings};
+pub use bounds::{Counters, MergeMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
     Correction, Decision, EffectIntent, EffectKind, LaunchInputs, LaunchRequest, MachineError,

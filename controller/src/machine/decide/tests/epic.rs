@@ -11,9 +11,9 @@ fn merged(head: &str) -> PrFacts {
 }
 
 fn to_update_epic(update_every: u32) -> Run {
-    let settings = Settings {
+    let settings = RunSettings {
         epic_update_every: update_every,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     run.github(facts(Some(merged(&sha(2)))));
@@ -78,9 +78,9 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
 
 #[test]
 fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
-    let settings = Settings {
+    let settings = RunSettings {
         status_labels: true,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     run.github(facts(Some(merged(&sha(2)))));
@@ -231,9 +231,9 @@ fn a_pick_named_by_another_repositorys_url_is_rejected_without_a_read_and_twice_
 
 #[test]
 fn merge_already_counted_is_not_counted_again() {
-    let settings = Settings {
+    let settings = RunSettings {
         epic_update_every: 3,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     // As after a crash between counting and persisting the next step.

@@ -3,7 +3,7 @@
 use super::*;
 
 fn to_fix(findings: Vec<Finding>) -> Run {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(&sha(2), findings, &sha(2));
     assert_eq!(run.state.phase, Phase::Fix);
     run

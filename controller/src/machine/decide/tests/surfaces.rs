@@ -3,10 +3,10 @@
 
 use super::*;
 
-fn labels_on() -> Settings {
-    Settings {
+fn labels_on() -> RunSettings {
+    RunSettings {
         status_labels: true,
-        ..Settings::default()
+        ..RunSettings::default()
     }
 }
 
@@ -72,7 +72,7 @@ fn ready_blocked_and_stopped_each_change_the_label() {
 
 #[test]
 fn the_status_comment_of_the_transition_a_validation_causes_shows_it() {
-    let mut run = Run::start(Settings::default(), None);
+    let mut run = Run::start(RunSettings::default(), None);
     run.implement(&sha(2));
     run.validated(&sha(2), true);
     assert_eq!(
@@ -102,7 +102,7 @@ fn the_status_comment_of_the_transition_a_validation_causes_shows_it() {
 
 #[test]
 fn a_validation_of_another_commit_is_not_remembered() {
-    let mut run = Run::start(Settings::default(), None);
+    let mut run = Run::start(RunSettings::default(), None);
     run.implement(&sha(2));
     let before = run.state.clone();
     run.refuse(Event::ValidationFinished {
@@ -116,7 +116,7 @@ fn a_validation_of_another_commit_is_not_remembered() {
 }
 
 fn started_with(read: RepositorySettingsRead) -> Decision {
-    let state = RunState::new("run-1", Settings::default());
+    let state = RunState::new("run-1", RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: ISSUE,
@@ -124,7 +124,7 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
         base_branch: "main".to_owned(),
         base_sha: sha(1),
         branch_head: None,
-        settings: Settings::default(),
+        settings: RunSettings::default(),
         repository_settings: read,
     };
     decide(&state, &started).expect("legal")

@@ -271,14 +271,18 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
         },
         4 => Event::EffectsObserved {
             observed: vec![
-                Observed::PullRequest { number: PR },
-                Observed::Comment {
+                EffectReadBack::PullRequest { number: PR },
+                EffectReadBack::Comment {
                     url: "https://example.test/c".into(),
                 },
             ]
             .into_iter()
-            .chain(flavor.is_multiple_of(2).then_some(Observed::RoadmapSpliced))
-            .chain((flavor % 16 == 1).then_some(Observed::RoadmapVoided))
+            .chain(
+                flavor
+                    .is_multiple_of(2)
+                    .then_some(EffectReadBack::RoadmapSpliced),
+            )
+            .chain((flavor % 16 == 1).then_some(EffectReadBack::RoadmapVoided))
             .collect(),
         },
         5 | 6 => Event::GitHubObserved {

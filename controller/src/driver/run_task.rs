@@ -36,7 +36,7 @@ use super::{RepositoryAccess, Shared};
 use super::{agent_step, repo_settings};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
-use crate::machine::{Awaiting, EffectIntent, Event, Observed, RunState, decide};
+use crate::machine::{Awaiting, EffectIntent, EffectReadBack, Event, RunState, decide};
 pub use observed::ObservedShapeError;
 use observed::observed_for_machine;
 
@@ -420,7 +420,7 @@ impl<'a> RunTask<'a> {
             let reason = conflict.reason.clone().unwrap_or_default();
             if reason.starts_with("re-request") {
                 return Ok(Some(Event::EffectsObserved {
-                    observed: vec![Observed::RoadmapVoided],
+                    observed: vec![EffectReadBack::RoadmapVoided],
                 }));
             }
             return Ok(Some(Event::EffectConflict {

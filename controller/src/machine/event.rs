@@ -75,7 +75,7 @@ pub struct GitHubFacts {
 /// One effect the driver saw land, with what the read-back showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "observed", rename_all = "snake_case")]
-pub enum Observed {
+pub enum EffectReadBack {
     Pushed {
         sha: String,
     },
@@ -213,7 +213,7 @@ pub enum Event {
         summary: String,
     },
     EffectsObserved {
-        observed: Vec<Observed>,
+        observed: Vec<EffectReadBack>,
     },
     /// An effect ended in `conflict` (refusal, two objects, foreign marker…).
     EffectConflict {

@@ -50,8 +50,8 @@ pub use decision::{
     Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
 };
 pub use event::{
-    ChecksState, Command, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
-    Observed, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
+    ChecksState, Command, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState,
+    NextIssueFacts, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
 pub use repository::{

@@ -5,7 +5,7 @@
 use autoforge_journal::{Effect, EffectKind};
 use serde_json::Value;
 
-use crate::machine::Observed;
+use crate::machine::EffectReadBack;
 
 /// Why an observed effect cannot be described to the machine.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +23,7 @@ pub struct ObservedShapeError {
 pub fn observed_for_machine(
     effect: &Effect,
     observed: &Value,
-) -> Result<Option<Observed>, ObservedShapeError> {
+) -> Result<Option<EffectReadBack>, ObservedShapeError> {
     let missing = |field: &'static str| ObservedShapeError {
         id: effect.id.0,
         kind: effect.kind,
@@ -44,24 +44,24 @@ pub fn observed_for_machine(
             .ok_or_else(|| missing(field))
     };
     Ok(Some(match effect.kind {
-        EffectKind::Push => Observed::Pushed { sha: text("sha")? },
-        EffectKind::CreatePr | EffectKind::AdoptPr => Observed::PullRequest {
+        EffectKind::Push => EffectReadBack::Pushed { sha: text("sha")? },
+        EffectKind::CreatePr | EffectKind::AdoptPr => EffectReadBack::PullRequest {
             number: number("number")?,
         },
-        EffectKind::PostComment => Observed::Comment { url: text("url")? },
-        EffectKind::CreateIssue => Observed::FollowUpIssue {
+        EffectKind::PostComment => EffectReadBack::Comment { url: text("url")? },
+        EffectKind::CreateIssue => EffectReadBack::FollowUpIssue {
             finding_id: identity_field(&effect.identity, "finding_id")
                 .ok_or_else(|| missing("finding_id"))?,
             issue: number("number")?,
         },
-        EffectKind::AppendIssueMarkers => Observed::MarkersAppended {
+        EffectKind::AppendIssueMarkers => EffectReadBack::MarkersAppended {
             issue: effect
                 .target
                 .strip_prefix("issue/")
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| missing("target issue"))?,
         },
-        EffectKind::SpliceEpicRoadmap => Observed::RoadmapSpliced,
+        EffectKind::SpliceEpicRoadmap => EffectReadBack::RoadmapSpliced,
         EffectKind::EditStatusComment
         | EffectKind::AddReaction
         | EffectKind::SetLabels
@@ -114,7 +114,7 @@ mod tests {
         let pr = effect(EffectKind::CreatePr, "ai-implementation:issue=3", "head/x");
         assert_eq!(
             observed_for_machine(&pr, &json!({"number": 9, "url": "u"})).unwrap(),
-            Some(Observed::PullRequest { number: 9 })
+            Some(EffectReadBack::PullRequest { number: 9 })
         );
         let follow = effect(
             EffectKind::CreateIssue,
@@ -123,7 +123,7 @@ mod tests {
         );
         assert_eq!(
             observed_for_machine(&follow, &json!({"number": 12})).unwrap(),
-            Some(Observed::FollowUpIssue {
+            Some(EffectReadBack::FollowUpIssue {
                 finding_id: "F-2".into(),
                 issue: 12
             })

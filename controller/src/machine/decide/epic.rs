@@ -5,7 +5,7 @@
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{EpicResult, PhaseResult};
 use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
-use crate::machine::event::{Event, NextIssueFacts, Observed};
+use crate::machine::event::{EffectReadBack, Event, NextIssueFacts};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, RunState};
 
@@ -102,11 +102,11 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
                 // The progress comment was part of this group if not yet posted.
                 epic.progress_posted = true;
                 // The merge counter resets only after the splice read-back.
-                if observed.contains(&Observed::RoadmapSpliced) {
+                if observed.contains(&EffectReadBack::RoadmapSpliced) {
                     epic.merges_since_roadmap = 0;
                 }
             }
-            if observed.contains(&Observed::RoadmapVoided) {
+            if observed.contains(&EffectReadBack::RoadmapVoided) {
                 roadmap_voided(&mut step)?;
             } else {
                 after_writes(&mut step)?;

@@ -4,7 +4,7 @@
 use super::step::{Step, StepResult};
 use crate::machine::agent_result::{ImplementResult, PhaseResult};
 use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
-use crate::machine::event::{Event, GitHubFacts, Observed, PrState, RepositorySettingsRead};
+use crate::machine::event::{EffectReadBack, Event, GitHubFacts, PrState, RepositorySettingsRead};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, EpicState, FactsPurpose, RunState};
 
@@ -214,9 +214,9 @@ fn publish(step: &mut Step, facts: &GitHubFacts) -> StepResult {
     Ok(())
 }
 
-fn published(step: &mut Step, observed: &[Observed]) -> StepResult {
+fn published(step: &mut Step, observed: &[EffectReadBack]) -> StepResult {
     let observed_pr = observed.iter().find_map(|o| match o {
-        Observed::PullRequest { number } => Some(*number),
+        EffectReadBack::PullRequest { number } => Some(*number),
         _ => None,
     });
     let Some(pr) = observed_pr.or(step.state.pr) else {

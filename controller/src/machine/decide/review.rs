@@ -6,7 +6,7 @@ use super::step::{Step, StepResult};
 use crate::machine::agent_result::{PhaseResult, ReviewResult};
 use crate::machine::bounds::round_allowed;
 use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
-use crate::machine::event::{Event, GitHubFacts, Observed, PrFacts, PrState};
+use crate::machine::event::{EffectReadBack, Event, GitHubFacts, PrFacts, PrState};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::review_rounds::{bind, carry_stale, moved, record, stagnation};
 use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
@@ -61,7 +61,7 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             Event::EffectsObserved { observed },
         ) => {
             let url = observed.iter().find_map(|o| match o {
-                Observed::Comment { url } => Some(url.clone()),
+                EffectReadBack::Comment { url } => Some(url.clone()),
                 _ => None,
             });
             step.state.review.comment_url = url;

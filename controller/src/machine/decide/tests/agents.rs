@@ -33,8 +33,8 @@ fn validated_candidate_is_pushed_then_pr_created_then_review_round_one() {
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(kinds, vec![EffectKind::Push, EffectKind::CreatePr]);
     run.observed(vec![
-        Observed::Pushed { sha: sha(2) },
-        Observed::PullRequest { number: PR },
+        EffectReadBack::Pushed { sha: sha(2) },
+        EffectReadBack::PullRequest { number: PR },
     ]);
     assert_eq!(run.state.phase, Phase::Review);
     assert_eq!(run.state.pr, Some(PR));

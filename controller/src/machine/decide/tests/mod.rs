@@ -156,7 +156,7 @@ impl Run {
         })
     }
 
-    pub fn observed(&mut self, observed: Vec<Observed>) -> &Decision {
+    pub fn observed(&mut self, observed: Vec<EffectReadBack>) -> &Decision {
         self.apply(Event::EffectsObserved { observed })
     }
 
@@ -180,8 +180,8 @@ impl Run {
         run.validated(&sha(2), true);
         run.github(facts(None));
         run.observed(vec![
-            Observed::Pushed { sha: sha(2) },
-            Observed::PullRequest { number: PR },
+            EffectReadBack::Pushed { sha: sha(2) },
+            EffectReadBack::PullRequest { number: PR },
         ]);
         assert_eq!(run.state.phase, Phase::Review);
         run
@@ -202,7 +202,7 @@ impl Run {
             findings,
             sections: ReviewSections::default(),
         }));
-        self.observed(vec![Observed::Comment {
+        self.observed(vec![EffectReadBack::Comment {
             url: format!("https://example.test/c/{round}"),
         }]);
     }

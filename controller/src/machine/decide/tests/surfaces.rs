@@ -40,8 +40,8 @@ fn starting_labels_the_issue_running_and_later_running_phases_write_no_label() {
     run.validated(&sha(2), true);
     run.github(facts(None));
     run.observed(vec![
-        Observed::Pushed { sha: sha(2) },
-        Observed::PullRequest { number: PR },
+        EffectReadBack::Pushed { sha: sha(2) },
+        EffectReadBack::PullRequest { number: PR },
     ]);
     assert_eq!(run.state.phase, Phase::Review);
     assert!(label_intents(&run.last).is_empty(), "IMPLEMENT → REVIEW");
@@ -85,8 +85,8 @@ fn the_status_comment_of_the_transition_a_validation_causes_shows_it() {
     );
     run.github(facts(None));
     run.observed(vec![
-        Observed::Pushed { sha: sha(2) },
-        Observed::PullRequest { number: PR },
+        EffectReadBack::Pushed { sha: sha(2) },
+        EffectReadBack::PullRequest { number: PR },
     ]);
     let status = run
         .last

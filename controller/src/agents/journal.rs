@@ -25,7 +25,7 @@ pub async fn record_finished_launch(
             lease,
             &NewLaunch {
                 phase: phase.to_owned(),
-                role: record.role.as_str().to_owned(),
+                role: record.role.role_name().to_owned(),
                 profile: record.profile.clone(),
                 attempt: i32::try_from(attempt).unwrap_or(i32::MAX),
                 log_dir: record.log_dir.display().to_string(),

@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::problem::Problem;
 use crate::agents::profile::{
-    AgentCatalog, ProfileError, ProfileSpec, ReviewRole, Role, RoleRouting, RoutingError,
+    AgentCatalog, ProfileError, ProfileSpec, ReviewRole, RoleRouting, RoutingError,
 };
+use crate::machine::AgentPhase;
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -209,13 +210,13 @@ impl AgentSettings {
             );
         };
         let pointer = match (role, &self.roles.review) {
-            (Role::Review, Some(ReviewRole::ByRound(routes))) => routes
+            (AgentPhase::Review, Some(ReviewRole::ByRound(routes))) => routes
                 .iter()
                 .position(|route| &route.profile == profile)
                 .map_or("/agents/roles/review".to_owned(), |index| {
                     format!("/agents/roles/review/{index}/profile")
                 }),
-            _ => format!("/agents/roles/{}", role.as_str()),
+            _ => format!("/agents/roles/{}", role.role_name()),
         };
         let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
         let known = if known.is_empty() {
@@ -332,11 +333,17 @@ mod tests {
                       "review": [{"rounds": "1", "profile": "a"}, {"rounds": "2+", "profile": "b"}]}
         }));
         let catalog = agents.catalog(8).expect("valid catalog");
-        assert_eq!(catalog.profile_for(Role::Review, 1).unwrap().name, "a");
-        assert_eq!(catalog.profile_for(Role::Review, 3).unwrap().name, "b");
+        assert_eq!(
+            catalog.profile_for(AgentPhase::Review, 1).unwrap().name,
+            "a"
+        );
+        assert_eq!(
+            catalog.profile_for(AgentPhase::Review, 3).unwrap().name,
+            "b"
+        );
         assert_eq!(
             catalog
-                .profile_for(Role::UpdateEpic, 0)
+                .profile_for(AgentPhase::UpdateEpic, 0)
                 .unwrap()
                 .parse_tokens("t=5"),
             Some(5)

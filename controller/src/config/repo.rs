@@ -13,10 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use jsonschema::error::ValidationErrorKind;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use super::settings::ValidationCommand;
 
 /// Where the file lives in the repository.
 pub const REPOSITORY_SETTINGS_PATH: &str = ".github/autoforge.toml";
@@ -33,37 +30,11 @@ static VALIDATOR: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::ne
     jsonschema::validator_for(&schema).map_err(|e| format!("does not compile: {e}"))
 });
 
-/// The settings a repository chose; every `None` keeps the operator's value.
-/// Frozen into a run when it starts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RepositorySettings {
-    pub validation: RepositoryValidation,
-    pub labels: RepositoryLabels,
-    pub agents: RepositoryAgents,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RepositoryValidation {
-    pub commands: Option<Vec<ValidationCommand>>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RepositoryLabels {
-    pub status: Option<bool>,
-}
-
-/// Profile names by role, each one the operator defined.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RepositoryAgents {
-    pub implement: Option<String>,
-    pub review: Option<String>,
-    pub fix: Option<String>,
-    pub update_epic: Option<String>,
-}
+/// The settings a repository chose: the machine's own plain data, so the
+/// parsed file is what a run freezes, with no conversion in between.
+pub use crate::machine::{
+    RepositoryAgents, RepositoryLabels, RepositorySettings, RepositoryValidation,
+};
 
 impl RepositoryAgents {
     fn chosen(&self) -> impl Iterator<Item = (&'static str, &str)> {
@@ -193,6 +164,7 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::machine::ValidationCommand;
 
     fn profiles() -> BTreeSet<String> {
         ["claude".to_owned(), "codex".to_owned()].into()

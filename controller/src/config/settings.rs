@@ -281,15 +281,9 @@ impl Default for Limits {
     }
 }
 
-/// One validation command.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum ValidationCommand {
-    /// Run through `sh -c`.
-    Shell(String),
-    /// Run directly, no shell.
-    Argv(Vec<String>),
-}
+/// One validation command: the machine's own type, which a repository's
+/// frozen settings hold too.
+pub use crate::machine::ValidationCommand;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -318,6 +312,25 @@ impl Default for ValidationSettings {
 pub struct PromptSettings {
     /// Resolved against the config file's directory when loaded from a file.
     pub dir: Option<PathBuf>,
+}
+
+impl Settings {
+    /// The bounds frozen into a new run; bounds the configuration does not
+    /// expose keep the machine's defaults.
+    pub fn run_settings(&self) -> crate::machine::RunSettings {
+        crate::machine::RunSettings {
+            merge_mode: self.merge.mode,
+            max_review_rounds: self.limits.review_rounds,
+            max_launches: self.limits.launches_per_run,
+            max_validation_failures: self.limits.validation_failures_per_phase,
+            max_corrections: self.limits.corrections_per_launch,
+            epic_update_every: self.epic.update_every,
+            status_labels: self.labels.status,
+            max_tokens: self.limits.tokens_per_run,
+            max_merge_checks: self.merge.inconclusive_checks,
+            ..crate::machine::RunSettings::default()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -420,5 +433,17 @@ mod tests {
                 ValidationCommand::Argv(vec!["cargo".to_owned(), "test".to_owned()]),
             ]
         );
+    }
+
+    #[test]
+    fn configured_bounds_are_frozen_into_run_settings() {
+        let mut settings = Settings::default();
+        settings.merge.mode = MergeMode::OnCommand;
+        settings.limits.review_rounds = 3;
+        settings.labels.status = true;
+        let frozen = settings.run_settings();
+        assert!(frozen.status_labels);
+        assert_eq!(frozen.merge_mode, crate::machine::MergeMode::OnCommand);
+        assert_eq!(frozen.max_review_rounds, 3);
     }
 }

@@ -15,7 +15,6 @@ use std::time::Duration;
 use autoforge_journal::Lease;
 use secrecy::SecretString;
 
-use super::convert::agent_outcome;
 use super::error::DriverError;
 use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
@@ -26,9 +25,9 @@ use crate::agents::journal::record_finished_launch;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
-use crate::agents::result::{Phase as AgentPhase, ReRequest};
+use crate::agents::result::ReRequest;
 use crate::github::GitHubApi;
-use crate::machine::{Correction, Event, LaunchInputs, LaunchRequest, RunState};
+use crate::machine::{AgentPhase, Correction, Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
 use crate::validation::{
@@ -294,7 +293,7 @@ pub(super) async fn run_launch(
         )
         .await?;
     }
-    let outcome = agent_outcome(&report);
+    let outcome = report.agent_outcome();
     let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
     Ok(Event::AgentFinished {
         launch: launch.id,

@@ -3,7 +3,7 @@
 
 use autoforge_journal::{JournalError, RunId};
 
-use super::convert::ObservedShapeError;
+use super::run_task::ObservedShapeError;
 use crate::effects::{EffectError, PlanError};
 use crate::github::GitHubError;
 use crate::machine::MachineError;

@@ -16,14 +16,16 @@ use serde_json::Value as Json;
 use super::agent_step::{PhasePlan, sha};
 use super::epic_scope::epic_children;
 use super::error::DriverError;
-use super::{RepositoryAccess, Shared, facts};
+use super::run_task::reads::default_branch_head;
+use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, rerequest_values};
-use crate::agents::result::{Phase as AgentPhase, ReRequest, UpdateEpicObservations};
+use crate::agents::result::{ReRequest, UpdateEpicObservations};
 use crate::effects::markers::{
     MarkerName, ROADMAP_END, ROADMAP_START, RoadmapMarkers, scan_roadmap,
 };
+use crate::machine::AgentPhase;
 use crate::publish::IssueRef;
 
 /// The UPDATE_EPIC inputs of one launch, as the machine planned them.
@@ -131,7 +133,7 @@ pub(super) async fn epic_plan(
         number,
     };
     let asks_roadmap = rerequest.is_none_or(|(_, asked)| asked.roadmap);
-    let (_, head) = facts::default_branch_head(api, repo).await?;
+    let (_, head) = default_branch_head(api, repo).await?;
     let start = sha(&head)?;
     let issues_list: Vec<String> = children
         .iter()

@@ -16,10 +16,9 @@ use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, findings_value, follow_up_issues_value};
-use crate::agents::result::{HandedOverFollowUp, Phase as AgentPhase};
+use crate::agents::result::HandedOverFollowUp;
 use crate::effects::markers::MarkerName;
-use crate::effects::plan::published_finding;
-use crate::machine::{Finding, LaunchRequest, RoundBinding, RunState};
+use crate::machine::{AgentPhase, Finding, LaunchRequest, RoundBinding, RunState};
 
 /// The FIX inputs of one launch, as the machine planned them.
 pub(super) struct FixInputs<'a> {
@@ -53,7 +52,6 @@ pub(super) async fn fix_plan(
             for_finding: open_ids.contains(finding).then(|| finding.clone()),
         })
         .collect();
-    let published: Vec<_> = inputs.findings.iter().map(published_finding).collect();
     let additional = inputs
         .validation_failure
         .map_or_else(String::new, |summary| {
@@ -76,7 +74,7 @@ pub(super) async fn fix_plan(
             "REVIEWED_HEAD_SHA",
             Value::trusted(inputs.binding.head_sha.clone()),
         ),
-        ("FINDINGS", findings_value(&published)),
+        ("FINDINGS", findings_value(inputs.findings)),
         ("FOLLOW_UP_ISSUES", follow_up_issues_value(&follow_ups)),
         ("ADDITIONAL_SECTIONS", Value::trusted(additional)),
     ]);

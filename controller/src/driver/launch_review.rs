@@ -16,8 +16,8 @@ use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, follow_up_issues_value};
-use crate::agents::result::{Phase as AgentPhase, ReviewObservations};
-use crate::machine::{CarriedFindings, LaunchRequest, Resolution, RoundBinding};
+use crate::agents::result::ReviewObservations;
+use crate::machine::{AgentPhase, CarriedFindings, LaunchRequest, Resolution, RoundBinding};
 
 /// The REVIEW inputs of one launch, as the machine planned them.
 pub(super) struct ReviewInputs<'a> {

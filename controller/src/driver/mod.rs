@@ -42,10 +42,8 @@
 mod agent_step;
 mod cancel;
 pub mod clean_review;
-pub mod convert;
 mod epic_scope;
 mod error;
-pub mod facts;
 mod launch_epic;
 mod launch_fix;
 mod launch_review;
@@ -63,12 +61,12 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::github::{GitHubApi, RepoName};
-use crate::machine::Settings;
+use crate::machine::RunSettings;
 pub use agent_step::{AgentRuntime, GitCredential, GitRemote};
 pub use cancel::{LaunchCancel, RunNotifier};
 pub use error::DriverError;
-pub use retry::{RetryBook, RetryPolicy, RetryVerdict};
-pub use run_task::RunEnd;
+pub use retry::{RetryBook, RetryVerdict, StepRetryPolicy};
+pub use run_task::{ObservedShapeError, RunEnd};
 pub use setup::{driver_from_config, run_from_config};
 
 /// How a driver process behaves.
@@ -83,9 +81,9 @@ pub struct DriverConfig {
     pub poll_interval: Duration,
     /// When a run with nothing to do is looked at again.
     pub idle_recheck: Duration,
-    pub retry: RetryPolicy,
+    pub retry: StepRetryPolicy,
     /// Frozen into a run's state when it starts.
-    pub settings: Settings,
+    pub settings: RunSettings,
     /// Path prefixes whose change a PR's facts report (`merge.protected_paths`).
     pub protected_paths: Vec<String>,
     /// The label that makes an issue an EPIC (`labels.epic`).
@@ -100,8 +98,8 @@ impl DriverConfig {
             concurrency: 8,
             poll_interval: Duration::from_secs(1),
             idle_recheck: Duration::from_secs(30),
-            retry: RetryPolicy::default(),
-            settings: Settings::default(),
+            retry: StepRetryPolicy::default(),
+            settings: RunSettings::default(),
             protected_paths: vec![".github/workflows/".to_owned()],
             epic_label: "epic".to_owned(),
         }

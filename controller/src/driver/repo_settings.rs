@@ -12,15 +12,13 @@ use std::collections::BTreeSet;
 
 use super::agent_step::AgentRuntime;
 use super::error::DriverError;
-use crate::agents::profile::{
-    AgentCatalog, ReviewRole, ReviewRoute, Role, RoleRouting, RoundRange,
-};
+use crate::agents::profile::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange};
 use crate::config::RepositoryAgents;
 use crate::config::{
     REPOSITORY_SETTINGS_PATH, ValidationCommand as ConfiguredCommand, parse_repository_settings,
 };
 use crate::github::{GitHubApi, RepoName};
-use crate::machine::{RepositorySettingsRead, RunState};
+use crate::machine::{AgentPhase, RepositorySettingsRead, RunState};
 use crate::validation::ValidationCommand;
 
 /// Reads and checks the file at `commit`. A missing file reads as the
@@ -73,7 +71,7 @@ pub(super) fn catalog_for<'a>(
         return Ok(Cow::Borrowed(&runtime.catalog));
     }
     let operator = runtime.catalog.routing();
-    let pick = |choice: &Option<String>, role: Role| {
+    let pick = |choice: &Option<String>, role: AgentPhase| {
         choice
             .clone()
             .or_else(|| operator.profile_for(role, 1).map(str::to_owned))
@@ -87,9 +85,9 @@ pub(super) fn catalog_for<'a>(
         DriverError::Agent(format!("the repository's agent roles cannot be used: {e}"))
     };
     let routing = RoleRouting::new(
-        pick(&chosen.implement, Role::Implement),
-        pick(&chosen.fix, Role::Fix),
-        pick(&chosen.update_epic, Role::UpdateEpic),
+        pick(&chosen.implement, AgentPhase::Implement),
+        pick(&chosen.fix, AgentPhase::Fix),
+        pick(&chosen.update_epic, AgentPhase::UpdateEpic),
         review.as_ref(),
         max_round,
     )
@@ -104,7 +102,7 @@ pub(super) fn catalog_for<'a>(
 fn operator_review_routes(operator: &RoleRouting, max_round: u32) -> Option<Vec<ReviewRoute>> {
     let mut routes: Vec<ReviewRoute> = Vec::new();
     for round in 1..=max_round {
-        let profile = operator.profile_for(Role::Review, round)?;
+        let profile = operator.profile_for(AgentPhase::Review, round)?;
         match routes.last_mut() {
             Some(last) if last.profile == profile => last.rounds.end = Some(round),
             _ => routes.push(ReviewRoute {
@@ -164,8 +162,8 @@ mod tests {
             RoleRouting::new(None, None, None, Some(&ReviewRole::ByRound(routes)), 5).unwrap();
         for round in 1..=7 {
             assert_eq!(
-                rebuilt.profile_for(Role::Review, round),
-                operator.profile_for(Role::Review, round),
+                rebuilt.profile_for(AgentPhase::Review, round),
+                operator.profile_for(AgentPhase::Review, round),
                 "round {round}"
             );
         }

@@ -16,7 +16,7 @@ use rand::Rng;
 
 /// How transient failures are retried before the machine is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub struct StepRetryPolicy {
     /// Consecutive failures retried by backoff; the next one is handed to
     /// the machine as `TransientFailure`.
     pub max_retries: u32,
@@ -24,9 +24,9 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
 }
 
-impl Default for RetryPolicy {
+impl Default for StepRetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
+        StepRetryPolicy {
             max_retries: 5,
             base_delay: Duration::from_secs(2),
             max_delay: Duration::from_secs(120),
@@ -34,7 +34,7 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl StepRetryPolicy {
     /// The delay before retry number `attempt` (1-based): "equal jitter",
     /// half fixed and half random, so a delay never collapses to zero.
     pub fn delay(&self, attempt: u32) -> Duration {
@@ -69,7 +69,7 @@ pub struct RetryBook {
 impl RetryBook {
     /// Counts one failure of `run` and says whether to back off or give up.
     /// Giving up resets the count: the machine's retry bound takes over.
-    pub fn failed(&self, policy: &RetryPolicy, run: RunId) -> RetryVerdict {
+    pub fn failed(&self, policy: &StepRetryPolicy, run: RunId) -> RetryVerdict {
         let mut failures = self
             .failures
             .lock()
@@ -97,8 +97,8 @@ impl RetryBook {
 mod tests {
     use super::*;
 
-    fn policy() -> RetryPolicy {
-        RetryPolicy {
+    fn policy() -> StepRetryPolicy {
+        StepRetryPolicy {
             max_retries: 3,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(350),

@@ -21,24 +21,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-mod reads;
+mod observed;
+pub(super) mod reads;
+mod signals;
 
-use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunEvent, Stage};
+use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::convert::{SignalAction, observed_for_machine, signal_action};
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
-use super::{agent_step, facts, repo_settings};
+use super::{agent_step, repo_settings};
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
-use crate::intake::RunSignal;
-use crate::machine::{
-    Awaiting, Command, EffectIntent, Event, Observed, OperatorCommand, RunState, decide,
-};
+use crate::machine::{Awaiting, EffectIntent, EffectReadBack, Event, RunState, decide};
+pub use observed::ObservedShapeError;
+use observed::observed_for_machine;
 
 /// How a task left its run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -420,7 +420,7 @@ impl<'a> RunTask<'a> {
             let reason = conflict.reason.clone().unwrap_or_default();
             if reason.starts_with("re-request") {
                 return Ok(Some(Event::EffectsObserved {
-                    observed: vec![Observed::RoadmapVoided],
+                    observed: vec![EffectReadBack::RoadmapVoided],
                 }));
             }
             return Ok(Some(Event::EffectConflict {
@@ -451,54 +451,6 @@ impl<'a> RunTask<'a> {
             }
         }
         Ok(Some(Event::EffectsObserved { observed }))
-    }
-
-    /// Step 3: one run event from the observers.
-    async fn handle_run_event(&mut self, stored: RunEvent) -> Result<(), DriverError> {
-        let signal: RunSignal = match serde_json::from_value(stored.event.clone()) {
-            Ok(signal) => signal,
-            Err(error) => {
-                let detail = json!({ "run_event": stored.id, "error": error.to_string() });
-                return self
-                    .acknowledge(stored.id, "run_event_unreadable", detail)
-                    .await;
-            }
-        };
-        match signal_action(&signal) {
-            SignalAction::Feed(event) => self.apply(*event, Some(stored.id)).await,
-            SignalAction::Start { issue } if self.state.awaiting == Awaiting::Start => {
-                let event = self.started_event(issue).await?;
-                self.apply(event, Some(stored.id)).await
-            }
-            SignalAction::Unblock {
-                thread,
-                comment_id,
-                actor,
-                reason,
-            } => {
-                let clean = self.clean_review().await?;
-                let facts = facts::read_facts(
-                    &self.access.api,
-                    &self.access.repo,
-                    &self.state,
-                    &self.shared.config.protected_paths,
-                    clean.as_ref(),
-                )
-                .await?;
-                let event = Event::Operator(OperatorCommand {
-                    thread,
-                    comment_id,
-                    actor,
-                    command: Command::Unblock { reason, facts },
-                });
-                self.apply(event, Some(stored.id)).await
-            }
-            SignalAction::Start { .. } | SignalAction::Ignore => {
-                let detail = json!({ "run_event": stored.id, "signal": stored.event });
-                self.acknowledge(stored.id, "run_event_not_driven", detail)
-                    .await
-            }
-        }
     }
 
     /// Consumes a run event the machine has nothing to decide on, leaving

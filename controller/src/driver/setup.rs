@@ -17,7 +17,6 @@ use autoforge_journal::Journal;
 use secrecy::SecretString;
 use tokio::sync::watch;
 
-use super::convert::{html_base, run_settings};
 use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess};
 use crate::agents::prompt::PromptSet;
 use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
@@ -120,7 +119,7 @@ fn controller_redactor(config: &Config) -> Redactor {
 pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Result<Driver> {
     let access = GitHubAccess::connect(config).await?;
     let login = access.own_login.clone();
-    let html = html_base(&config.settings.github.api_url);
+    let html = crate::publish::html_base(&config.settings.github.api_url);
     let mut repositories = Vec::new();
     for watched in access.watched_repositories().await? {
         let git = git_remote(&watched.api, &watched.name).await?;
@@ -135,7 +134,7 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
     }
     let worker = format!("driver-{}-{}", std::process::id(), uuid::Uuid::new_v4());
     let driver_config = DriverConfig {
-        settings: run_settings(&config.settings),
+        settings: config.settings.run_settings(),
         protected_paths: config.settings.merge.protected_paths.clone(),
         lease_ttl: config.settings.driver.lease_ttl(),
         concurrency: config.settings.driver.concurrency,

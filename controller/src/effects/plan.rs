@@ -16,8 +16,7 @@ use autoforge_journal::NewEffect;
 
 use super::planning::{Draft, PlanContext, PlanError};
 use super::{comments, epic, issues, labels, merge, pulls, push, reactions};
-use crate::agents::result;
-use crate::machine::{self, EffectIntent};
+use crate::machine::EffectIntent;
 use crate::publish::{ReviewRender, render_review_comment};
 
 /// The journal row for `intent`, with its exact payload bytes.
@@ -44,15 +43,14 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             findings,
             sections,
         } => {
-            let published: Vec<result::Finding> = findings.iter().map(published_finding).collect();
             let rendered = render_review_comment(&ReviewRender {
                 round: *round,
                 reviewed_head_sha: &binding.head_sha,
                 base_ref: &binding.base_ref,
                 merge_base_sha: &binding.merge_base_sha,
                 needs_fix_round: !findings.is_empty(),
-                findings: &published,
-                sections: &published_sections(sections),
+                findings,
+                sections,
             })?;
             comments::plan_review(draft, *pr, *round, binding, &rendered)
         }
@@ -85,33 +83,6 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         EffectIntent::AddReaction { comment_id } => reactions::plan(draft, *comment_id),
         EffectIntent::SetLabels { issue, add, remove } => labels::plan(draft, *issue, add, remove),
         EffectIntent::MergePr { pr, sha, base_ref } => merge::plan(draft, *pr, sha, base_ref),
-    }
-}
-
-/// The machine keeps its own copy of a finding; the renderer takes the
-/// validated result's type. Same fields, converted one to one.
-pub(crate) fn published_finding(finding: &machine::Finding) -> result::Finding {
-    result::Finding {
-        id: finding.id.clone(),
-        classification: match finding.classification {
-            machine::Classification::Blocked => result::Classification::Blocked,
-            machine::Classification::NonBlocked => result::Classification::NonBlocked,
-            machine::Classification::Nit => result::Classification::Nit,
-        },
-        title: finding.title.clone(),
-        location: finding.location.clone(),
-        required_resolution: finding.required_resolution.clone(),
-    }
-}
-
-fn published_sections(sections: &machine::ReviewSections) -> result::ReviewSections {
-    result::ReviewSections {
-        spec: sections.spec.clone(),
-        standards: sections.standards.clone(),
-        assessment: sections.assessment.clone(),
-        observations: sections.observations.clone(),
-        verification: sections.verification.clone(),
-        summary: sections.summary.clone(),
     }
 }
 

@@ -1,8 +1,10 @@
-//! The machine's view of an agent's CONTROL_RESULT.
+//! An agent's CONTROL_RESULT as plain data: the one set of result types.
 //!
-//! The `agents` parser validates the raw block (schema, sizes, published-text
-//! policy) and converts it into these plain types; the machine only reads
-//! them to decide what happens next. They are deliberately minimal.
+//! The `agents` parser produces these once the block passed the schema,
+//! the published-text policy and the cross-checks; the machine decides from
+//! them, `publish` renders them and the journal stores them. Fields that
+//! only served a cross-check (the issue URL, the verdict flag) are gone by
+//! then, and references are resolved (an issue URL becomes its number).
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +16,17 @@ pub enum Classification {
     Blocked,
     NonBlocked,
     Nit,
+}
+
+impl Classification {
+    /// The CONTROL_RESULT and review-comment spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Blocked => "blocked",
+            Self::NonBlocked => "non-blocked",
+            Self::Nit => "nit",
+        }
+    }
 }
 
 /// One review finding (`id` = `R<round>-F<n>`).
@@ -35,6 +48,20 @@ pub struct ReviewSections {
     pub observations: String,
     pub verification: String,
     pub summary: String,
+}
+
+impl ReviewSections {
+    /// `(field name, heading, text)` in rendering order.
+    pub fn iter(&self) -> [(&'static str, &'static str, &str); 6] {
+        [
+            ("spec", "Spec", &self.spec),
+            ("standards", "Standards", &self.standards),
+            ("assessment", "Assessment", &self.assessment),
+            ("observations", "Observations", &self.observations),
+            ("verification", "Verification", &self.verification),
+            ("summary", "Summary", &self.summary),
+        ]
+    }
 }
 
 /// A follow-up issue the fixer asks the controller to create.
@@ -88,6 +115,14 @@ pub struct ReviewResult {
     pub reviewed_head_sha: String,
     pub findings: Vec<Finding>,
     pub sections: ReviewSections,
+}
+
+impl ReviewResult {
+    /// The reviewer's verdict: the cross-checks made it agree with the
+    /// findings, so any finding means another fix round.
+    pub fn needs_fix_round(&self) -> bool {
+        !self.findings.is_empty()
+    }
 }
 
 /// A successful FIX result.

@@ -1,6 +1,6 @@
 //! The run's bounds (SPEC §3) and the counters held against them.
 //!
-//! Settings are frozen into the run state at INITIALIZING so a config edit
+//! Run settings are frozen into the run state at INITIALIZING so a config edit
 //! never changes the rules for a run in flight: the number an agent is told
 //! for a bound is the number it is held to.
 
@@ -31,7 +31,7 @@ impl std::fmt::Display for MergeMode {
 
 /// Run settings, copied from the configuration when the run starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Settings {
+pub struct RunSettings {
     pub merge_mode: MergeMode,
     /// Review rounds per PR.
     pub max_review_rounds: u32,
@@ -67,7 +67,7 @@ pub struct Settings {
     pub max_tokens: Option<u64>,
 }
 
-impl Default for Settings {
+impl Default for RunSettings {
     fn default() -> Self {
         Self {
             merge_mode: MergeMode::Never,
@@ -88,7 +88,7 @@ impl Default for Settings {
     }
 }
 
-/// Counters held against [`Settings`]. Which ones reset when is part of the
+/// Counters held against [`RunSettings`]. Which ones reset when is part of the
 /// contract, so each field says it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
@@ -124,17 +124,17 @@ impl Counters {
 }
 
 /// Whether one more launch stays inside the run's budget.
-pub fn launch_allowed(settings: &Settings, counters: &Counters) -> bool {
+pub fn launch_allowed(settings: &RunSettings, counters: &Counters) -> bool {
     counters.launches < settings.max_launches
 }
 
 /// Whether the run's agents have tokens left (always, without a limit).
-pub fn tokens_left(settings: &Settings, counters: &Counters) -> bool {
+pub fn tokens_left(settings: &RunSettings, counters: &Counters) -> bool {
     settings.max_tokens.is_none_or(|max| counters.tokens < max)
 }
 
 /// Whether the next review round would still be inside the cap.
-pub fn round_allowed(settings: &Settings, completed_rounds: u32) -> bool {
+pub fn round_allowed(settings: &RunSettings, completed_rounds: u32) -> bool {
     completed_rounds < settings.max_review_rounds
 }
 
@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_spec_bounds() {
-        let s = Settings::default();
+        let s = RunSettings::default();
         assert_eq!(
             (
                 s.max_review_rounds,
@@ -159,9 +159,9 @@ mod tests {
 
     #[test]
     fn launch_budget_is_exhausted_at_the_configured_count() {
-        let s = Settings {
+        let s = RunSettings {
             max_launches: 2,
-            ..Settings::default()
+            ..RunSettings::default()
         };
         let mut c = Counters::default();
         assert!(launch_allowed(&s, &c));

@@ -5,7 +5,7 @@
 use super::agent_result::Resolution;
 use super::agent_result::{Finding, ReviewSections};
 use super::bounds::MergeMode;
-use super::phase::{IllegalEdge, Phase};
+use super::phase::{AgentPhase, IllegalEdge, Phase};
 use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
 use serde::{Deserialize, Serialize};
 
@@ -215,11 +215,6 @@ impl EffectIntent {
     }
 }
 
-/// Which agent role a launch uses (SPEC §13 maps roles to profiles): the
-/// same type the profile routing resolves, so a launch request needs no
-/// conversion to find its profile.
-pub use crate::agents::profile::Role;
-
 /// A correction relaunch: the launch it corrects and the controller's
 /// diagnosis, handed to `prompts/correction.md` as data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,7 +266,9 @@ pub enum LaunchInputs {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchRequest {
     pub id: u32,
-    pub role: Role,
+    /// The agent phase the launch works in, which picks the profile's role
+    /// (SPEC §13). Stored run states know the field by this name.
+    pub role: AgentPhase,
     pub round: u32,
     pub correction_of: Option<Correction>,
     pub inputs: LaunchInputs,

@@ -2,8 +2,8 @@
 //! commands layer already authorised. Ids and times travel inside them.
 
 use super::agent_result::AgentOutcome;
-use super::bounds::Settings;
-use crate::config::RepositorySettings;
+use super::bounds::RunSettings;
+use super::repository::RepositorySettings;
 use serde::{Deserialize, Serialize};
 
 /// State of a pull request as GitHub reports it.
@@ -75,7 +75,7 @@ pub struct GitHubFacts {
 /// One effect the driver saw land, with what the read-back showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "observed", rename_all = "snake_case")]
-pub enum Observed {
+pub enum EffectReadBack {
     Pushed {
         sha: String,
     },
@@ -192,7 +192,7 @@ pub enum Event {
         /// work (SPEC §4 IMPLEMENT, `START_SHA`).
         #[serde(default)]
         branch_head: Option<String>,
-        settings: Settings,
+        settings: RunSettings,
         /// The repository's `.github/autoforge.toml` as read from the
         /// default branch; frozen into the run.
         repository_settings: RepositorySettingsRead,
@@ -213,7 +213,7 @@ pub enum Event {
         summary: String,
     },
     EffectsObserved {
-        observed: Vec<Observed>,
+        observed: Vec<EffectReadBack>,
     },
     /// An effect ended in `conflict` (refusal, two objects, foreign marker…).
     EffectConflict {

@@ -33,6 +33,7 @@ mod decide;
 pub mod decision;
 pub mod event;
 pub mod phase;
+pub mod repository;
 pub mod review_rounds;
 pub mod state;
 pub mod status_labels;
@@ -42,17 +43,20 @@ pub use agent_result::{
     AgentOutcome, AgentResult, Classification, EpicResult, Finding, FixResult, FollowUpDraft,
     ImplementResult, PhaseResult, Resolution, ResolutionKind, ReviewResult, ReviewSections,
 };
-pub use bounds::{Counters, MergeMode, Settings};
+pub use bounds::{Counters, MergeMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
     Correction, Decision, EffectIntent, EffectKind, LaunchInputs, LaunchRequest, MachineError,
-    Refusal, Reply, Role, StatusSnapshot, UnblockRefusal, ValidationRequest,
+    Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
 };
 pub use event::{
-    ChecksState, Command, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
-    Observed, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
+    ChecksState, Command, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState,
+    NextIssueFacts, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
 };
-pub use phase::{Cause, IllegalEdge, Phase, check_edge, legal_edge};
+pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
+pub use repository::{
+    RepositoryAgents, RepositoryLabels, RepositorySettings, RepositoryValidation, ValidationCommand,
+};
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
     ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,

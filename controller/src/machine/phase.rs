@@ -1,4 +1,5 @@
-//! The run phases of SPEC §3 and the table of legal edges between them.
+//! The run phases of SPEC §3, the four of them an agent works in, and the
+//! table of legal edges between phases.
 //!
 //! The table is the single authority on which phase may follow which; every
 //! transition `decide` produces is checked against it and an illegal one is
@@ -78,6 +79,61 @@ impl Phase {
 impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The phases an agent works in: the `phase` its CONTROL_RESULT names and
+/// the role a profile is routed to (SPEC §5, §13). Serialised in the role
+/// spelling (`update_epic`), as the config and the journal write it.
+///
+/// It has two spellings and no `Display`, so every use says which it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentPhase {
+    Implement,
+    Review,
+    Fix,
+    UpdateEpic,
+}
+
+impl AgentPhase {
+    /// Every agent phase, in the order a run meets them.
+    pub const ALL: [AgentPhase; 4] = [Self::Implement, Self::Review, Self::Fix, Self::UpdateEpic];
+
+    /// The SPEC §3 spelling (`UPDATE_EPIC`), also the `phase` value of a
+    /// CONTROL_RESULT.
+    pub fn spec_name(self) -> &'static str {
+        Phase::from(self).as_str()
+    }
+
+    /// The role spelling (`update_epic`) of the config file and the journal.
+    pub fn role_name(self) -> &'static str {
+        match self {
+            Self::Implement => "implement",
+            Self::Review => "review",
+            Self::Fix => "fix",
+            Self::UpdateEpic => "update_epic",
+        }
+    }
+}
+
+impl From<AgentPhase> for Phase {
+    fn from(phase: AgentPhase) -> Self {
+        match phase {
+            AgentPhase::Implement => Phase::Implement,
+            AgentPhase::Review => Phase::Review,
+            AgentPhase::Fix => Phase::Fix,
+            AgentPhase::UpdateEpic => Phase::UpdateEpic,
+        }
+    }
+}
+
+impl Phase {
+    /// The agent phase this run phase is, if an agent works in it.
+    pub fn agent(self) -> Option<AgentPhase> {
+        AgentPhase::ALL
+            .into_iter()
+            .find(|agent| Phase::from(*agent) == self)
     }
 }
 
@@ -212,6 +268,22 @@ mod tests {
                 to: Review
             })
         );
+    }
+
+    #[test]
+    fn agent_phases_are_the_run_phases_agents_work_in_and_keep_both_spellings() {
+        let working: Vec<Phase> = Phase::ALL
+            .into_iter()
+            .filter(|p| p.agent().is_some())
+            .collect();
+        assert_eq!(working, [Implement, Review, Fix, UpdateEpic]);
+        for agent in AgentPhase::ALL {
+            assert_eq!(Phase::from(agent).agent(), Some(agent));
+            let json = serde_json::to_string(&agent).expect("serialise");
+            assert_eq!(json, format!("\"{}\"", agent.role_name()));
+        }
+        assert_eq!(AgentPhase::UpdateEpic.spec_name(), "UPDATE_EPIC");
+        assert_eq!(AgentPhase::UpdateEpic.role_name(), "update_epic");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! stagnation fingerprints evaluated after a round with findings.
 
 use super::agent_result::Finding;
-use super::bounds::Settings;
+use super::bounds::RunSettings;
 use super::event::PrFacts;
 use super::state::{CarriedFindings, ReviewState, RoundBinding, RoundOutcome, RoundRecord};
 use sha2::{Digest, Sha256};
@@ -95,7 +95,7 @@ fn fix_streak(history: &[RoundRecord], n: u32) -> Option<&[RoundRecord]> {
 }
 
 /// Evaluates both stagnation rules on the history, newest round included.
-pub fn stagnation(history: &[RoundRecord], settings: &Settings) -> Option<Stagnation> {
+pub fn stagnation(history: &[RoundRecord], settings: &RunSettings) -> Option<Stagnation> {
     let identical = settings.stagnation_identical_rounds;
     if let Some(tail) = fix_streak(history, identical)
         && tail.iter().all(|r| r.fingerprint == tail[0].fingerprint)
@@ -197,7 +197,7 @@ mod tests {
     fn same_fingerprint_two_rounds_in_a_row_is_stagnation() {
         let history = vec![needs_fix(1, &["fix x"]), needs_fix(2, &["Fix X"])];
         assert_eq!(
-            stagnation(&history, &Settings::default()),
+            stagnation(&history, &RunSettings::default()),
             Some(Stagnation::IdenticalFindings { rounds: 2 })
         );
     }
@@ -207,7 +207,7 @@ mod tests {
         let mut stale = needs_fix(2, &["fix x"]);
         stale.outcome = RoundOutcome::Stale;
         let history = vec![needs_fix(1, &["fix x"]), stale, needs_fix(3, &["fix x"])];
-        assert_eq!(stagnation(&history, &Settings::default()), None);
+        assert_eq!(stagnation(&history, &RunSettings::default()), None);
     }
 
     #[test]
@@ -218,7 +218,7 @@ mod tests {
             needs_fix(3, &["a", "e"]),
         ];
         assert_eq!(
-            stagnation(&history, &Settings::default()),
+            stagnation(&history, &RunSettings::default()),
             Some(Stagnation::UnchangedCount {
                 rounds: 3,
                 count: 2
@@ -233,14 +233,14 @@ mod tests {
             needs_fix(2, &["c", "d"]),
             needs_fix(3, &["e", "f"]),
         ];
-        assert_eq!(stagnation(&history, &Settings::default()), None);
+        assert_eq!(stagnation(&history, &RunSettings::default()), None);
     }
 
     #[test]
     fn zero_disables_a_stagnation_rule() {
-        let settings = Settings {
+        let settings = RunSettings {
             stagnation_identical_rounds: 0,
-            ..Settings::default()
+            ..RunSettings::default()
         };
         let history = vec![needs_fix(1, &["x"]), needs_fix(2, &["x"])];
         assert_eq!(stagnation(&history, &settings), None);

@@ -4,12 +4,11 @@
 //! It carries no clock and no randomness; ids and times arrive in events.
 
 use super::agent_result::{Finding, PhaseResult, Resolution};
-use super::bounds::{Counters, Settings};
+use super::bounds::{Counters, RunSettings};
 use super::decision::LaunchRequest;
 use super::phase::Phase;
+use super::repository::RepositorySettings;
 use serde::{Deserialize, Serialize};
-
-use crate::config::RepositorySettings;
 
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,7 +213,7 @@ pub struct RunState {
     pub merge_approved: bool,
     pub blocked: Option<BlockedInfo>,
     pub failure: Option<String>,
-    pub settings: Settings,
+    pub settings: RunSettings,
     /// The outcome of the latest validation, shown in the status comment.
     #[serde(default)]
     pub last_validation: Option<LastValidation>,
@@ -236,7 +235,7 @@ pub struct LastValidation {
 
 impl RunState {
     /// The state of a run the driver created but has not started.
-    pub fn new(run_id: impl Into<String>, settings: Settings) -> Self {
+    pub fn new(run_id: impl Into<String>, settings: RunSettings) -> Self {
         Self {
             run_id: run_id.into(),
             phase: Phase::Initializing,

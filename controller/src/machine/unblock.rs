@@ -105,12 +105,12 @@ fn target_from_facts(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Unb
 mod tests {
     use super::*;
     use crate::machine::agent_result::{Classification, Finding};
-    use crate::machine::bounds::Settings;
+    use crate::machine::bounds::RunSettings;
     use crate::machine::event::{ChecksState, MergeableState, PrFacts};
     use crate::machine::state::{BlockedInfo, RoundBinding};
 
     fn blocked_state() -> RunState {
-        let mut s = RunState::new("run-1", Settings::default());
+        let mut s = RunState::new("run-1", RunSettings::default());
         s.phase = Phase::Blocked;
         s.blocked = Some(BlockedInfo {
             from: Phase::Review,

@@ -1,5 +1,6 @@
 //! Issue references by identity: `owner/repo#n` compared case-insensitively
-//! on owner and repository and exactly on the number.
+//! on owner and repository and exactly on the number; and the web host the
+//! controller's own issue and PR links point at.
 
 use std::fmt;
 
@@ -101,6 +102,17 @@ fn parse_number(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// The web host markers link to, from the REST API URL:
+/// `https://api.github.com` → `https://github.com`, a GHES
+/// `https://ghe.example/api/v3` → `https://ghe.example`.
+pub fn html_base(api_url: &str) -> String {
+    let trimmed = api_url.trim_end_matches('/');
+    if let Some(host) = trimmed.strip_suffix("/api/v3") {
+        return host.to_owned();
+    }
+    trimmed.replacen("://api.", "://", 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +157,14 @@ mod tests {
         ] {
             assert!(!own.is_named_by(no), "{no}");
         }
+    }
+
+    #[test]
+    fn marker_links_point_at_the_web_host_of_the_api() {
+        assert_eq!(html_base("https://api.github.com"), "https://github.com");
+        assert_eq!(
+            html_base("https://ghe.example/api/v3/"),
+            "https://ghe.example"
+        );
     }
 }

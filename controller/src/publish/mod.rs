@@ -13,7 +13,7 @@ pub mod rendered;
 pub mod review;
 
 pub use commit::{CommitMessageViolation, check_commit_message};
-pub use issue_ref::IssueRef;
+pub use issue_ref::{IssueRef, html_base};
 pub use marker::render_marker;
 pub use policy::{FieldKind, PolicyViolation, check_body, check_field};
 pub use review::{ReviewRender, render_review_comment};

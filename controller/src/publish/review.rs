@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::marker::render_marker;
 use super::policy::{self, GITHUB_BODY_MAX_CHARS, PolicyViolation};
-use crate::agents::result::{Finding, ReviewSections};
+use crate::machine::{Finding, ReviewSections};
 
 /// Everything a review comment is rendered from: the controller's binding
 /// and the validated result's findings and sections.

@@ -94,7 +94,7 @@ pub async fn serve_on(
     let dashboard = crate::dashboard::dashboard_router(
         journal.clone(),
         crate::dashboard::Links {
-            html_base: crate::driver::convert::html_base(&config.settings.github.api_url),
+            html_base: crate::publish::html_base(&config.settings.github.api_url),
         },
         crate::dashboard::DashboardAccess::for_listener(
             &config.settings.server.listen.to_string(),

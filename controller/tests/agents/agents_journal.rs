@@ -6,15 +6,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use autoforge::agents::journal::record_finished_launch;
-use autoforge::agents::profile::Role;
 use autoforge::agents::supervisor::{LaunchExit, LaunchRecord};
+use autoforge::machine::AgentPhase;
 use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{JournalError, NewRun};
 
 fn record(exit: LaunchExit, tokens: Option<u64>) -> LaunchRecord {
     LaunchRecord {
         profile: "claude".into(),
-        role: Role::Review,
+        role: AgentPhase::Review,
         started_at: chrono::Utc::now(),
         duration: Duration::from_millis(1_250),
         exit,

@@ -14,11 +14,10 @@ use autoforge::agents::pipeline::{
 };
 use autoforge::agents::profile::AgentCatalog;
 use autoforge::agents::prompt::{PromptSet, TemplateId, Value, limit_value};
-use autoforge::agents::result::{
-    Phase, PhaseResult, ReRequest, ReviewObservations, UpdateEpicObservations,
-};
+use autoforge::agents::result::{ReRequest, ReviewObservations, UpdateEpicObservations};
 use autoforge::agents::supervisor::{CancelToken, Heartbeat, LaunchExit};
 use autoforge::config::AgentSettings;
+use autoforge::machine::{AgentPhase, PhaseResult};
 use autoforge::publish::{CommitMessageViolation, IssueRef};
 use autoforge::redact::Redactor;
 use autoforge::workspace::{CommitSha, Mirror, Workspaces, Worktree};
@@ -115,18 +114,18 @@ fn values_for(template: TemplateId) -> BTreeMap<&'static str, Value> {
         .collect()
 }
 
-fn template_of(phase: Phase) -> TemplateId {
+fn template_of(phase: AgentPhase) -> TemplateId {
     match phase {
-        Phase::Implement => TemplateId::Implement,
-        Phase::Review => TemplateId::Review,
-        Phase::Fix => TemplateId::Fix,
-        Phase::UpdateEpic => TemplateId::UpdateEpic,
+        AgentPhase::Implement => TemplateId::Implement,
+        AgentPhase::Review => TemplateId::Review,
+        AgentPhase::Fix => TemplateId::Fix,
+        AgentPhase::UpdateEpic => TemplateId::UpdateEpic,
     }
 }
 
 struct Run<'a> {
     repo: &'a Repo,
-    phase: Phase,
+    phase: AgentPhase,
     round: u32,
     command: Vec<String>,
     expectations: Expectations,
@@ -141,7 +140,7 @@ impl<'a> Run<'a> {
     fn implement(repo: &'a Repo, mode: &str) -> Self {
         Self {
             repo,
-            phase: Phase::Implement,
+            phase: AgentPhase::Implement,
             round: 1,
             command: script("phase_implement.sh", &[mode, ISSUE_URL]),
             expectations: Expectations::Implement {
@@ -159,7 +158,7 @@ impl<'a> Run<'a> {
     fn review(repo: &'a Repo, command: Vec<String>, round: u32) -> Self {
         Self {
             repo,
-            phase: Phase::Review,
+            phase: AgentPhase::Review,
             round,
             command,
             expectations: Expectations::Review(ReviewObservations {
@@ -295,7 +294,7 @@ async fn a_clean_review_is_accepted_without_findings() {
     let PhaseOutcome::Accepted(PhaseResult::Review(review)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
-    assert!(!review.needs_fix_round && review.findings.is_empty());
+    assert!(!review.needs_fix_round() && review.findings.is_empty());
     assert_eq!(review.reviewed_head_sha, repo.base.to_string());
 }
 
@@ -321,7 +320,7 @@ async fn a_well_behaved_fixer_resolves_every_open_finding() {
 fn fix_run<'a>(repo: &'a Repo, ids: &[&str]) -> Run<'a> {
     Run {
         repo,
-        phase: Phase::Fix,
+        phase: AgentPhase::Fix,
         round: 1,
         command: Vec::new(),
         expectations: Expectations::Fix {
@@ -360,7 +359,7 @@ fn update_epic_run<'a>(repo: &'a Repo, mode: &str, rerequest: Option<ReRequest>)
     // A re-request that does not ask for the roadmap cannot require it.
     let roadmap_asked = rerequest.is_none_or(|asked| asked.roadmap);
     Run {
-        phase: Phase::UpdateEpic,
+        phase: AgentPhase::UpdateEpic,
         command: script("phase_update_epic.sh", &[mode]),
         expectations: Expectations::UpdateEpic(UpdateEpicObservations {
             epic: issue(1),
@@ -385,7 +384,7 @@ async fn a_well_behaved_epic_updater_is_accepted() {
     let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
-    assert_eq!(update.next_issue_url, None);
+    assert_eq!(update.next_issue, None);
     assert!(
         update
             .roadmap_section
@@ -404,9 +403,10 @@ async fn a_rerequest_for_the_next_issue_accepts_just_that_field() {
     let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
+    assert_eq!(update.next_issue, Some(8));
     assert_eq!(
-        update.next_issue_url.as_deref(),
-        Some("https://github.com/octo/widgets/issues/8")
+        update.next_issue_repository.as_deref(),
+        Some("octo/widgets")
     );
     assert_eq!(update.progress, None);
 }
@@ -425,7 +425,7 @@ async fn a_rerequest_answer_repeating_the_progress_is_refused() {
 async fn expectations_of_another_phase_are_a_caller_error_before_any_launch() {
     let repo = Repo::new().await;
     let run = Run {
-        phase: Phase::Review,
+        phase: AgentPhase::Review,
         ..Run::implement(&repo, "good")
     };
     assert!(matches!(

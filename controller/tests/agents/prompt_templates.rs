@@ -10,8 +10,9 @@ use autoforge::agents::prompt::{
     rerequest_values,
 };
 use autoforge::agents::result::{
-    CapturedOutput, Phase, ReRequest, correction_allowed, limits, parse_result,
+    CapturedOutput, ReRequest, correction_allowed, limits, parse_result,
 };
+use autoforge::machine::AgentPhase;
 
 /// Every non-bound placeholder of `id`, with a recognisable value.
 fn sample_values(id: TemplateId) -> BTreeMap<&'static str, Value> {
@@ -157,7 +158,11 @@ fn an_override_with_other_placeholders_is_refused_at_load() {
 
 #[test]
 fn a_refused_result_becomes_a_bounded_correction_prompt_with_its_diagnosis() {
-    let err = parse_result(Phase::Review, &CapturedOutput::complete("no block, LGTM")).unwrap_err();
+    let err = parse_result(
+        AgentPhase::Review,
+        &CapturedOutput::complete("no block, LGTM"),
+    )
+    .unwrap_err();
     assert!(correction_allowed(true, 0, 1));
     assert!(!correction_allowed(true, 1, 1), "the bound is respected");
     assert!(
@@ -167,7 +172,7 @@ fn a_refused_result_becomes_a_bounded_correction_prompt_with_its_diagnosis() {
     let out = PromptSet::embedded()
         .render(
             TemplateId::Correction,
-            &correction_values(Phase::Review, &err, 1, 1),
+            &correction_values(AgentPhase::Review, &err, 1, 1),
         )
         .unwrap();
     assert!(

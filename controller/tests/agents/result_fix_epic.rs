@@ -4,10 +4,11 @@
 
 use autoforge::agents::result::HandedOverFollowUp;
 use autoforge::agents::result::{
-    BLOCK_END, BLOCK_START, CapturedOutput, CrossCheckError, FixObservations, Observations, Phase,
-    PhaseResult, ReRequest, ResolutionKind, ResultError, UpdateEpicObservations, cross_check,
-    parse_result, parse_update_epic_rerequest,
+    BLOCK_END, BLOCK_START, CapturedOutput, CrossCheckError, FixObservations, Observations,
+    ReRequest, ResultError, UpdateEpicObservations, cross_check, parse_result,
+    parse_update_epic_rerequest,
 };
+use autoforge::machine::{AgentPhase, AgentResult, PhaseResult, ResolutionKind};
 use autoforge::publish::{IssueRef, PolicyViolation};
 use serde_json::{Value, json};
 
@@ -54,8 +55,12 @@ fn fix_observations(head: &str) -> FixObservations {
     }
 }
 
-fn check_fix(resolutions: Value, head: &str, observed: FixObservations) -> Result<(), ResultError> {
-    let result = parse_result(Phase::Fix, &captured(&fix_result(resolutions, head)))?;
+fn check_fix(
+    resolutions: Value,
+    head: &str,
+    observed: FixObservations,
+) -> Result<AgentResult, ResultError> {
+    let result = parse_result(AgentPhase::Fix, &captured(&fix_result(resolutions, head)))?;
     cross_check(&result, &Observations::Fix(observed))
 }
 
@@ -66,15 +71,23 @@ fn a_complete_fix_result_parses_into_typed_resolutions() {
         {"finding_id": "R2-F2", "resolution": "follow_up_created",
          "follow_up_issue": {"title": "Speed up the scan", "body": "Out of scope here."}}
     ]);
-    let result = parse_result(Phase::Fix, &captured(&fix_result(resolutions, NEW_HEAD))).unwrap();
-    let PhaseResult::Fix(fix) = &result else {
+    let parsed = parse_result(
+        AgentPhase::Fix,
+        &captured(&fix_result(resolutions, NEW_HEAD)),
+    )
+    .unwrap();
+    let result =
+        cross_check(&parsed, &Observations::Fix(fix_observations(NEW_HEAD))).expect("consistent");
+    let AgentResult::Success {
+        result: PhaseResult::Fix(fix),
+    } = &result
+    else {
         panic!("wrong variant");
     };
     assert!(matches!(
         fix.resolutions[1].kind,
-        ResolutionKind::FollowUpNew(_)
+        ResolutionKind::FollowUpNew { .. }
     ));
-    cross_check(&result, &Observations::Fix(fix_observations(NEW_HEAD))).expect("consistent");
 }
 
 #[test]
@@ -201,8 +214,11 @@ fn inconsistent_resolution_fields_are_refused_by_the_schema() {
     let fixed_with_url = json!([{"finding_id": "R2-F1", "resolution": "fixed",
         "follow_up_issue_url": "https://github.com/acme/widgets/issues/40"}]);
     for resolutions in [short, both, fixed_with_url] {
-        let err =
-            parse_result(Phase::Fix, &captured(&fix_result(resolutions, NEW_HEAD))).unwrap_err();
+        let err = parse_result(
+            AgentPhase::Fix,
+            &captured(&fix_result(resolutions, NEW_HEAD)),
+        )
+        .unwrap_err();
         assert!(matches!(err, ResultError::Schema { .. }), "{err}");
     }
 }
@@ -233,7 +249,7 @@ fn progress_may_not_contain_any_url() {
         Value::Null,
         json!(null),
     );
-    let err = parse_result(Phase::UpdateEpic, &captured(&value)).unwrap_err();
+    let err = parse_result(AgentPhase::UpdateEpic, &captured(&value)).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::Url { field, .. }) if field == "progress"),
         "{err}"
@@ -247,7 +263,7 @@ fn a_due_roadmap_section_is_required() {
         Value::Null,
         json!("https://github.com/acme/widgets/issues/14"),
     );
-    let result = parse_result(Phase::UpdateEpic, &captured(&value)).unwrap();
+    let result = parse_result(AgentPhase::UpdateEpic, &captured(&value)).unwrap();
     assert_eq!(
         cross_check(&result, &epic_observations(true)).unwrap_err(),
         ResultError::CrossCheck(CrossCheckError::RoadmapRequired)
@@ -258,7 +274,7 @@ fn a_due_roadmap_section_is_required() {
 #[test]
 fn completing_the_epic_with_pending_merges_requires_the_final_roadmap() {
     let value = epic_result("All done: #13.", json!(""), Value::Null);
-    let result = parse_result(Phase::UpdateEpic, &captured(&value)).unwrap();
+    let result = parse_result(AgentPhase::UpdateEpic, &captured(&value)).unwrap();
     assert_eq!(
         cross_check(&result, &epic_observations(false)).unwrap_err(),
         ResultError::CrossCheck(CrossCheckError::RoadmapRequired)
@@ -275,7 +291,7 @@ fn a_well_formed_next_issue_is_left_to_the_machine_to_verify() {
         "https://github.com/acme/widgets/issues/12",
     ] {
         let value = epic_result("Merged #13.", json!("- [x] #12"), json!(url));
-        let result = parse_result(Phase::UpdateEpic, &captured(&value)).unwrap();
+        let result = parse_result(AgentPhase::UpdateEpic, &captured(&value)).unwrap();
         cross_check(&result, &epic_observations(true)).expect(url);
     }
 }
@@ -301,15 +317,19 @@ fn a_rerequest_refuses_progress_and_unasked_fields() {
     );
     let ok = json!({"phase": "UPDATE_EPIC", "status": "success",
         "next_issue_url": "https://github.com/acme/widgets/issues/14"});
-    let PhaseResult::UpdateEpic(result) =
-        parse_update_epic_rerequest(&captured(&ok), asked).unwrap()
+    let parsed = parse_update_epic_rerequest(&captured(&ok), asked).unwrap();
+    // A re-request that does not ask for the roadmap cannot require it.
+    let AgentResult::Success {
+        result: PhaseResult::UpdateEpic(result),
+    } = cross_check(&parsed, &epic_observations(false)).unwrap()
     else {
         panic!("wrong variant");
     };
     assert_eq!(result.progress, None);
+    assert_eq!(result.next_issue, Some(14));
     assert_eq!(
-        result.next_issue_url.as_deref(),
-        Some("https://github.com/acme/widgets/issues/14")
+        result.next_issue_repository.as_deref(),
+        Some("acme/widgets")
     );
 }
 
@@ -318,7 +338,7 @@ fn a_blank_progress_report_is_refused_not_dropped() {
     // The progress comment is posted once per merge; whitespace must not
     // turn the required report into a silently skipped one.
     let value = epic_result(" \n\t", Value::Null, Value::Null);
-    let err = parse_result(Phase::UpdateEpic, &captured(&value)).unwrap_err();
+    let err = parse_result(AgentPhase::UpdateEpic, &captured(&value)).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::Blank { field }) if field == "progress"),
         "{err}"

@@ -5,8 +5,9 @@
 
 use autoforge::agents::result::{
     BLOCK_END, BLOCK_START, CapturedOutput, CrossCheckError, ImplementObservations, Observations,
-    Phase, PhaseResult, ResultError, ReviewObservations, cross_check, parse_result,
+    ParsedResult, ResultError, ReviewObservations, cross_check, parse_result,
 };
+use autoforge::machine::{AgentPhase, AgentResult, PhaseResult};
 use autoforge::publish::{IssueRef, PolicyViolation};
 use serde_json::{Value, json};
 
@@ -53,7 +54,7 @@ fn review(round: u32) -> Value {
     })
 }
 
-fn parse(phase: Phase, value: &Value) -> Result<PhaseResult, ResultError> {
+fn parse(phase: AgentPhase, value: &Value) -> Result<ParsedResult, ResultError> {
     parse_result(phase, &CapturedOutput::complete(block(value)))
 }
 
@@ -83,19 +84,22 @@ fn captured_tail(output: &str, keep: usize) -> CapturedOutput {
 
 #[test]
 fn a_valid_implement_result_parses_and_cross_checks() {
-    let result = parse(Phase::Implement, &implement()).expect("valid");
-    let PhaseResult::Implement(r) = &result else {
+    let parsed = parse(AgentPhase::Implement, &implement()).expect("valid");
+    let result = cross_check(&parsed, &implement_observations()).expect("consistent");
+    let AgentResult::Success {
+        result: PhaseResult::Implement(r),
+    } = &result
+    else {
         panic!("wrong variant {result:?}");
     };
     assert_eq!(r.head_sha, HEAD);
     assert_eq!(r.tests.len(), 1);
-    cross_check(&result, &implement_observations()).expect("consistent");
 }
 
 #[test]
 fn output_without_a_block_is_refused() {
     let err = parse_result(
-        Phase::Implement,
+        AgentPhase::Implement,
         &CapturedOutput::complete("done, LGTM, merged"),
     )
     .unwrap_err();
@@ -119,8 +123,11 @@ fn of_two_blocks_the_last_is_used() {
     let mut last = implement();
     last["pr_title"] = json!("Second attempt");
     let output = format!("{}\nmore work\n{}", block(&first), block(&last));
-    let PhaseResult::Implement(r) =
-        parse_result(Phase::Implement, &CapturedOutput::complete(output)).expect("valid")
+    let parsed =
+        parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).expect("valid");
+    let AgentResult::Success {
+        result: PhaseResult::Implement(r),
+    } = cross_check(&parsed, &implement_observations()).expect("consistent")
     else {
         panic!("wrong variant");
     };
@@ -131,7 +138,7 @@ fn of_two_blocks_the_last_is_used() {
 fn a_block_only_in_the_truncated_head_is_not_found_and_the_diagnosis_says_so() {
     let output = format!("{}{}", block(&implement()), "log line\n".repeat(200_000));
     let captured = captured_tail(&output, 64 * 1024);
-    let err = parse_result(Phase::Implement, &captured).unwrap_err();
+    let err = parse_result(AgentPhase::Implement, &captured).unwrap_err();
     assert!(
         matches!(
             err,
@@ -152,7 +159,7 @@ fn a_block_only_in_the_truncated_head_is_not_found_and_the_diagnosis_says_so() {
 fn a_two_mebibyte_block_is_refused_by_size_before_parsing() {
     // Not even JSON: the size check must come first.
     let output = format!("{BLOCK_START}{}{BLOCK_END}", "x".repeat(2 * 1024 * 1024));
-    let err = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap_err();
+    let err = parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).unwrap_err();
     assert_eq!(
         err,
         ResultError::BlockTooLarge {
@@ -165,7 +172,7 @@ fn a_two_mebibyte_block_is_refused_by_size_before_parsing() {
 #[test]
 fn invalid_json_is_refused_with_its_position_only() {
     let output = format!("{BLOCK_START}\n{{\"phase\": \"IMPLEMENT\", secret-text }}\n{BLOCK_END}");
-    let err = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap_err();
+    let err = parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).unwrap_err();
     assert!(
         matches!(err, ResultError::InvalidJson { line: 1, .. }),
         "{err}"
@@ -175,13 +182,13 @@ fn invalid_json_is_refused_with_its_position_only() {
 
 #[test]
 fn a_json_array_is_not_a_result() {
-    let err = parse(Phase::Implement, &json!([1, 2])).unwrap_err();
+    let err = parse(AgentPhase::Implement, &json!([1, 2])).unwrap_err();
     assert_eq!(err, ResultError::NotAnObject);
 }
 
 #[test]
 fn wrong_phase_is_refused() {
-    let err = parse(Phase::Review, &implement()).unwrap_err();
+    let err = parse(AgentPhase::Review, &implement()).unwrap_err();
     assert_eq!(err, ResultError::WrongPhase { expected: "REVIEW" });
 }
 
@@ -190,12 +197,12 @@ fn unknown_status_and_a_failure_without_message_are_refused() {
     let mut value = implement();
     value["status"] = json!("done");
     assert_eq!(
-        parse(Phase::Implement, &value).unwrap_err(),
+        parse(AgentPhase::Implement, &value).unwrap_err(),
         ResultError::BadStatus
     );
     let failure = json!({"phase": "IMPLEMENT", "status": "failure", "message": "  "});
     assert_eq!(
-        parse(Phase::Implement, &failure).unwrap_err(),
+        parse(AgentPhase::Implement, &failure).unwrap_err(),
         ResultError::MissingMessage { status: "failure" }
     );
 }
@@ -204,9 +211,11 @@ fn unknown_status_and_a_failure_without_message_are_refused() {
 fn blocked_result_needs_only_phase_status_and_message() {
     let blocked =
         json!({"phase": "FIX", "status": "blocked", "message": "The follow-up issue is wrong."});
+    // A blocked result names nothing to cross-check, whatever was observed.
+    let parsed = parse(AgentPhase::Fix, &blocked).expect("valid");
     assert_eq!(
-        parse(Phase::Fix, &blocked).expect("valid"),
-        PhaseResult::Blocked {
+        cross_check(&parsed, &implement_observations()).expect("nothing to compare"),
+        AgentResult::Blocked {
             message: "The follow-up issue is wrong.".into()
         }
     );
@@ -227,20 +236,20 @@ fn missing_extra_and_mistyped_fields_are_named_by_path_and_rule() {
     let mut missing = implement();
     missing.as_object_mut().unwrap().remove("pr_title");
     assert_eq!(
-        schema_violations(parse(Phase::Implement, &missing).unwrap_err()),
+        schema_violations(parse(AgentPhase::Implement, &missing).unwrap_err()),
         [("/".to_owned(), "required".to_owned())]
     );
 
     let mut extra = implement();
     extra["pr_url"] = json!("https://github.com/acme/widgets/pull/3");
-    let err = parse(Phase::Implement, &extra).unwrap_err();
+    let err = parse(AgentPhase::Implement, &extra).unwrap_err();
     assert!(err.to_string().contains("1 unexpected field(s)"), "{err}");
     assert!(!err.to_string().contains("pr_url"), "{err}");
 
     let mut mistyped = review(1);
     mistyped["round"] = json!("1");
     assert_eq!(
-        schema_violations(parse(Phase::Review, &mistyped).unwrap_err()),
+        schema_violations(parse(AgentPhase::Review, &mistyped).unwrap_err()),
         [("/round".to_owned(), "type".to_owned())]
     );
 }
@@ -249,7 +258,7 @@ fn missing_extra_and_mistyped_fields_are_named_by_path_and_rule() {
 fn oversized_fields_are_refused_with_sizes_not_clipped() {
     let mut value = review(1);
     value["summary"] = json!("é".repeat(2_001));
-    let err = parse(Phase::Review, &value).unwrap_err();
+    let err = parse(AgentPhase::Review, &value).unwrap_err();
     assert_eq!(
         err.to_string(),
         "the result breaks its schema: /summary: maxLength (2001 characters; limit 2000)"
@@ -260,7 +269,7 @@ fn oversized_fields_are_refused_with_sizes_not_clipped() {
 fn a_head_sha_of_another_commit_fails_the_cross_check() {
     let mut value = implement();
     value["head_sha"] = json!(OTHER);
-    let result = parse(Phase::Implement, &value).expect("schema-valid");
+    let result = parse(AgentPhase::Implement, &value).expect("schema-valid");
     let err = cross_check(&result, &implement_observations()).unwrap_err();
     assert_eq!(
         err,
@@ -276,7 +285,7 @@ fn a_head_sha_of_another_commit_fails_the_cross_check() {
 fn an_issue_url_of_another_issue_fails_the_cross_check() {
     let mut value = implement();
     value["issue_url"] = json!("https://github.com/acme/widgets/issues/13");
-    let result = parse(Phase::Implement, &value).expect("schema-valid");
+    let result = parse(AgentPhase::Implement, &value).expect("schema-valid");
     assert!(matches!(
         cross_check(&result, &implement_observations()),
         Err(ResultError::CrossCheck(CrossCheckError::WrongIssue { .. }))
@@ -293,7 +302,7 @@ fn review_observations(round: u32) -> Observations {
 
 #[test]
 fn a_round_mismatch_fails_the_cross_check() {
-    let result = parse(Phase::Review, &review(2)).expect("valid");
+    let result = parse(AgentPhase::Review, &review(2)).expect("valid");
     assert_eq!(
         cross_check(&result, &review_observations(3)).unwrap_err(),
         ResultError::CrossCheck(CrossCheckError::RoundMismatch {
@@ -307,7 +316,7 @@ fn a_round_mismatch_fails_the_cross_check() {
 fn finding_ids_of_another_round_fail_the_cross_check() {
     let mut value = review(2);
     value["findings"][0]["id"] = json!("R1-F1");
-    let result = parse(Phase::Review, &value).expect("schema-valid");
+    let result = parse(AgentPhase::Review, &value).expect("schema-valid");
     assert!(matches!(
         cross_check(&result, &review_observations(2)).unwrap_err(),
         ResultError::CrossCheck(CrossCheckError::FindingOfAnotherRound { index: 0, .. })
@@ -318,14 +327,14 @@ fn finding_ids_of_another_round_fail_the_cross_check() {
 fn verdict_must_match_findings_and_no_clean_verdict_after_a_failed_validation() {
     let mut value = review(1);
     value["needs_fix_round"] = json!(false);
-    let result = parse(Phase::Review, &value).expect("schema-valid");
+    let result = parse(AgentPhase::Review, &value).expect("schema-valid");
     assert!(matches!(
         cross_check(&result, &review_observations(1)).unwrap_err(),
         ResultError::CrossCheck(CrossCheckError::VerdictMismatch { findings: 1, .. })
     ));
 
     value["findings"] = json!([]);
-    let clean = parse(Phase::Review, &value).expect("schema-valid");
+    let clean = parse(AgentPhase::Review, &value).expect("schema-valid");
     cross_check(&clean, &review_observations(1)).expect("clean round is consistent");
     let failed = Observations::Review(ReviewObservations {
         round: 1,
@@ -343,7 +352,7 @@ fn a_credential_in_pr_body_is_refused_without_quoting_it() {
     let token = format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4));
     let mut value = implement();
     value["pr_body"] = json!(format!("Set GITHUB_TOKEN={token} to try it."));
-    let err = parse(Phase::Implement, &value).unwrap_err();
+    let err = parse(AgentPhase::Implement, &value).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::Credential { field, .. }) if field == "pr_body"),
         "{err}"
@@ -356,7 +365,7 @@ fn a_credential_in_pr_body_is_refused_without_quoting_it() {
 fn a_closing_keyword_inside_a_code_block_is_refused() {
     let mut value = implement();
     value["pr_body"] = json!("Example commit:\n\n```\nCloses #12\n```\n");
-    let err = parse(Phase::Implement, &value).unwrap_err();
+    let err = parse(AgentPhase::Implement, &value).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::ClosingKeyword { field, offset: 21 }) if field == "pr_body"),
         "{err}"
@@ -367,7 +376,7 @@ fn a_closing_keyword_inside_a_code_block_is_refused() {
 fn a_mention_outside_code_is_refused_in_a_finding_title() {
     let mut value = review(1);
     value["findings"][0]["title"] = json!("Ask @someone about it");
-    let err = parse(Phase::Review, &value).unwrap_err();
+    let err = parse(AgentPhase::Review, &value).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::MentionOutsideCode { field, offset: 4 }) if field == "findings[0].title"),
         "{err}"
@@ -380,7 +389,7 @@ fn an_unclosed_fence_in_one_review_field_is_refused_in_that_field() {
     let mut value = review(1);
     value["assessment"] = json!("Trace:\n\n```\npanic at main");
     value["observations"] = json!("```\n@team\n```\n");
-    let err = parse(Phase::Review, &value).unwrap_err();
+    let err = parse(AgentPhase::Review, &value).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::UnclosedFence { field, .. }) if field == "assessment"),
         "{err}"
@@ -391,7 +400,7 @@ fn an_unclosed_fence_in_one_review_field_is_refused_in_that_field() {
 fn raw_html_with_a_mention_in_code_is_refused() {
     let mut value = review(1);
     value["spec"] = json!("<img src=x> see `@octocat`");
-    let err = parse(Phase::Review, &value).unwrap_err();
+    let err = parse(AgentPhase::Review, &value).unwrap_err();
     assert!(
         matches!(&err, ResultError::Policy(PolicyViolation::MentionWithRawHtml { field, .. }) if field == "spec"),
         "{err}"
@@ -403,7 +412,7 @@ fn marker_openers_in_any_spacing_or_case_are_refused() {
     for text in ["<!--AI-x: {}", "note <!--\n ai-review-result: {} -->"] {
         let mut value = review(1);
         value["summary"] = json!(text);
-        let err = parse(Phase::Review, &value).unwrap_err();
+        let err = parse(AgentPhase::Review, &value).unwrap_err();
         assert!(
             matches!(&err, ResultError::Policy(PolicyViolation::MarkerOpener { field, .. }) if field == "summary"),
             "{text:?}: {err}"
@@ -413,7 +422,7 @@ fn marker_openers_in_any_spacing_or_case_are_refused() {
 
 #[test]
 fn the_diagnosis_adds_guidance_to_the_error() {
-    let err = parse(Phase::Review, &implement()).unwrap_err();
+    let err = parse(AgentPhase::Review, &implement()).unwrap_err();
     let diagnosis = err.diagnosis();
     assert!(
         diagnosis.starts_with("phase must be \"REVIEW\"\n"),
@@ -428,7 +437,7 @@ fn a_duplicate_key_is_refused_rather_than_silently_resolved() {
   "issue_url": "https://github.com/acme/widgets/issues/12", "head_sha": "{HEAD}", "pr_body": "x"}}"#
     );
     let output = format!("{BLOCK_START}\n{json}\n{BLOCK_END}");
-    let err = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap_err();
+    let err = parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).unwrap_err();
     assert!(
         matches!(err, ResultError::DuplicateKey { line: 1, .. }),
         "{err}"
@@ -442,8 +451,11 @@ fn protocol_markers_quoted_inside_a_json_string_do_not_break_the_block() {
         "Documents the agent protocol: a result starts with `{BLOCK_START}` and ends with `{BLOCK_END}`."
     ));
     let output = format!("thinking\n{}", block(&value));
-    let parsed = parse_result(Phase::Implement, &CapturedOutput::complete(output)).unwrap();
-    let PhaseResult::Implement(result) = parsed else {
+    let parsed = parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).unwrap();
+    let AgentResult::Success {
+        result: PhaseResult::Implement(result),
+    } = cross_check(&parsed, &implement_observations()).unwrap()
+    else {
         panic!("not an implement result");
     };
     assert!(result.pr_body.contains(BLOCK_START));
@@ -452,11 +464,11 @@ fn protocol_markers_quoted_inside_a_json_string_do_not_break_the_block() {
 #[test]
 fn an_announcing_opener_before_the_real_one_is_skipped() {
     let output = format!("Here is my {BLOCK_START} answer:\n{}", block(&implement()));
-    assert!(parse_result(Phase::Implement, &CapturedOutput::complete(output)).is_ok());
+    assert!(parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).is_ok());
 }
 
 #[test]
 fn crlf_line_endings_around_the_block_are_accepted() {
     let output = block(&implement()).replace('\n', "\r\n");
-    assert!(parse_result(Phase::Implement, &CapturedOutput::complete(output)).is_ok());
+    assert!(parse_result(AgentPhase::Implement, &CapturedOutput::complete(output)).is_ok());
 }

@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec, Role};
+use autoforge::agents::profile::{AgentProfile, ProfileSpec};
 use autoforge::agents::supervisor::{
     CancelToken, CaptureLimits, Heartbeat, LaunchExit, LaunchOutcome, LaunchRequest, launch,
 };
+use autoforge::machine::AgentPhase;
 use autoforge::redact::Redactor;
 use nix::errno::Errno;
 use nix::sys::signal::kill;
@@ -48,8 +49,14 @@ async fn run(
     redactor: &Redactor,
     prompt: &str,
 ) -> LaunchOutcome {
-    let mut request =
-        LaunchRequest::new(profile, Role::Implement, prompt, workdir, log_dir, redactor);
+    let mut request = LaunchRequest::new(
+        profile,
+        AgentPhase::Implement,
+        prompt,
+        workdir,
+        log_dir,
+        redactor,
+    );
     request.kill_grace = Duration::from_millis(300);
     launch(request).await.unwrap()
 }
@@ -123,7 +130,7 @@ async fn cancellation_kills_the_whole_group() {
     let workdir = work(&dir);
     let mut request = LaunchRequest::new(
         &p,
-        Role::Fix,
+        AgentPhase::Fix,
         "",
         &workdir,
         dir.path().join("log"),
@@ -245,7 +252,7 @@ async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let workdir = work(&dir);
     let mut request = LaunchRequest::new(
         &p,
-        Role::Implement,
+        AgentPhase::Implement,
         "",
         &workdir,
         dir.path().join("log"),
@@ -301,7 +308,7 @@ async fn output_over_the_bound_keeps_head_and_tail_with_counts() {
     let workdir = work(&dir);
     let mut request = LaunchRequest::new(
         &p,
-        Role::Review,
+        AgentPhase::Review,
         "",
         &workdir,
         dir.path().join("log"),
@@ -372,7 +379,7 @@ async fn well_behaved_implementer_commits_and_reports_its_head_and_usage() {
     );
     assert_eq!(out.record.tokens, Some(12_345));
     assert_eq!(out.record.profile, "scripted");
-    assert_eq!(out.record.role, Role::Implement);
+    assert_eq!(out.record.role, AgentPhase::Implement);
 }
 
 #[tokio::test]
@@ -430,7 +437,7 @@ async fn a_missing_program_is_a_launch_error_not_a_result() {
     let workdir = work(&dir);
     let request = LaunchRequest::new(
         &p,
-        Role::Implement,
+        AgentPhase::Implement,
         "",
         &workdir,
         dir.path().join("log"),
@@ -447,7 +454,7 @@ async fn a_log_dir_inside_the_worktree_is_refused() {
     let workdir = work(&dir);
     let request = LaunchRequest::new(
         &p,
-        Role::Review,
+        AgentPhase::Review,
         "",
         &workdir,
         workdir.join(".autoforge/log"),

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec, Role};
+use autoforge::agents::profile::{AgentProfile, ProfileSpec};
 use autoforge::agents::supervisor::{LaunchExit, LaunchRequest, launch};
+use autoforge::machine::AgentPhase;
 use autoforge::redact::Redactor;
 use autoforge::workspace::{CommitSha, Mirror, WorkspaceError, Workspaces, Worktree};
 use base64::Engine as _;
@@ -217,7 +218,7 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
     let redactor = Redactor::new();
     let request = LaunchRequest::new(
         &profile,
-        Role::Review,
+        AgentPhase::Review,
         "review, read-only",
         wt.path(),
         state.path().join("launches/1"),

@@ -13,8 +13,8 @@ use autoforge::agents::profile::AgentCatalog;
 use autoforge::agents::prompt::PromptSet;
 use autoforge::config::AgentSettings;
 use autoforge::driver::{
-    AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess, RetryPolicy,
-    RunHooks,
+    AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess, RunHooks,
+    StepRetryPolicy,
 };
 use autoforge::github::{
     BackoffPolicy as HttpRetry, ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment,
@@ -104,7 +104,7 @@ impl World {
             concurrency: 4,
             poll_interval: Duration::from_millis(20),
             idle_recheck: Duration::from_millis(50),
-            retry: RetryPolicy {
+            retry: StepRetryPolicy {
                 max_retries: 2,
                 base_delay: Duration::from_millis(10),
                 max_delay: Duration::from_millis(40),

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use autoforge::driver::{Driver, DriverConfig, RepositoryAccess, RetryPolicy, RunHooks};
+use autoforge::driver::{Driver, DriverConfig, RepositoryAccess, RunHooks, StepRetryPolicy};
 use autoforge::github::{GitHubAuth, GitHubClient};
 use autoforge_journal::{Journal, RunId};
 use driver_support::{OWNER, REPOSITORY, World};
@@ -73,7 +73,7 @@ async fn process_child_runs_the_driver_loop() {
         concurrency: 3,
         poll_interval: Duration::from_millis(10),
         idle_recheck: Duration::from_millis(20),
-        retry: RetryPolicy::default(),
+        retry: StepRetryPolicy::default(),
         ..DriverConfig::new(var("WORKER"))
     };
     let log = Arc::new(HoldingLog {

@@ -2,7 +2,7 @@
 //! that catches what per-field checks cannot, and GitHub's size limit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use autoforge::agents::result::{Classification, Finding, ReviewSections};
+use autoforge::machine::{Classification, Finding, ReviewSections};
 use autoforge::publish::{PolicyViolation, ReviewRender, render_review_comment};
 
 const HEAD: &str = "1111111111111111111111111111111111111111";

@@ -22,8 +22,8 @@ fn sha(n: u32) -> String {
     format!("{n:040x}")
 }
 
-fn settings(merge_mode: MergeMode) -> Settings {
-    Settings {
+fn settings(merge_mode: MergeMode) -> RunSettings {
+    RunSettings {
         merge_mode,
         max_review_rounds: 2,
         max_launches: 10,
@@ -31,11 +31,11 @@ fn settings(merge_mode: MergeMode) -> Settings {
         max_corrections: 1,
         max_retries: 2,
         max_merge_checks: 3,
-        ..Settings::default()
+        ..RunSettings::default()
     }
 }
 
-fn started(settings: &Settings, epic: bool) -> Event {
+fn started(settings: &RunSettings, epic: bool) -> Event {
     Event::Started {
         repository: "acme/widgets".into(),
         issue: 7,
@@ -247,7 +247,7 @@ const FAMILIES: u8 = 16;
 
 /// A plausible event for `state`: ids, SHAs and rounds mostly match what the
 /// run awaits, so sequences make progress; `flavor` picks the variation.
-fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> Event {
+fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -> Event {
     let launch = match &state.awaiting {
         Awaiting::Agent { launch } => launch.id,
         _ => 1,
@@ -271,14 +271,18 @@ fn event_for(state: &RunState, settings: &Settings, family: u8, flavor: u8) -> E
         },
         4 => Event::EffectsObserved {
             observed: vec![
-                Observed::PullRequest { number: PR },
-                Observed::Comment {
+                EffectReadBack::PullRequest { number: PR },
+                EffectReadBack::Comment {
                     url: "https://example.test/c".into(),
                 },
             ]
             .into_iter()
-            .chain(flavor.is_multiple_of(2).then_some(Observed::RoadmapSpliced))
-            .chain((flavor % 16 == 1).then_some(Observed::RoadmapVoided))
+            .chain(
+                flavor
+                    .is_multiple_of(2)
+                    .then_some(EffectReadBack::RoadmapSpliced),
+            )
+            .chain((flavor % 16 == 1).then_some(EffectReadBack::RoadmapVoided))
             .collect(),
         },
         5 | 6 => Event::GitHubObserved {
@@ -348,7 +352,7 @@ fn awaited_family(state: &RunState, flavor: u8) -> u8 {
 /// Families from 12 up are operator commands (and the label removal).
 fn pick_event(
     state: &RunState,
-    settings: &Settings,
+    settings: &RunSettings,
     (selector, family, flavor): (u8, u8, u8),
 ) -> Event {
     let awaited = awaited_family(state, flavor);

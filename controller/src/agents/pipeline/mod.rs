@@ -2,7 +2,7 @@
 //! §5, §13): the function the run driver calls for IMPLEMENT, REVIEW, FIX
 //! and UPDATE_EPIC.
 //!
-//! Steps: pick the profile for (role, round) → render the trust boundary
+//! Steps: pick the profile for (agent phase, round) → render the trust boundary
 //! and the phase prompt → write the read-context folder → for REVIEW,
 //! fingerprint the worktree → launch under the supervisor → for REVIEW,
 //! compare the fingerprint (a moved tree voids the result) → parse the
@@ -15,6 +15,7 @@
 //! Diagnoses are the result parser's own words, which never quote the agent.
 
 mod observe;
+mod outcome;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,15 +27,16 @@ use tokio::sync::watch;
 use crate::agents::context::{
     ContextError, ContextFiles, ContextLimits, ensure_outside_worktree, write_context,
 };
-use crate::agents::profile::{AgentCatalog, AgentProfile, Role};
+use crate::agents::profile::{AgentCatalog, AgentProfile};
 use crate::agents::prompt::{PromptSet, RenderError, TemplateId, Value, correction_values};
 use crate::agents::result::{
-    CapturedOutput, Phase, PhaseResult, ReRequest, ResultError, correction_allowed, cross_check,
-    parse_result, parse_update_epic_rerequest,
+    CapturedOutput, ReRequest, ResultError, correction_allowed, cross_check, parse_result,
+    parse_update_epic_rerequest,
 };
 use crate::agents::supervisor::{
     self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchRequest,
 };
+use crate::machine::{AgentPhase, AgentResult, PhaseResult};
 use crate::redact::Redactor;
 use crate::workspace::{Mirror, WorkspaceError, Worktree};
 
@@ -43,7 +45,7 @@ pub use observe::{Candidate, CommitPolicy, Expectations, check_candidate_commits
 /// Everything one agent phase needs.
 #[derive(Debug)]
 pub struct PhaseRequest<'a> {
-    pub phase: Phase,
+    pub phase: AgentPhase,
     /// The review round (REVIEW and FIX); picks the reviewer profile.
     pub round: u32,
     pub catalog: &'a AgentCatalog,
@@ -122,8 +124,8 @@ pub struct PhaseReport {
 /// Why the phase could not be run at all (as opposed to an agent failing).
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    #[error("no agent profile is configured for role `{0}`")]
-    NoProfile(Role),
+    #[error("no agent profile is configured for role `{}`", .0.role_name())]
+    NoProfile(AgentPhase),
     #[error("the expectations given are for another phase than {0}")]
     ExpectationsOfAnotherPhase(&'static str),
     #[error("only UPDATE_EPIC can be asked again for some fields, not {0}")]
@@ -138,33 +140,23 @@ pub enum PipelineError {
     Workspace(#[from] WorkspaceError),
 }
 
-/// The role that runs `phase`.
-pub fn role_for(phase: Phase) -> Role {
-    match phase {
-        Phase::Implement => Role::Implement,
-        Phase::Review => Role::Review,
-        Phase::Fix => Role::Fix,
-        Phase::UpdateEpic => Role::UpdateEpic,
-    }
-}
-
-fn template_for(phase: Phase, rerequest: Option<ReRequest>) -> TemplateId {
+fn template_for(phase: AgentPhase, rerequest: Option<ReRequest>) -> TemplateId {
     match (phase, rerequest) {
-        (Phase::Implement, _) => TemplateId::Implement,
-        (Phase::Review, _) => TemplateId::Review,
-        (Phase::Fix, _) => TemplateId::Fix,
-        (Phase::UpdateEpic, None) => TemplateId::UpdateEpic,
-        (Phase::UpdateEpic, Some(_)) => TemplateId::UpdateEpicReRequest,
+        (AgentPhase::Implement, _) => TemplateId::Implement,
+        (AgentPhase::Review, _) => TemplateId::Review,
+        (AgentPhase::Fix, _) => TemplateId::Fix,
+        (AgentPhase::UpdateEpic, None) => TemplateId::UpdateEpic,
+        (AgentPhase::UpdateEpic, Some(_)) => TemplateId::UpdateEpicReRequest,
     }
 }
 
-fn expectations_fit(phase: Phase, expectations: &Expectations) -> bool {
+fn expectations_fit(phase: AgentPhase, expectations: &Expectations) -> bool {
     matches!(
         (phase, expectations),
-        (Phase::Implement, Expectations::Implement { .. })
-            | (Phase::Review, Expectations::Review(_))
-            | (Phase::Fix, Expectations::Fix { .. })
-            | (Phase::UpdateEpic, Expectations::UpdateEpic(_))
+        (AgentPhase::Implement, Expectations::Implement { .. })
+            | (AgentPhase::Review, Expectations::Review(_))
+            | (AgentPhase::Fix, Expectations::Fix { .. })
+            | (AgentPhase::UpdateEpic, Expectations::UpdateEpic(_))
     )
 }
 
@@ -172,16 +164,15 @@ fn expectations_fit(phase: Phase, expectations: &Expectations) -> bool {
 pub async fn run_phase(request: PhaseRequest<'_>) -> Result<PhaseReport, PipelineError> {
     let phase = request.phase;
     if !expectations_fit(phase, &request.expectations) {
-        return Err(PipelineError::ExpectationsOfAnotherPhase(phase.as_str()));
+        return Err(PipelineError::ExpectationsOfAnotherPhase(phase.spec_name()));
     }
-    if request.rerequest.is_some() && phase != Phase::UpdateEpic {
-        return Err(PipelineError::ReRequestOutsideUpdateEpic(phase.as_str()));
+    if request.rerequest.is_some() && phase != AgentPhase::UpdateEpic {
+        return Err(PipelineError::ReRequestOutsideUpdateEpic(phase.spec_name()));
     }
-    let role = role_for(phase);
     let profile = request
         .catalog
-        .profile_for(role, request.round)
-        .ok_or(PipelineError::NoProfile(role))?;
+        .profile_for(phase, request.round)
+        .ok_or(PipelineError::NoProfile(phase))?;
     ensure_outside_worktree(&request.launch_dir, request.worktree.path())?;
     let redactor = launch_redactor(request.redactor, profile);
 
@@ -193,7 +184,7 @@ pub async fn run_phase(request: PhaseRequest<'_>) -> Result<PhaseReport, Pipelin
         ContextLimits::default(),
     )?;
     let mut boundary = request.boundary.clone();
-    boundary.insert("PHASE", Value::trusted(phase.as_str()));
+    boundary.insert("PHASE", Value::trusted(phase.spec_name()));
     boundary.insert(
         "CONTEXT_DIR",
         Value::trusted(context_dir.display().to_string()),
@@ -290,20 +281,13 @@ async fn attempt_once(
     redactor: &Redactor,
 ) -> Result<Attempt, PipelineError> {
     // The reviewer is read-only; anything it changes voids its answer.
-    let before = if request.phase == Phase::Review {
+    let before = if request.phase == AgentPhase::Review {
         Some(request.worktree.fingerprint().await?)
     } else {
         None
     };
     let workdir: &Path = request.worktree.path();
-    let mut launch = LaunchRequest::new(
-        profile,
-        role_for(request.phase),
-        prompt,
-        workdir,
-        log_dir,
-        redactor,
-    );
+    let mut launch = LaunchRequest::new(profile, request.phase, prompt, workdir, log_dir, redactor);
     launch.cancel = request.cancel;
     launch.heartbeat = request.heartbeat;
     launch.kill_grace = request.kill_grace;
@@ -349,21 +333,23 @@ async fn judge(
         Some(asked) => parse_update_epic_rerequest(&captured, asked),
         None => parse_result(request.phase, &captured),
     };
-    let result = match parsed {
-        Ok(result) => result,
+    let parsed = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => return Ok(Verdict::Refused(error)),
     };
     let (observations, candidate) = request
         .expectations
         .observe(request.mirror, request.worktree)
         .await?;
-    if let Err(error) = cross_check(&result, &observations) {
-        return Ok(Verdict::Refused(error));
-    }
-    Ok(match result {
-        PhaseResult::Failure { message } => Verdict::Final(PhaseOutcome::AgentFailure { message }),
-        PhaseResult::Blocked { message } => Verdict::Final(PhaseOutcome::AgentBlocked { message }),
-        success => Verdict::Accepted(success, candidate),
+    Ok(match cross_check(&parsed, &observations) {
+        Err(error) => Verdict::Refused(error),
+        Ok(AgentResult::Failure { message }) => {
+            Verdict::Final(PhaseOutcome::AgentFailure { message })
+        }
+        Ok(AgentResult::Blocked { message }) => {
+            Verdict::Final(PhaseOutcome::AgentBlocked { message })
+        }
+        Ok(AgentResult::Success { result }) => Verdict::Accepted(result, candidate),
     })
 }
 
@@ -385,18 +371,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_phase_runs_its_own_role_and_template() {
-        let pairs: Vec<_> = Phase::ALL
+    fn each_phase_runs_its_own_template() {
+        let pairs: Vec<_> = AgentPhase::ALL
             .into_iter()
-            .map(|phase| (role_for(phase), template_for(phase, None)))
+            .map(|phase| (phase, template_for(phase, None)))
             .collect();
         assert_eq!(
             pairs,
             [
-                (Role::Implement, TemplateId::Implement),
-                (Role::Review, TemplateId::Review),
-                (Role::Fix, TemplateId::Fix),
-                (Role::UpdateEpic, TemplateId::UpdateEpic),
+                (AgentPhase::Implement, TemplateId::Implement),
+                (AgentPhase::Review, TemplateId::Review),
+                (AgentPhase::Fix, TemplateId::Fix),
+                (AgentPhase::UpdateEpic, TemplateId::UpdateEpic),
             ]
         );
         let asked = ReRequest {
@@ -404,7 +390,7 @@ mod tests {
             roadmap: false,
         };
         assert_eq!(
-            template_for(Phase::UpdateEpic, Some(asked)),
+            template_for(AgentPhase::UpdateEpic, Some(asked)),
             TemplateId::UpdateEpicReRequest
         );
     }
@@ -420,7 +406,7 @@ mod tests {
         let mut outcome = supervisor::LaunchOutcome {
             record: LaunchRecord {
                 profile: "p".into(),
-                role: Role::Implement,
+                role: AgentPhase::Implement,
                 started_at: chrono::Utc::now(),
                 duration: Duration::ZERO,
                 exit: LaunchExit::Exited(0),

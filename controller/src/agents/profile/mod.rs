@@ -26,9 +26,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_name};
 
-pub use routing::{
-    AgentCatalog, ReviewRole, ReviewRoute, Role, RoleRouting, RoundRange, RoutingError,
-};
+pub use routing::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange, RoutingError};
 pub use usage::UsagePattern;
 
 /// The argument placeholder replaced by the path of the prompt file. When a

@@ -15,34 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::AgentProfile;
-
-/// The agent phases a profile can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Implement,
-    Review,
-    Fix,
-    UpdateEpic,
-}
-
-impl Role {
-    /// The config-file and journal spelling of the role.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Implement => "implement",
-            Self::Review => "review",
-            Self::Fix => "fix",
-            Self::UpdateEpic => "update_epic",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::machine::AgentPhase;
 
 /// `"1"`, `"2-5"` or `"6+"`: an inclusive range of review rounds counted
 /// from 1; `end == None` means "and beyond".
@@ -151,8 +124,8 @@ pub enum RoutingError {
     Gap(String),
     #[error("no review profile is configured")]
     NoReviewProfile,
-    #[error("role `{role}`: profile `{profile}` is not defined")]
-    UnknownProfile { role: Role, profile: String },
+    #[error("role `{}`: profile `{profile}` is not defined", .role.role_name())]
+    UnknownProfile { role: AgentPhase, profile: String },
 }
 
 /// Which profile serves each role; `None` for a role left unset.
@@ -196,12 +169,12 @@ impl RoleRouting {
 
     /// The profile name for `role`; `round` matters only for reviews (round
     /// 0 is treated as round 1, a round past the cap as the last range).
-    pub fn profile_for(&self, role: Role, round: u32) -> Option<&str> {
+    pub fn profile_for(&self, role: AgentPhase, round: u32) -> Option<&str> {
         match role {
-            Role::Implement => self.implement.as_deref(),
-            Role::Fix => self.fix.as_deref(),
-            Role::UpdateEpic => self.update_epic.as_deref(),
-            Role::Review => {
+            AgentPhase::Implement => self.implement.as_deref(),
+            AgentPhase::Fix => self.fix.as_deref(),
+            AgentPhase::UpdateEpic => self.update_epic.as_deref(),
+            AgentPhase::Review => {
                 let round = round.max(1);
                 self.review
                     .iter()
@@ -213,15 +186,19 @@ impl RoleRouting {
     }
 
     /// Every `(role, profile)` pair, for checking names against the profiles.
-    fn references(&self) -> impl Iterator<Item = (Role, &str)> {
+    fn references(&self) -> impl Iterator<Item = (AgentPhase, &str)> {
         [
-            (Role::Implement, self.implement.as_deref()),
-            (Role::Fix, self.fix.as_deref()),
-            (Role::UpdateEpic, self.update_epic.as_deref()),
+            (AgentPhase::Implement, self.implement.as_deref()),
+            (AgentPhase::Fix, self.fix.as_deref()),
+            (AgentPhase::UpdateEpic, self.update_epic.as_deref()),
         ]
         .into_iter()
         .filter_map(|(role, profile)| profile.map(|p| (role, p)))
-        .chain(self.review.iter().map(|(_, p)| (Role::Review, p.as_str())))
+        .chain(
+            self.review
+                .iter()
+                .map(|(_, p)| (AgentPhase::Review, p.as_str())),
+        )
     }
 }
 
@@ -295,7 +272,7 @@ impl AgentCatalog {
 
     /// The profile that runs `role` in review round `round`, or `None` when
     /// the role is not configured.
-    pub fn profile_for(&self, role: Role, round: u32) -> Option<&AgentProfile> {
+    pub fn profile_for(&self, role: AgentPhase, round: u32) -> Option<&AgentProfile> {
         self.profiles.get(self.routing.profile_for(role, round)?)
     }
 
@@ -382,7 +359,7 @@ mod tests {
         let r = by_rounds(&[("6+", "c"), ("1", "a"), ("2-5", "b")]).unwrap();
         let picks: Vec<_> = [0, 1, 2, 5, 6, 600]
             .into_iter()
-            .map(|round| r.profile_for(Role::Review, round))
+            .map(|round| r.profile_for(AgentPhase::Review, round))
             .collect();
         assert_eq!(
             picks,
@@ -395,19 +372,19 @@ mod tests {
                 Some("c")
             ]
         );
-        assert_eq!(r.profile_for(Role::Implement, 3), Some("impl"));
-        assert_eq!(r.profile_for(Role::Fix, 3), Some("fixer"));
-        assert_eq!(r.profile_for(Role::UpdateEpic, 3), Some("epic"));
+        assert_eq!(r.profile_for(AgentPhase::Implement, 3), Some("impl"));
+        assert_eq!(r.profile_for(AgentPhase::Fix, 3), Some("fixer"));
+        assert_eq!(r.profile_for(AgentPhase::UpdateEpic, 3), Some("epic"));
     }
 
     #[test]
     fn a_single_reviewer_serves_every_round_and_unset_roles_have_none() {
         let solo = ReviewRole::Always("solo".into());
         let r = RoleRouting::new(None, None, None, Some(&solo), 8).unwrap();
-        assert_eq!(r.profile_for(Role::Review, 7), Some("solo"));
-        assert_eq!(r.profile_for(Role::Implement, 1), None);
+        assert_eq!(r.profile_for(AgentPhase::Review, 7), Some("solo"));
+        assert_eq!(r.profile_for(AgentPhase::Implement, 1), None);
         let none = RoleRouting::new(None, None, None, None, 8).unwrap();
-        assert_eq!(none.profile_for(Role::Review, 1), None);
+        assert_eq!(none.profile_for(AgentPhase::Review, 1), None);
     }
 
     #[test]
@@ -456,13 +433,16 @@ mod tests {
             .collect();
         let ok = by_rounds(&[("1+", "a")]).unwrap();
         let catalog = AgentCatalog::new(profiles.clone(), ok).unwrap();
-        assert_eq!(catalog.profile_for(Role::Review, 4).unwrap().name, "a");
+        assert_eq!(
+            catalog.profile_for(AgentPhase::Review, 4).unwrap().name,
+            "a"
+        );
 
         let missing = by_rounds(&[("1", "a"), ("2+", "ghost")]).unwrap();
         assert_eq!(
             AgentCatalog::new(profiles, missing).err(),
             Some(RoutingError::UnknownProfile {
-                role: Role::Review,
+                role: AgentPhase::Review,
                 profile: "ghost".into()
             })
         );

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Value;
-use crate::agents::result::{Finding, Phase, ReRequest, Resolution, ResolutionKind, ResultError};
+use crate::agents::result::{ReRequest, ResultError};
+use crate::machine::{AgentPhase, Finding, Resolution, ResolutionKind};
 
 const NONE: &str = "(none)";
 
@@ -73,18 +74,16 @@ pub fn fix_resolutions_value(
             ResolutionKind::Fixed { commit_sha: None } => {
                 let _ = writeln!(out, "{id}: fixed");
             }
-            ResolutionKind::FollowUpExisting { .. } | ResolutionKind::FollowUpNew(_) => {
+            ResolutionKind::FollowUpExisting { .. } | ResolutionKind::FollowUpNew { .. } => {
                 let url = follow_up_urls
                     .get(id)
                     .map_or("(not recorded)", String::as_str);
                 let _ = writeln!(out, "{id}: deferred to {url}");
             }
-            ResolutionKind::NoChange => {
+            ResolutionKind::NoChangeWithRationale { rationale } => {
                 let _ = writeln!(out, "{id}: no change; the fixer's rationale:");
+                push_indented(&mut out, rationale, "    ");
             }
-        }
-        if let Some(rationale) = &r.rationale {
-            push_indented(&mut out, rationale, "    ");
         }
     }
     Value::untrusted(out.trim_end())
@@ -94,13 +93,13 @@ pub fn fix_resolutions_value(
 /// controller's own text but is quoted as data, like everything between
 /// the agent's attempts.
 pub fn correction_values(
-    phase: Phase,
+    phase: AgentPhase,
     error: &ResultError,
     attempt: u32,
     max_attempts: u32,
 ) -> BTreeMap<&'static str, Value> {
     BTreeMap::from([
-        ("PHASE", Value::trusted(phase.as_str())),
+        ("PHASE", Value::trusted(phase.spec_name())),
         ("PREVIOUS_ERROR_BLOCK", Value::untrusted(error.diagnosis())),
         ("CORRECTION_ATTEMPT", Value::trusted(attempt.to_string())),
         (
@@ -140,7 +139,7 @@ fn push_indented(out: &mut String, text: &str, indent: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::result::Classification;
+    use crate::machine::Classification;
 
     fn finding() -> Finding {
         Finding {
@@ -171,12 +170,12 @@ mod tests {
                 kind: ResolutionKind::Fixed {
                     commit_sha: Some("ab".repeat(20)),
                 },
-                rationale: None,
             },
             Resolution {
                 finding_id: "R2-F2".into(),
-                kind: ResolutionKind::NoChange,
-                rationale: Some("Callers already check.".into()),
+                kind: ResolutionKind::NoChangeWithRationale {
+                    rationale: "Callers already check.".into(),
+                },
             },
         ];
         let Value::Untrusted(text) = fix_resolutions_value(&resolutions, &BTreeMap::new()) else {

@@ -4,12 +4,21 @@
 //! the round) are only ever compared, never used as targets: a disagreement
 //! is a correction, not a retarget. Ancestry facts arrive as data computed by
 //! the workspace code, which keeps this module free of git.
+//!
+//! A result that passes is returned as the machine's [`AgentResult`], with
+//! the references the checks resolved (follow-up and next-issue URLs become
+//! issue numbers); what served only a check is left behind.
 
 use std::collections::BTreeSet;
 
+use super::ParsedResult;
 use super::error::{CrossCheckError, ResultError};
-use super::types::{
-    FixResult, ImplementResult, PhaseResult, ResolutionKind, ReviewResult, UpdateEpicResult,
+use super::wire::{
+    Parsed, WireEpic, WireFix, WireImplement, WireResolution, WireResolutionKind, WireReview,
+};
+use crate::machine::{
+    AgentResult, EpicResult, FixResult, ImplementResult, PhaseResult, Resolution, ResolutionKind,
+    ReviewResult,
 };
 use crate::publish::IssueRef;
 
@@ -83,21 +92,40 @@ pub enum Observations {
     UpdateEpic(UpdateEpicObservations),
 }
 
-/// Compares `result` with the controller's own observations. Failure and
-/// blocked results name nothing to compare and always pass.
-pub fn cross_check(result: &PhaseResult, observed: &Observations) -> Result<(), ResultError> {
-    let outcome = match (result, observed) {
-        (PhaseResult::Failure { .. } | PhaseResult::Blocked { .. }, _) => Ok(()),
-        (PhaseResult::Implement(r), Observations::Implement(o)) => implement(r, o),
-        (PhaseResult::Review(r), Observations::Review(o)) => review(r, o),
-        (PhaseResult::Fix(r), Observations::Fix(o)) => fix(r, o),
-        (PhaseResult::UpdateEpic(r), Observations::UpdateEpic(o)) => update_epic(r, o),
+/// Compares `parsed` with the controller's own observations and, when they
+/// agree, returns it as the machine's result. Failure and blocked results
+/// name nothing to compare and always pass.
+pub fn cross_check(
+    parsed: &ParsedResult,
+    observed: &Observations,
+) -> Result<AgentResult, ResultError> {
+    let success = |result| AgentResult::Success { result };
+    let outcome = match (&parsed.0, observed) {
+        (Parsed::Failure { message }, _) => Ok(AgentResult::Failure {
+            message: message.clone(),
+        }),
+        (Parsed::Blocked { message }, _) => Ok(AgentResult::Blocked {
+            message: message.clone(),
+        }),
+        (Parsed::Implement(r), Observations::Implement(o)) => {
+            implement(r, o).map(|r| success(PhaseResult::Implement(r)))
+        }
+        (Parsed::Review(r), Observations::Review(o)) => {
+            review(r, o).map(|r| success(PhaseResult::Review(r)))
+        }
+        (Parsed::Fix(r), Observations::Fix(o)) => fix(r, o).map(|r| success(PhaseResult::Fix(r))),
+        (Parsed::UpdateEpic(r), Observations::UpdateEpic(o)) => {
+            update_epic(r, o).map(|r| success(PhaseResult::UpdateEpic(r)))
+        }
         _ => Err(CrossCheckError::ObservationsOfAnotherPhase),
     };
     outcome.map_err(ResultError::from)
 }
 
-fn implement(r: &ImplementResult, o: &ImplementObservations) -> Result<(), CrossCheckError> {
+fn implement(
+    r: &WireImplement,
+    o: &ImplementObservations,
+) -> Result<ImplementResult, CrossCheckError> {
     let named = IssueRef::parse_url(&r.issue_url, false);
     if !named.is_some_and(|n| n.same_as(&o.run_issue)) {
         return Err(CrossCheckError::WrongIssue {
@@ -122,10 +150,15 @@ fn implement(r: &ImplementResult, o: &ImplementObservations) -> Result<(), Cross
             ancestor: o.base_sha.clone(),
         });
     }
-    Ok(())
+    Ok(ImplementResult {
+        head_sha: r.head_sha.clone(),
+        pr_title: r.pr_title.clone(),
+        pr_body: r.pr_body.clone(),
+        tests: r.tests.clone(),
+    })
 }
 
-fn review(r: &ReviewResult, o: &ReviewObservations) -> Result<(), CrossCheckError> {
+fn review(r: &WireReview, o: &ReviewObservations) -> Result<ReviewResult, CrossCheckError> {
     if r.round != o.round {
         return Err(CrossCheckError::RoundMismatch {
             found: r.round,
@@ -164,10 +197,15 @@ fn review(r: &ReviewResult, o: &ReviewObservations) -> Result<(), CrossCheckErro
     if let (false, Some(index)) = (r.needs_fix_round, o.failed_validation_index) {
         return Err(CrossCheckError::CleanVerdictWithFailedValidation { index });
     }
-    Ok(())
+    Ok(ReviewResult {
+        round: r.round,
+        reviewed_head_sha: r.reviewed_head_sha.clone(),
+        findings: r.findings.clone(),
+        sections: r.sections.clone(),
+    })
 }
 
-fn fix(r: &FixResult, o: &FixObservations) -> Result<(), CrossCheckError> {
+fn fix(r: &WireFix, o: &FixObservations) -> Result<FixResult, CrossCheckError> {
     if r.previous_head_sha != o.reviewed_head_sha {
         return Err(CrossCheckError::PreviousHeadMismatch {
             found: r.previous_head_sha.clone(),
@@ -189,6 +227,7 @@ fn fix(r: &FixResult, o: &FixObservations) -> Result<(), CrossCheckError> {
         });
     }
     let mut seen = BTreeSet::new();
+    let mut resolutions = Vec::with_capacity(r.resolutions.len());
     for (index, res) in r.resolutions.iter().enumerate() {
         let id = res.finding_id.as_str();
         if finding_round(id) != Some(o.round) {
@@ -211,7 +250,10 @@ fn fix(r: &FixResult, o: &FixObservations) -> Result<(), CrossCheckError> {
                 id: id.into(),
             });
         }
-        check_resolution(index, res, moved, o)?;
+        resolutions.push(Resolution {
+            finding_id: res.finding_id.clone(),
+            kind: check_resolution(index, res, moved, o)?,
+        });
     }
     if let Some(missing) = o
         .open_finding_ids
@@ -222,31 +264,38 @@ fn fix(r: &FixResult, o: &FixObservations) -> Result<(), CrossCheckError> {
             id: missing.clone(),
         });
     }
-    Ok(())
+    Ok(FixResult {
+        previous_head_sha: r.previous_head_sha.clone(),
+        head_sha: r.head_sha.clone(),
+        resolutions,
+    })
 }
 
+/// Checks one resolution and resolves it: a deferral to an existing issue
+/// becomes that issue's number, a rationale travels with "no change".
 fn check_resolution(
     index: usize,
-    res: &super::types::Resolution,
+    res: &WireResolution,
     moved: bool,
     o: &FixObservations,
-) -> Result<(), CrossCheckError> {
+) -> Result<ResolutionKind, CrossCheckError> {
     let id = || res.finding_id.clone();
     let reserved = o
         .handed_over_follow_ups
         .iter()
         .find(|h| h.for_finding.as_deref() == Some(res.finding_id.as_str()));
     match &res.kind {
-        ResolutionKind::FollowUpExisting { url } => {
+        WireResolutionKind::FollowUpExisting { url } => {
             let named = IssueRef::parse_url(url, false);
             if named.as_ref().is_some_and(|n| n.same_as(&o.run_issue)) {
                 return Err(CrossCheckError::FollowUpIsRunIssue { index, id: id() });
             }
-            let listed = o.handed_over_follow_ups.iter().find(|h| {
-                let handed = IssueRef::parse_url(&h.url, false);
-                matches!((&named, handed), (Some(a), Some(b)) if a.same_as(&b))
+            let listed = named.as_ref().and_then(|named| {
+                o.handed_over_follow_ups
+                    .iter()
+                    .find(|h| IssueRef::parse_url(&h.url, false).is_some_and(|b| named.same_as(&b)))
             });
-            let Some(listed) = listed else {
+            let (Some(named), Some(listed)) = (named.as_ref(), listed) else {
                 return Err(CrossCheckError::FollowUpNotListed { index, id: id() });
             };
             // An issue that already is another finding's follow-up cannot
@@ -259,10 +308,12 @@ fn check_resolution(
             {
                 return Err(CrossCheckError::FollowUpMustBeReused { index, id: id() });
             }
-            Ok(())
+            Ok(ResolutionKind::FollowUpExisting {
+                issue: named.number,
+            })
         }
         _ if reserved.is_some() => Err(CrossCheckError::FollowUpMustBeReused { index, id: id() }),
-        ResolutionKind::Fixed { commit_sha } => {
+        WireResolutionKind::Fixed { commit_sha } => {
             if !moved {
                 return Err(CrossCheckError::FixedWithoutCommit { index, id: id() });
             }
@@ -274,14 +325,22 @@ fn check_resolution(
                         sha: sha.clone(),
                     })
                 }
-                _ => Ok(()),
+                _ => Ok(ResolutionKind::Fixed {
+                    commit_sha: commit_sha.clone(),
+                }),
             }
         }
-        ResolutionKind::FollowUpNew(_) | ResolutionKind::NoChange => Ok(()),
+        WireResolutionKind::FollowUpNew(draft) => Ok(ResolutionKind::FollowUpNew {
+            draft: draft.clone(),
+        }),
+        // The schema requires the rationale of "no change".
+        WireResolutionKind::NoChange => Ok(ResolutionKind::NoChangeWithRationale {
+            rationale: res.rationale.clone().unwrap_or_default(),
+        }),
     }
 }
 
-fn update_epic(r: &UpdateEpicResult, o: &UpdateEpicObservations) -> Result<(), CrossCheckError> {
+fn update_epic(r: &WireEpic, o: &UpdateEpicObservations) -> Result<EpicResult, CrossCheckError> {
     let final_roadmap = r.next_issue_url.is_none() && o.merges_pending;
     if (o.roadmap_due || final_roadmap) && r.roadmap_section.is_none() {
         return Err(CrossCheckError::RoadmapRequired);
@@ -291,14 +350,20 @@ fn update_epic(r: &UpdateEpicResult, o: &UpdateEpicObservations) -> Result<(), C
     // machine's next-issue verification (SPEC §4 UPDATE_EPIC): a rejected
     // pick is asked again once, a second rejection blocks the run — a
     // correction relaunch here would bypass that bound.
-    if let Some(url) = &r.next_issue_url
-        && IssueRef::parse_url(url, false).is_none()
-    {
-        return Err(CrossCheckError::NextIssueOtherRepository {
-            repository: repo_name(&o.epic),
-        });
-    }
-    Ok(())
+    let next = match &r.next_issue_url {
+        None => None,
+        Some(url) => Some(IssueRef::parse_url(url, false).ok_or_else(|| {
+            CrossCheckError::NextIssueOtherRepository {
+                repository: repo_name(&o.epic),
+            }
+        })?),
+    };
+    Ok(EpicResult {
+        progress: r.progress.clone(),
+        roadmap_section: r.roadmap_section.clone(),
+        next_issue: next.as_ref().map(|issue| issue.number),
+        next_issue_repository: next.as_ref().map(repo_name),
+    })
 }
 
 fn repo_name(issue: &IssueRef) -> String {
@@ -311,4 +376,115 @@ fn finding_round(id: &str) -> Option<u32> {
     let (round, n) = rest.split_once("-F")?;
     n.parse::<u32>().ok()?;
     round.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::agents::result::ParsedResult;
+    use crate::machine::FollowUpDraft;
+
+    fn issue(number: u64) -> IssueRef {
+        IssueRef {
+            owner: "o".into(),
+            repo: "r".into(),
+            number,
+        }
+    }
+
+    fn success(parsed: Parsed, observed: &Observations) -> PhaseResult {
+        match cross_check(&ParsedResult(parsed), observed).unwrap() {
+            AgentResult::Success { result } => result,
+            other => panic!("not a success: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fix_deferrals_become_issue_numbers_and_rationales_travel_with_no_change() {
+        let resolution = |id: &str, kind, rationale: Option<&str>| WireResolution {
+            finding_id: id.into(),
+            kind,
+            rationale: rationale.map(str::to_owned),
+        };
+        let parsed = Parsed::Fix(WireFix {
+            previous_head_sha: "a".repeat(40),
+            head_sha: "b".repeat(40),
+            resolutions: vec![
+                resolution(
+                    "R1-F1",
+                    WireResolutionKind::FollowUpExisting {
+                        url: "https://github.com/o/r/issues/12".into(),
+                    },
+                    None,
+                ),
+                resolution("R1-F2", WireResolutionKind::NoChange, Some("because")),
+                resolution(
+                    "R1-F3",
+                    WireResolutionKind::FollowUpNew(FollowUpDraft {
+                        title: "t".into(),
+                        body: "b".into(),
+                    }),
+                    None,
+                ),
+            ],
+            tests: vec![],
+        });
+        let observed = Observations::Fix(FixObservations {
+            run_issue: issue(1),
+            round: 1,
+            reviewed_head_sha: "a".repeat(40),
+            worktree_head: "b".repeat(40),
+            head_descends_from_reviewed: true,
+            open_finding_ids: vec!["R1-F1".into(), "R1-F2".into(), "R1-F3".into()],
+            new_commits: vec!["b".repeat(40)],
+            handed_over_follow_ups: vec![HandedOverFollowUp {
+                url: "https://github.com/o/r/issues/12".into(),
+                for_finding: None,
+            }],
+        });
+        let PhaseResult::Fix(converted) = success(parsed, &observed) else {
+            panic!("not a fix result");
+        };
+        assert_eq!(
+            converted.resolutions[0].kind,
+            ResolutionKind::FollowUpExisting { issue: 12 }
+        );
+        assert_eq!(
+            converted.resolutions[1].kind,
+            ResolutionKind::NoChangeWithRationale {
+                rationale: "because".into()
+            }
+        );
+        assert!(matches!(
+            converted.resolutions[2].kind,
+            ResolutionKind::FollowUpNew { .. }
+        ));
+    }
+
+    #[test]
+    fn an_epic_pick_becomes_its_issue_number_and_null_means_complete() {
+        let pick = |url: Option<&str>| {
+            Parsed::UpdateEpic(WireEpic {
+                progress: Some("done".into()),
+                roadmap_section: None,
+                next_issue_url: url.map(str::to_owned),
+            })
+        };
+        let observed = Observations::UpdateEpic(UpdateEpicObservations {
+            epic: issue(1),
+            finished_issue: issue(2),
+            roadmap_due: false,
+            merges_pending: false,
+        });
+        let epic = |parsed| match success(parsed, &observed) {
+            PhaseResult::UpdateEpic(result) => result,
+            other => panic!("not an epic result: {other:?}"),
+        };
+        let next = epic(pick(Some("https://github.com/o/r/issues/5")));
+        assert_eq!(next.next_issue, Some(5));
+        assert_eq!(next.next_issue_repository.as_deref(), Some("o/r"));
+        assert_eq!(epic(pick(None)).next_issue, None);
+        assert!(cross_check(&ParsedResult(pick(Some("not a url"))), &observed).is_err());
+    }
 }

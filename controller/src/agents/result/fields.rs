@@ -5,7 +5,7 @@
 
 use super::error::ResultError;
 use super::limits::*;
-use super::types::{PhaseResult, ResolutionKind};
+use super::wire::{Parsed, WireResolutionKind};
 use crate::publish::policy::{self, FieldKind};
 
 /// How the supervisor's redactor marks a credential it removed from the
@@ -39,14 +39,14 @@ pub(super) fn check_message(message: &str) -> Result<(), ResultError> {
     Ok(())
 }
 
-pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultError> {
+pub(super) fn check_published_fields(result: &Parsed) -> Result<(), ResultError> {
     match result {
-        PhaseResult::Implement(r) => {
+        Parsed::Implement(r) => {
             check_field("pr_title", &r.pr_title, one_line(MAX_PR_TITLE_CHARS))?;
             check_field("pr_body", &r.pr_body, multiline(MAX_PR_BODY_CHARS))?;
             check_tests(&r.tests)
         }
-        PhaseResult::Review(r) => {
+        Parsed::Review(r) => {
             for (i, f) in r.findings.iter().enumerate() {
                 let name = |field: &str| format!("findings[{i}].{field}");
                 check_field(&name("title"), &f.title, one_line(MAX_FINDING_TITLE_CHARS))?;
@@ -71,9 +71,9 @@ pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultE
             }
             Ok(())
         }
-        PhaseResult::Fix(r) => {
+        Parsed::Fix(r) => {
             for (i, res) in r.resolutions.iter().enumerate() {
-                if let ResolutionKind::FollowUpNew(issue) = &res.kind {
+                if let WireResolutionKind::FollowUpNew(issue) = &res.kind {
                     check_field(
                         &format!("resolutions[{i}].follow_up_issue.title"),
                         &issue.title,
@@ -97,7 +97,7 @@ pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultE
             }
             check_tests(&r.tests)
         }
-        PhaseResult::UpdateEpic(r) => {
+        Parsed::UpdateEpic(r) => {
             if let Some(progress) = &r.progress {
                 check_field("progress", progress, multiline(MAX_PROGRESS_CHARS))?;
                 policy::check_no_url("progress", progress)?;
@@ -111,7 +111,7 @@ pub(super) fn check_published_fields(result: &PhaseResult) -> Result<(), ResultE
             }
             Ok(())
         }
-        PhaseResult::Failure { .. } | PhaseResult::Blocked { .. } => Ok(()),
+        Parsed::Failure { .. } | Parsed::Blocked { .. } => Ok(()),
     }
 }
 

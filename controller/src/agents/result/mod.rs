@@ -4,9 +4,11 @@
 //! proved: find the last complete block in the captured tail (`block`),
 //! refuse it by size, parse strict JSON (duplicate keys refused), check
 //! `phase` and `status`, then the phase schema (`schema`), then the
-//! published-text policy on every field that may reach GitHub (`fields`). What only the controller can know —
-//! HEAD, round, ancestry, open findings — is compared afterwards by
-//! [`cross_check`] against [`Observations`] the caller gathered; this module
+//! published-text policy on every field that may reach GitHub (`fields`).
+//! What only the controller can know — HEAD, round, ancestry, open
+//! findings — is compared afterwards by [`cross_check`] against
+//! [`Observations`] the caller gathered, which yields the machine's
+//! [`AgentResult`](crate::machine::AgentResult); the wire shapes (`wire`) never leave this module. It
 //! stays pure and never touches git.
 
 mod block;
@@ -16,7 +18,7 @@ mod fields;
 pub mod limits;
 mod schema;
 mod strict_json;
-mod types;
+mod wire;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -28,10 +30,15 @@ pub use check::{
 };
 pub use error::{CrossCheckError, ResultError, SchemaViolation, correction_allowed};
 pub use schema::SchemaId;
-pub use types::{
-    Classification, Finding, FixResult, ImplementResult, NewFollowUp, Phase, PhaseResult,
-    Resolution, ResolutionKind, ReviewResult, ReviewSections, UpdateEpicResult,
-};
+
+use crate::machine::AgentPhase;
+use wire::{Parsed, RawFix, WireEpic, WireFix};
+
+/// A result that passed the schema and the published-text policy but not
+/// yet the cross-checks; only [`cross_check`] makes it the machine's
+/// [`AgentResult`](crate::machine::AgentResult).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedResult(Parsed);
 
 /// Which fields an UPDATE_EPIC re-request asks for (SPEC §4). Any other key
 /// is refused, `progress` above all: the progress comment is already posted.
@@ -41,24 +48,27 @@ pub struct ReRequest {
     pub roadmap: bool,
 }
 
-/// Parses the captured output of a launch of `phase` into a typed result
-/// whose every published field passed the policy.
-pub fn parse_result(phase: Phase, captured: &CapturedOutput) -> Result<PhaseResult, ResultError> {
+/// Parses the captured output of a launch of `phase` into a result whose
+/// every published field passed the policy.
+pub fn parse_result(
+    phase: AgentPhase,
+    captured: &CapturedOutput,
+) -> Result<ParsedResult, ResultError> {
     let object = parse_object(phase, captured)?;
     match status_of(&object)? {
-        Status::Failure(message) => return Ok(PhaseResult::Failure { message }),
-        Status::Blocked(message) => return Ok(PhaseResult::Blocked { message }),
+        Status::Failure(message) => return Ok(ParsedResult(Parsed::Failure { message })),
+        Status::Blocked(message) => return Ok(ParsedResult(Parsed::Blocked { message })),
         Status::Success => {}
     }
     check_schema(SchemaId::Phase(phase), &object)?;
     let result = match phase {
-        Phase::Implement => PhaseResult::Implement(typed(object)?),
-        Phase::Review => PhaseResult::Review(typed(object)?),
-        Phase::Fix => {
-            let raw: types::RawFix = typed(object)?;
-            PhaseResult::Fix(fix_from_raw(raw)?)
+        AgentPhase::Implement => Parsed::Implement(typed(object)?),
+        AgentPhase::Review => Parsed::Review(typed(object)?),
+        AgentPhase::Fix => {
+            let raw: RawFix = typed(object)?;
+            Parsed::Fix(fix_from_raw(raw)?)
         }
-        Phase::UpdateEpic => {
+        AgentPhase::UpdateEpic => {
             let result = update_epic_from(&object);
             // The schema requires `progress`; blank text would otherwise
             // become "no report" below and the comment would be skipped.
@@ -69,11 +79,11 @@ pub fn parse_result(phase: Phase, captured: &CapturedOutput) -> Result<PhaseResu
                     },
                 ));
             }
-            PhaseResult::UpdateEpic(result)
+            Parsed::UpdateEpic(result)
         }
     };
     fields::check_published_fields(&result)?;
-    Ok(result)
+    Ok(ParsedResult(result))
 }
 
 /// Parses the answer to an UPDATE_EPIC re-request: only the asked fields,
@@ -81,11 +91,11 @@ pub fn parse_result(phase: Phase, captured: &CapturedOutput) -> Result<PhaseResu
 pub fn parse_update_epic_rerequest(
     captured: &CapturedOutput,
     asked: ReRequest,
-) -> Result<PhaseResult, ResultError> {
-    let object = parse_object(Phase::UpdateEpic, captured)?;
+) -> Result<ParsedResult, ResultError> {
+    let object = parse_object(AgentPhase::UpdateEpic, captured)?;
     match status_of(&object)? {
-        Status::Failure(message) => return Ok(PhaseResult::Failure { message }),
-        Status::Blocked(message) => return Ok(PhaseResult::Blocked { message }),
+        Status::Failure(message) => return Ok(ParsedResult(Parsed::Failure { message })),
+        Status::Blocked(message) => return Ok(ParsedResult(Parsed::Blocked { message })),
         Status::Success => {}
     }
     let unasked = object
@@ -108,13 +118,13 @@ pub fn parse_update_epic_rerequest(
     let mut schema_view = object.clone();
     schema_view.remove("message");
     check_schema(SchemaId::UpdateEpicReRequest, &schema_view)?;
-    let result = PhaseResult::UpdateEpic(update_epic_from(&object));
+    let result = Parsed::UpdateEpic(update_epic_from(&object));
     fields::check_published_fields(&result)?;
-    Ok(result)
+    Ok(ParsedResult(result))
 }
 
 fn parse_object(
-    phase: Phase,
+    phase: AgentPhase,
     captured: &CapturedOutput,
 ) -> Result<Map<String, Value>, ResultError> {
     let text = extract_block(captured)?;
@@ -141,9 +151,9 @@ fn parse_object(
     };
     match object.get("phase") {
         None => Err(ResultError::MissingField { field: "phase" }),
-        Some(Value::String(p)) if p == phase.as_str() => Ok(object),
+        Some(Value::String(p)) if p == phase.spec_name() => Ok(object),
         Some(Value::String(_)) => Err(ResultError::WrongPhase {
-            expected: phase.as_str(),
+            expected: phase.spec_name(),
         }),
         Some(_) => Err(ResultError::WrongType {
             field: "phase",
@@ -213,7 +223,7 @@ fn typed<T: DeserializeOwned>(mut object: Map<String, Value>) -> Result<T, Resul
     })
 }
 
-fn fix_from_raw(raw: types::RawFix) -> Result<FixResult, ResultError> {
+fn fix_from_raw(raw: RawFix) -> Result<WireFix, ResultError> {
     let mut resolutions = Vec::with_capacity(raw.resolutions.len());
     for (index, r) in raw.resolutions.into_iter().enumerate() {
         let Some(resolution) = r.into_resolution() else {
@@ -227,7 +237,7 @@ fn fix_from_raw(raw: types::RawFix) -> Result<FixResult, ResultError> {
         };
         resolutions.push(resolution);
     }
-    Ok(FixResult {
+    Ok(WireFix {
         previous_head_sha: raw.previous_head_sha,
         head_sha: raw.head_sha,
         resolutions,
@@ -235,7 +245,7 @@ fn fix_from_raw(raw: types::RawFix) -> Result<FixResult, ResultError> {
     })
 }
 
-fn update_epic_from(object: &Map<String, Value>) -> UpdateEpicResult {
+fn update_epic_from(object: &Map<String, Value>) -> WireEpic {
     let text = |key: &str| {
         object
             .get(key)
@@ -243,7 +253,7 @@ fn update_epic_from(object: &Map<String, Value>) -> UpdateEpicResult {
             .filter(|s| !s.trim().is_empty())
             .map(str::to_owned)
     };
-    UpdateEpicResult {
+    WireEpic {
         progress: text("progress"),
         roadmap_section: text("roadmap_section"),
         next_issue_url: text("next_issue_url"),

@@ -6,12 +6,12 @@ use jsonschema::{ValidationError, Validator, error::ValidationErrorKind};
 use serde_json::Value;
 
 use super::error::SchemaViolation;
-use super::types::Phase;
+use crate::machine::AgentPhase;
 
 /// Which schema a result is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchemaId {
-    Phase(Phase),
+    Phase(AgentPhase),
     UpdateEpicReRequest,
 }
 
@@ -26,20 +26,20 @@ impl SchemaId {
     /// The schema's source text.
     pub fn source(self) -> &'static str {
         match self {
-            Self::Phase(Phase::Implement) => IMPLEMENT_SCHEMA,
-            Self::Phase(Phase::Review) => REVIEW_SCHEMA,
-            Self::Phase(Phase::Fix) => FIX_SCHEMA,
-            Self::Phase(Phase::UpdateEpic) => UPDATE_EPIC_SCHEMA,
+            Self::Phase(AgentPhase::Implement) => IMPLEMENT_SCHEMA,
+            Self::Phase(AgentPhase::Review) => REVIEW_SCHEMA,
+            Self::Phase(AgentPhase::Fix) => FIX_SCHEMA,
+            Self::Phase(AgentPhase::UpdateEpic) => UPDATE_EPIC_SCHEMA,
             Self::UpdateEpicReRequest => UPDATE_EPIC_REREQUEST_SCHEMA,
         }
     }
 
     fn validator(self) -> &'static Validator {
         match self {
-            Self::Phase(Phase::Implement) => &IMPLEMENT,
-            Self::Phase(Phase::Review) => &REVIEW,
-            Self::Phase(Phase::Fix) => &FIX,
-            Self::Phase(Phase::UpdateEpic) => &UPDATE_EPIC,
+            Self::Phase(AgentPhase::Implement) => &IMPLEMENT,
+            Self::Phase(AgentPhase::Review) => &REVIEW,
+            Self::Phase(AgentPhase::Fix) => &FIX,
+            Self::Phase(AgentPhase::UpdateEpic) => &UPDATE_EPIC,
             Self::UpdateEpicReRequest => &UPDATE_EPIC_REREQUEST,
         }
     }
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn every_schema_compiles_as_draft_2020_12() {
-        for id in Phase::ALL
+        for id in AgentPhase::ALL
             .into_iter()
             .map(SchemaId::Phase)
             .chain([SchemaId::UpdateEpicReRequest])
@@ -153,7 +153,7 @@ mod tests {
             "previous_head_sha": sha, "head_sha": sha,
             "resolutions": [{"finding_id": "R1-F1", "resolution": "fixed"}]
         });
-        assert!(validate(SchemaId::Phase(Phase::Fix), &base).is_empty());
+        assert!(validate(SchemaId::Phase(AgentPhase::Fix), &base).is_empty());
         for (pointer, bad) in [
             ("/head_sha", format!("{sha}\n")),
             ("/head_sha", "A".repeat(40)),
@@ -163,7 +163,7 @@ mod tests {
         ] {
             let mut value = base.clone();
             *value.pointer_mut(pointer).expect("present") = Value::String(bad.clone());
-            let violations = validate(SchemaId::Phase(Phase::Fix), &value);
+            let violations = validate(SchemaId::Phase(AgentPhase::Fix), &value);
             assert_eq!(violations.len(), 1, "{bad:?}");
             assert_eq!(violations[0].keyword, "pattern", "{bad:?}");
             assert!(!violations[0].to_string().contains(bad.trim()), "{bad:?}");
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn schema_bounds_equal_the_code_constants() {
-        let implement = schema(SchemaId::Phase(Phase::Implement));
+        let implement = schema(SchemaId::Phase(AgentPhase::Implement));
         let p = &implement["properties"];
         assert_eq!(p["pr_title"]["maxLength"], MAX_PR_TITLE_CHARS);
         assert_eq!(p["pr_body"]["maxLength"], MAX_PR_BODY_CHARS);
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(p["tests"]["maxItems"], MAX_TESTS);
         assert_eq!(p["tests"]["items"]["maxLength"], MAX_TEST_CHARS);
 
-        let review = schema(SchemaId::Phase(Phase::Review));
+        let review = schema(SchemaId::Phase(AgentPhase::Review));
         let finding = &review["$defs"]["finding"]["properties"];
         assert_eq!(
             review["properties"]["findings"]["maxItems"],
@@ -202,7 +202,7 @@ mod tests {
             MAX_REVIEW_SUMMARY_CHARS
         );
 
-        let fix = schema(SchemaId::Phase(Phase::Fix));
+        let fix = schema(SchemaId::Phase(AgentPhase::Fix));
         let r = &fix["$defs"]["resolution"]["properties"];
         assert_eq!(
             fix["properties"]["resolutions"]["maxItems"],
@@ -224,7 +224,7 @@ mod tests {
         );
 
         for id in [
-            SchemaId::Phase(Phase::UpdateEpic),
+            SchemaId::Phase(AgentPhase::UpdateEpic),
             SchemaId::UpdateEpicReRequest,
         ] {
             let epic = schema(id);
@@ -232,7 +232,7 @@ mod tests {
             assert_eq!(p["roadmap_section"]["maxLength"], MAX_ROADMAP_SECTION_CHARS);
             assert_eq!(p["next_issue_url"]["anyOf"][2]["maxLength"], MAX_URL_CHARS);
         }
-        let epic = schema(SchemaId::Phase(Phase::UpdateEpic));
+        let epic = schema(SchemaId::Phase(AgentPhase::UpdateEpic));
         assert_eq!(
             epic["properties"]["progress"]["maxLength"],
             MAX_PROGRESS_CHARS

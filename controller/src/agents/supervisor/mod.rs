@@ -27,7 +27,8 @@ use tokio::process::Command;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::agents::profile::{AgentProfile, ProfileError, Role};
+use crate::agents::profile::{AgentProfile, ProfileError};
+use crate::machine::AgentPhase;
 use crate::redact::Redactor;
 
 pub use capture::{CaptureLimits, CapturedOutput, LogFile};
@@ -42,7 +43,7 @@ const FINAL_MESSAGE_LIMIT: u64 = 2 * 1024 * 1024;
 #[derive(Debug)]
 pub struct LaunchRequest<'a> {
     pub profile: &'a AgentProfile,
-    pub role: Role,
+    pub role: AgentPhase,
     /// The rendered prompt. Prompts never hold secrets (SPEC §17).
     pub prompt: &'a str,
     /// The worktree; the agent's working directory.
@@ -65,7 +66,7 @@ impl<'a> LaunchRequest<'a> {
     /// cancellation.
     pub fn new(
         profile: &'a AgentProfile,
-        role: Role,
+        role: AgentPhase,
         prompt: &'a str,
         workdir: &'a Path,
         log_dir: PathBuf,
@@ -93,7 +94,7 @@ impl<'a> LaunchRequest<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchRecord {
     pub profile: String,
-    pub role: Role,
+    pub role: AgentPhase,
     pub started_at: DateTime<Utc>,
     pub duration: Duration,
     pub exit: LaunchExit,
@@ -207,7 +208,8 @@ pub async fn launch(request: LaunchRequest<'_>) -> Result<LaunchOutcome, LaunchE
         heartbeat_every: request.heartbeat_every,
     };
     let started_at = Utc::now();
-    let span = tracing::info_span!("launch", profile = %profile.name, role = %request.role);
+    let span =
+        tracing::info_span!("launch", profile = %profile.name, role = request.role.role_name());
     let report = process::run_in_group(
         command,
         stdin,

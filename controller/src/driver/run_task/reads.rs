@@ -1,16 +1,31 @@
 //! The GitHub reads a run task makes besides driving effects: the facts a
-//! wait asks for, the start of a run (its issue and EPIC), the bodies that
-//! append-kind effects are planned on, and the journal's record of the
-//! clean review the merge gate checks.
+//! wait asks for (`Awaiting::Facts`: the issue, the issue branch, the run's
+//! pull request with its checks and mergeability, and unmarked PRs on the
+//! branch that could be adopted), the start of a run (its issue and EPIC),
+//! the bodies that append-kind effects are planned on, and the journal's
+//! record of the clean review the merge gate checks.
+//!
+//! A read that fails is a transient failure of the step (the driver backs
+//! off); an absent branch or PR is a fact, not a failure.
+//!
+//! `clean_review_intact` is reported from the journal's record of the clean
+//! review comment (see [`crate::driver::clean_review`]): without a record it
+//! is `false`, so a merge never rests on a review the controller cannot show.
 
 use std::collections::BTreeMap;
 
 use super::RunTask;
-use crate::driver::clean_review::{CleanReviewRecord, find_clean_review};
+use serde_json::Value;
+
+use crate::driver::clean_review::{CleanReviewRecord, comment_intact, find_clean_review};
 use crate::driver::error::DriverError;
-use crate::driver::{epic_scope, facts, repo_settings};
-use crate::github::GitHubError;
-use crate::machine::{Awaiting, EffectIntent, Event, MergeReport, NextIssueFacts};
+use crate::driver::{epic_scope, repo_settings};
+use crate::effects::markers::{MarkerName, scan};
+use crate::github::{GitHubApi, GitHubError, PullRequest, RepoName};
+use crate::machine::{
+    Awaiting, ChecksState, EffectIntent, Event, GitHubFacts, MergeReport, MergeableState,
+    NextIssueFacts, PrFacts, PrState, RunState,
+};
 
 impl RunTask<'_> {
     /// The fresh GitHub read a wait asks for.
@@ -24,8 +39,7 @@ impl RunTask<'_> {
             Awaiting::Facts { .. } => {
                 let clean = self.clean_review().await?;
                 Event::GitHubObserved {
-                    facts: facts::read_facts(api, repo, &self.state, protected, clean.as_ref())
-                        .await?,
+                    facts: read_facts(api, repo, &self.state, protected, clean.as_ref()).await?,
                 }
             }
             Awaiting::MergeOutcome => {
@@ -34,7 +48,7 @@ impl RunTask<'_> {
                 };
                 let clean = self.clean_review().await?;
                 Event::MergeResult(MergeReport {
-                    pr: facts::pr_facts(api, repo, pr, protected, clean.as_ref()).await?,
+                    pr: pr_facts(api, repo, pr, protected, clean.as_ref()).await?,
                 })
             }
             Awaiting::NextIssueCheck { issue } => {
@@ -45,14 +59,14 @@ impl RunTask<'_> {
                     Err(GitHubError::Status { status: 404, .. }) => false,
                     Err(other) => return Err(other.into()),
                 };
-                let (_, base_sha) = facts::default_branch_head(api, repo).await?;
+                let (_, base_sha) = default_branch_head(api, repo).await?;
                 let branch = crate::machine::RunState::branch_for(*issue);
                 Event::NextIssue(NextIssueFacts {
                     issue: *issue,
                     repository: repo.to_string(),
                     open,
                     base_sha,
-                    branch_head: facts::branch_head(api, repo, &branch).await?,
+                    branch_head: branch_head(api, repo, &branch).await?,
                 })
             }
             _ => return Ok(None),
@@ -73,7 +87,7 @@ impl RunTask<'_> {
     /// child), the repository's default branch and its head now.
     pub(super) async fn started_event(&self, labelled: u64) -> Result<Event, DriverError> {
         let (base_branch, base_sha) =
-            facts::default_branch_head(&self.access.api, &self.access.repo).await?;
+            default_branch_head(&self.access.api, &self.access.repo).await?;
         let known_epic = self.epic.and_then(|e| u64::try_from(e).ok());
         let (api, repo, label) = (
             &self.access.api,
@@ -95,7 +109,7 @@ impl RunTask<'_> {
             epic: scope.epic,
             base_branch,
             base_sha,
-            branch_head: facts::branch_head(api, repo, &branch).await?,
+            branch_head: branch_head(api, repo, &branch).await?,
             settings: self.state.settings.clone(),
             repository_settings,
         })
@@ -125,5 +139,248 @@ impl RunTask<'_> {
             }
         }
         Ok(bodies)
+    }
+}
+
+/// Reads everything [`GitHubFacts`] holds for `state`'s issue and branch.
+/// `protected_paths` are path prefixes a PR must not change unnoticed;
+/// `clean_review` is the journal's record of the run's clean review comment.
+pub(in crate::driver) async fn read_facts(
+    api: &GitHubApi,
+    repo: &RepoName,
+    state: &RunState,
+    protected_paths: &[String],
+    clean_review: Option<&CleanReviewRecord>,
+) -> Result<GitHubFacts, GitHubError> {
+    let issue = api.issue(repo, state.issue).await?;
+    let branch_head = branch_head(api, repo, &state.branch).await?;
+    let on_branch = api
+        .pull_requests_by_head(repo, repo.owner(), &state.branch)
+        .await?;
+    let mut ours = None;
+    let mut adoptable = Vec::new();
+    for pr in &on_branch {
+        let marked = carries_our_marker(pr, state.issue);
+        if state.pr == Some(pr.number) || (state.pr.is_none() && marked) {
+            ours = Some(pr.number);
+        } else if pr.state == "open" && !marked {
+            adoptable.push(pr.number);
+        }
+    }
+    // A bound PR is read directly: it may have moved to another head.
+    let number = state.pr.or(ours);
+    let pr = match number {
+        Some(number) => Some(pr_facts(api, repo, number, protected_paths, clean_review).await?),
+        None => None,
+    };
+    Ok(GitHubFacts {
+        issue_open: issue.state == "open",
+        branch_head,
+        pr,
+        adoptable_prs: adoptable,
+    })
+}
+
+/// The repository's default branch and its head now.
+pub(in crate::driver) async fn default_branch_head(
+    api: &GitHubApi,
+    repo: &RepoName,
+) -> Result<(String, String), GitHubError> {
+    let repository: crate::github::Repository = api.get_json(&repo.api_path("")).await?;
+    let head = branch_head(api, repo, &repository.default_branch)
+        .await?
+        .ok_or_else(|| GitHubError::UnexpectedAnswer {
+            path: repo.api_path(""),
+            detail: format!(
+                "the default branch {} has no head",
+                repository.default_branch
+            ),
+        })?;
+    Ok((repository.default_branch, head))
+}
+
+/// The branch's head SHA, `None` when the branch does not exist.
+pub(in crate::driver) async fn branch_head(
+    api: &GitHubApi,
+    repo: &RepoName,
+    branch: &str,
+) -> Result<Option<String>, GitHubError> {
+    let path = repo.api_path(&format!("/git/ref/heads/{branch}"));
+    match api.get_json::<Value>(&path).await {
+        Ok(reference) => Ok(reference
+            .pointer("/object/sha")
+            .and_then(Value::as_str)
+            .map(str::to_owned)),
+        Err(GitHubError::Status { status: 404, .. }) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+fn carries_our_marker(pr: &PullRequest, issue: u64) -> bool {
+    let body = pr.body.as_deref().unwrap_or_default();
+    scan(body, MarkerName::Implementation)
+        .into_result()
+        .is_ok_and(|found| {
+            found
+                .iter()
+                .any(|m| m.payload.get("issue").and_then(Value::as_u64) == Some(issue))
+        })
+}
+
+/// One PR's facts: state, head and base, merge base, checks, mergeability,
+/// and whether `clean_review` (if any) is intact at the PR's revision now.
+pub(in crate::driver) async fn pr_facts(
+    api: &GitHubApi,
+    repo: &RepoName,
+    number: u64,
+    protected_paths: &[String],
+    clean_review: Option<&CleanReviewRecord>,
+) -> Result<PrFacts, GitHubError> {
+    let pr = api.pull_request(repo, number).await?;
+    let merged = pr.merged.unwrap_or(false) || pr.merged_at.is_some();
+    let state = match (pr.state.as_str(), merged) {
+        (_, true) => PrState::Merged,
+        ("open", _) => PrState::Open,
+        _ => PrState::Closed,
+    };
+    let comparison = api.compare(repo, &pr.base.ref_name, &pr.head.sha).await?;
+    let checks = checks_state(api, repo, &pr.head.sha).await?;
+    let files = api.pull_request_files(repo, number).await?;
+    let protected_paths_changed = files.iter().any(|file| {
+        protected_paths.iter().any(|prefix| {
+            file.filename.starts_with(prefix.as_str())
+                || file
+                    .previous_filename
+                    .as_deref()
+                    .is_some_and(|old| old.starts_with(prefix.as_str()))
+        })
+    });
+    let merge_base_sha = comparison.merge_base_commit.sha;
+    let clean_review_intact = match clean_review {
+        Some(record)
+            if record.binding.pr == number
+                && record.binding.head_sha == pr.head.sha
+                && record.binding.base_ref == pr.base.ref_name
+                && record.binding.merge_base_sha == merge_base_sha =>
+        {
+            comment_intact(api, repo, record).await?
+        }
+        _ => false,
+    };
+    Ok(PrFacts {
+        number,
+        state,
+        head_sha: pr.head.sha.clone(),
+        base_ref: pr.base.ref_name.clone(),
+        merge_base_sha,
+        draft: pr.draft.unwrap_or(false),
+        merge_commit: if merged {
+            pr.merge_commit_sha.clone()
+        } else {
+            None
+        },
+        checks,
+        mergeable: pr.mergeable,
+        mergeable_state: mergeable_state(pr.mergeable_state.as_deref()),
+        clean_review_intact,
+        protected_paths_changed,
+    })
+}
+
+/// All check runs and commit statuses of `sha`, combined.
+async fn checks_state(
+    api: &GitHubApi,
+    repo: &RepoName,
+    sha: &str,
+) -> Result<ChecksState, GitHubError> {
+    let runs = latest_per_name(api.check_runs(repo, sha).await?);
+    let statuses = api.combined_status(repo, sha).await?;
+    let failed_run = runs.iter().any(|run| {
+        run.status == "completed"
+            && !matches!(
+                run.conclusion.as_deref(),
+                Some("success" | "neutral" | "skipped")
+            )
+    });
+    if failed_run || statuses.state == "failure" || statuses.state == "error" {
+        return Ok(ChecksState::Failed);
+    }
+    let pending_run = runs.iter().any(|run| run.status != "completed");
+    // A commit without statuses reports `pending` with none counted.
+    let pending_status = statuses.state == "pending" && statuses.total_count > 0;
+    Ok(if pending_run || pending_status {
+        ChecksState::Pending
+    } else {
+        ChecksState::Success
+    })
+}
+
+/// A re-run check supersedes the earlier runs of its name, as on GitHub's
+/// checks tab: a failure fixed by a re-run no longer counts, a re-run in
+/// progress counts as running.
+fn latest_per_name(runs: Vec<crate::github::CheckRun>) -> Vec<crate::github::CheckRun> {
+    let mut latest: std::collections::BTreeMap<String, crate::github::CheckRun> =
+        std::collections::BTreeMap::new();
+    for run in runs {
+        match latest.get(&run.name) {
+            Some(kept) if kept.id > run.id => {}
+            _ => {
+                latest.insert(run.name.clone(), run);
+            }
+        }
+    }
+    latest.into_values().collect()
+}
+
+fn mergeable_state(text: Option<&str>) -> MergeableState {
+    match text {
+        Some("clean") => MergeableState::Clean,
+        Some("has_hooks") => MergeableState::HasHooks,
+        Some("behind") => MergeableState::Behind,
+        Some("blocked") => MergeableState::Blocked,
+        Some("dirty") => MergeableState::Dirty,
+        Some("draft") => MergeableState::Draft,
+        Some("unstable") => MergeableState::Unstable,
+        _ => MergeableState::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(
+        id: u64,
+        name: &str,
+        status: &str,
+        conclusion: Option<&str>,
+    ) -> crate::github::CheckRun {
+        crate::github::CheckRun {
+            id,
+            name: name.into(),
+            status: status.into(),
+            conclusion: conclusion.map(Into::into),
+            head_sha: "a".repeat(40),
+        }
+    }
+
+    #[test]
+    fn a_rerun_check_supersedes_the_earlier_runs_of_its_name() {
+        let runs = vec![
+            check(1, "ci", "completed", Some("failure")),
+            check(3, "ci", "completed", Some("success")),
+            check(2, "lint", "completed", Some("success")),
+            check(4, "lint", "in_progress", None),
+        ];
+        let latest = latest_per_name(runs);
+        let by_name: Vec<(&str, u64)> = latest.iter().map(|r| (r.name.as_str(), r.id)).collect();
+        assert_eq!(by_name, [("ci", 3), ("lint", 4)]);
+    }
+
+    #[test]
+    fn unknown_or_missing_mergeable_states_are_unknown() {
+        assert_eq!(mergeable_state(Some("dirty")), MergeableState::Dirty);
+        assert_eq!(mergeable_state(Some("weird")), MergeableState::Unknown);
+        assert_eq!(mergeable_state(None), MergeableState::Unknown);
     }
 }

@@ -1,6 +1,6 @@
 //! Events whose meaning does not depend on the phase's own rules.
 
-use super::step::Step;
+use super::turn::Turn;
 use crate::machine::decision::{Decision, MachineError};
 use crate::machine::event::Event;
 use crate::machine::phase::Phase;
@@ -21,24 +21,24 @@ pub(super) fn transient_failure(state: &RunState) -> Result<Decision, MachineErr
         let event = Event::TransientFailure {
             detail: String::new(),
         };
-        return Ok(Step::unexpected(state, &event));
+        return Ok(Turn::unexpected(state, &event));
     }
-    let mut step = Step::new(state);
-    step.retry_or_park()?;
-    Ok(step.finish())
+    let mut turn = Turn::new(state);
+    turn.retry_or_park()?;
+    Ok(turn.finish())
 }
 
 /// The run's issue was closed. While work on it is under way that needs an
 /// operator; once the PR is ready or merged, closing is what a merge does
 /// (`Closes #n`), so the merge read-back decides instead.
 pub(super) fn issue_closed(state: &RunState) -> Result<Decision, MachineError> {
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match state.phase {
         Phase::Initializing | Phase::Implement | Phase::Review | Phase::Fix => {
-            step.block("the issue was closed while the run worked on it")?;
+            turn.block("the issue was closed while the run worked on it")?;
         }
         Phase::ReadyForMerge | Phase::Merge | Phase::UpdateEpic | Phase::Blocked => {}
         Phase::Done | Phase::Failed | Phase::Stopped => {}
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }

@@ -2,22 +2,22 @@
 //! when due, then verify the agent's next-issue pick; one re-request, then
 //! BLOCKED. A run without an EPIC is done after its merge.
 
-use super::step::{Step, StepResult};
+use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{EpicResult, PhaseResult};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
-use crate::machine::event::{Event, NextIssueFacts, Observed};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
+use crate::machine::event::{EffectReadBack, Event, NextIssueFacts};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, RunState};
 
-pub(super) fn enter(step: &mut Step) -> StepResult {
-    let (issue, pr) = (step.state.issue, step.state.pr);
-    let Some(epic) = step.state.epic.as_mut() else {
-        return step.enter(Phase::Done, Cause::Ordinary);
+pub(super) fn enter(turn: &mut Turn) -> TurnResult {
+    let (issue, pr) = (turn.state.issue, turn.state.pr);
+    let Some(epic) = turn.state.epic.as_mut() else {
+        return turn.enter(Phase::Done, Cause::Ordinary);
     };
     epic.finished_issue = Some(issue);
     epic.finished_pr = pr;
     epic.progress_posted = false;
-    launch(step, None, false)
+    launch(turn, None, false)
 }
 
 /// Whether this update must splice the roadmap: every `update_every`
@@ -29,11 +29,11 @@ fn roadmap_due(state: &RunState, complete: bool) -> bool {
     })
 }
 
-fn launch(step: &mut Step, rerequest: Option<String>, force_due: bool) -> StepResult {
-    let due = force_due || roadmap_due(&step.state, false);
-    let s = &step.state;
+fn launch(turn: &mut Turn, rerequest: Option<String>, force_due: bool) -> TurnResult {
+    let due = force_due || roadmap_due(&turn.state, false);
+    let s = &turn.state;
     let Some(epic) = s.epic.as_ref() else {
-        return step.block("UPDATE_EPIC without an EPIC");
+        return turn.block("UPDATE_EPIC without an EPIC");
     };
     let inputs = LaunchInputs::UpdateEpic {
         epic: epic.epic,
@@ -44,27 +44,27 @@ fn launch(step: &mut Step, rerequest: Option<String>, force_due: bool) -> StepRe
         want_progress: !epic.progress_posted,
         rerequest,
     };
-    step.launch(Role::UpdateEpic, 0, inputs)
+    turn.launch(AgentPhase::UpdateEpic, 0, inputs)
 }
 
-pub(super) fn on_result(step: &mut Step, result: &EpicResult) -> StepResult {
-    let Some(epic) = step.state.epic.clone() else {
-        return step.block("UPDATE_EPIC without an EPIC");
+pub(super) fn on_result(turn: &mut Turn, result: &EpicResult) -> TurnResult {
+    let Some(epic) = turn.state.epic.clone() else {
+        return turn.block("UPDATE_EPIC without an EPIC");
     };
     if !epic.progress_posted && result.progress.is_none() {
-        return step.correct("progress is required");
+        return turn.correct("progress is required");
     }
-    let due = roadmap_due(&step.state, result.next_issue.is_none());
+    let due = roadmap_due(&turn.state, result.next_issue.is_none());
     if due && result.roadmap_section.is_none() {
-        return step.correct("roadmap_section is required: a roadmap update is due");
+        return turn.correct("roadmap_section is required: a roadmap update is due");
     }
-    step.state.pending = Some(PhaseResult::UpdateEpic(result.clone()));
+    turn.state.pending = Some(PhaseResult::UpdateEpic(result.clone()));
     let mut writes = false;
     if let (false, Some(text)) = (epic.progress_posted, &result.progress) {
         let (Some(issue), Some(pr)) = (epic.finished_issue, epic.finished_pr) else {
-            return step.block("the finished issue or its pull request is unknown");
+            return turn.block("the finished issue or its pull request is unknown");
         };
-        step.effect(EffectIntent::PostEpicProgress {
+        turn.effect(EffectIntent::PostEpicProgress {
             epic: epic.epic,
             issue,
             pr,
@@ -73,24 +73,24 @@ pub(super) fn on_result(step: &mut Step, result: &EpicResult) -> StepResult {
         writes = true;
     }
     if let (true, Some(section)) = (due, &result.roadmap_section) {
-        step.effect(EffectIntent::SpliceEpicRoadmap {
+        turn.effect(EffectIntent::SpliceEpicRoadmap {
             epic: epic.epic,
             section: section.clone(),
         });
         writes = true;
     }
     if writes {
-        step.wait(Awaiting::Effects {
+        turn.wait(Awaiting::Effects {
             step: EffectStep::EpicUpdate,
         });
         Ok(())
     } else {
-        after_writes(step)
+        after_writes(turn)
     }
 }
 
 pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match (&state.awaiting, event) {
         (
             Awaiting::Effects {
@@ -98,49 +98,49 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::EffectsObserved { observed },
         ) => {
-            if let Some(epic) = step.state.epic.as_mut() {
+            if let Some(epic) = turn.state.epic.as_mut() {
                 // The progress comment was part of this group if not yet posted.
                 epic.progress_posted = true;
                 // The merge counter resets only after the splice read-back.
-                if observed.contains(&Observed::RoadmapSpliced) {
+                if observed.contains(&EffectReadBack::RoadmapSpliced) {
                     epic.merges_since_roadmap = 0;
                 }
             }
-            if observed.contains(&Observed::RoadmapVoided) {
-                roadmap_voided(&mut step)?;
+            if observed.contains(&EffectReadBack::RoadmapVoided) {
+                roadmap_voided(&mut turn)?;
             } else {
-                after_writes(&mut step)?;
+                after_writes(&mut turn)?;
             }
         }
         (Awaiting::NextIssueCheck { issue }, Event::NextIssue(facts)) if facts.issue == *issue => {
-            verify(&mut step, facts)?;
+            verify(&mut turn, facts)?;
         }
-        _ => return Ok(Step::unexpected(state, event)),
+        _ => return Ok(Turn::unexpected(state, event)),
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
-fn after_writes(step: &mut Step) -> StepResult {
-    let Some(PhaseResult::UpdateEpic(result)) = step.state.pending.take() else {
-        return step.block("no EPIC update is pending");
+fn after_writes(turn: &mut Turn) -> TurnResult {
+    let Some(PhaseResult::UpdateEpic(result)) = turn.state.pending.take() else {
+        return turn.block("no EPIC update is pending");
     };
     match result.next_issue {
-        None => step.enter(Phase::Done, Cause::Ordinary),
+        None => turn.enter(Phase::Done, Cause::Ordinary),
         Some(issue) => match result
             .next_issue_repository
             .as_ref()
-            .filter(|repo| !repo.eq_ignore_ascii_case(&step.state.repository))
+            .filter(|repo| !repo.eq_ignore_ascii_case(&turn.state.repository))
             .map(|repo| {
                 format!(
                     "{repo}#{issue} is in another repository than {}",
-                    step.state.repository
+                    turn.state.repository
                 )
             })
-            .or_else(|| pure_rejection(&step.state, issue))
+            .or_else(|| pure_rejection(&turn.state, issue))
         {
-            Some(reason) => reject(step, reason),
+            Some(reason) => reject(turn, reason),
             None => {
-                step.wait(Awaiting::NextIssueCheck { issue });
+                turn.wait(Awaiting::NextIssueCheck { issue });
                 Ok(())
             }
         },
@@ -159,57 +159,57 @@ fn pure_rejection(state: &RunState, issue: u64) -> Option<String> {
     None
 }
 
-fn verify(step: &mut Step, facts: &NextIssueFacts) -> StepResult {
+fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
     let reason = if !facts
         .repository
-        .eq_ignore_ascii_case(&step.state.repository)
+        .eq_ignore_ascii_case(&turn.state.repository)
     {
         Some(format!(
             "#{} is not in {}",
-            facts.issue, step.state.repository
+            facts.issue, turn.state.repository
         ))
     } else if !facts.open {
         Some(format!("#{} is not open", facts.issue))
     } else {
-        pure_rejection(&step.state, facts.issue)
+        pure_rejection(&turn.state, facts.issue)
     };
     if let Some(reason) = reason {
-        return reject(step, reason);
+        return reject(turn, reason);
     }
-    step.state.switch_to_issue(facts.issue);
-    step.state.base_sha.clone_from(&facts.base_sha);
-    step.state.prior_branch_head.clone_from(&facts.branch_head);
-    if let Some(epic) = step.state.epic.as_mut() {
+    turn.state.switch_to_issue(facts.issue);
+    turn.state.base_sha.clone_from(&facts.base_sha);
+    turn.state.prior_branch_head.clone_from(&facts.branch_head);
+    if let Some(epic) = turn.state.epic.as_mut() {
         epic.finished_issue = None;
         epic.finished_pr = None;
     }
-    step.enter(Phase::Implement, Cause::Ordinary)
+    turn.enter(Phase::Implement, Cause::Ordinary)
 }
 
 /// The EPIC body changed under the splice: ask for the section again
 /// (never the progress comment, which is already posted), bounded.
-fn roadmap_voided(step: &mut Step) -> StepResult {
-    step.state.pending = None;
-    step.state.counters.roadmap_rerequests += 1;
-    let max = step.state.settings.max_roadmap_rerequests;
-    if step.state.counters.roadmap_rerequests >= max {
-        return step.block(format!(
+fn roadmap_voided(turn: &mut Turn) -> TurnResult {
+    turn.state.pending = None;
+    turn.state.counters.roadmap_rerequests += 1;
+    let max = turn.state.settings.max_roadmap_rerequests;
+    if turn.state.counters.roadmap_rerequests >= max {
+        return turn.block(format!(
             "the EPIC body changed under the roadmap splice {max} times"
         ));
     }
     let reason =
         "the EPIC body changed outside the roadmap section; send the section again".to_owned();
-    launch(step, Some(reason), true)
+    launch(turn, Some(reason), true)
 }
 
 /// One re-request with only the missing pick; the second rejection blocks.
-fn reject(step: &mut Step, reason: String) -> StepResult {
-    step.state.counters.next_issue_rejections += 1;
-    let max = step.state.settings.max_next_issue_rejections;
-    if step.state.counters.next_issue_rejections >= max {
-        return step.block(format!(
+fn reject(turn: &mut Turn, reason: String) -> TurnResult {
+    turn.state.counters.next_issue_rejections += 1;
+    let max = turn.state.settings.max_next_issue_rejections;
+    if turn.state.counters.next_issue_rejections >= max {
+        return turn.block(format!(
             "the EPIC agent's next-issue pick was rejected {max} times: {reason}"
         ));
     }
-    launch(step, Some(reason), false)
+    launch(turn, Some(reason), false)
 }

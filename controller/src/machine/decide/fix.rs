@@ -3,26 +3,26 @@
 //! last (SPEC §4 FIX).
 
 use super::review::open_pr;
-use super::step::{Step, StepResult};
+use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{FixResult, PhaseResult, ResolutionKind};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
 use crate::machine::event::{Event, GitHubFacts};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::review_rounds::{carry_stale, moved};
 use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
 use std::collections::BTreeMap;
 
-pub(super) fn enter(step: &mut Step) -> StepResult {
-    step.state.candidate = None;
-    step.state.pending = None;
-    step.wait(Awaiting::Facts {
+pub(super) fn enter(turn: &mut Turn) -> TurnResult {
+    turn.state.candidate = None;
+    turn.state.pending = None;
+    turn.wait(Awaiting::Facts {
         purpose: FactsPurpose::FixEntry,
     });
     Ok(())
 }
 
 pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match (&state.awaiting, event) {
         (
             Awaiting::Facts {
@@ -30,7 +30,7 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::GitHubObserved { facts },
         ) => {
-            entry_check(&mut step, facts)?;
+            entry_check(&mut turn, facts)?;
         }
         (
             Awaiting::Validation { sha },
@@ -42,12 +42,12 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
         ) => {
             if sha != got {
-                return Ok(Step::stale_validation(state, got));
+                return Ok(Turn::stale_validation(state, got));
             }
             if *passed {
-                publish(&mut step)?;
+                publish(&mut turn)?;
             } else {
-                validation_failed(&mut step, summary)?;
+                validation_failed(&mut turn, summary)?;
             }
         }
         (
@@ -56,40 +56,40 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::EffectsObserved { .. },
         ) => {
-            finish(&mut step)?;
+            finish(&mut turn)?;
         }
-        _ => return Ok(Step::unexpected(state, event)),
+        _ => return Ok(Turn::unexpected(state, event)),
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
 /// A PR that moved off the reviewed revision makes the round stale: back to
 /// REVIEW without launching, the findings carried as prior findings.
-fn entry_check(step: &mut Step, facts: &GitHubFacts) -> StepResult {
-    let pr = match open_pr(&step.state, facts) {
+fn entry_check(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
+    let pr = match open_pr(&turn.state, facts) {
         Ok(pr) => pr,
-        Err(reason) => return step.block(reason),
+        Err(reason) => return turn.block(reason),
     };
-    let Some(binding) = step.state.review.binding.clone() else {
-        return step.block("FIX has no reviewed revision to start from");
+    let Some(binding) = turn.state.review.binding.clone() else {
+        return turn.block("FIX has no reviewed revision to start from");
     };
     if moved(&binding, pr) {
-        let review = &mut step.state.review;
+        let review = &mut turn.state.review;
         let round = review.round;
         if let Some(last) = review.history.last_mut().filter(|r| r.round == round) {
             last.outcome = RoundOutcome::Stale;
         }
         let findings = std::mem::take(&mut review.open_findings);
         carry_stale(review, round, &binding.head_sha, findings);
-        return step.enter(Phase::Review, Cause::Ordinary);
+        return turn.enter(Phase::Review, Cause::Ordinary);
     }
-    launch(step)
+    launch(turn)
 }
 
-fn launch(step: &mut Step) -> StepResult {
-    let s = &step.state;
+fn launch(turn: &mut Turn) -> TurnResult {
+    let s = &turn.state;
     let Some(binding) = s.review.binding.clone() else {
-        return step.block("FIX has no reviewed revision to start from");
+        return turn.block("FIX has no reviewed revision to start from");
     };
     let inputs = LaunchInputs::Fix {
         binding,
@@ -98,12 +98,12 @@ fn launch(step: &mut Step) -> StepResult {
         validation_failure: s.last_validation_failure.clone(),
     };
     let round = s.review.round;
-    step.launch(Role::Fix, round, inputs)
+    turn.launch(AgentPhase::Fix, round, inputs)
 }
 
 /// Cross-checks the parser cannot make without the run's own state.
-fn diagnose(step: &Step, result: &FixResult) -> Option<String> {
-    let s = &step.state;
+fn diagnose(turn: &Turn, result: &FixResult) -> Option<String> {
+    let s = &turn.state;
     let reviewed = s.review.binding.as_ref().map(|b| b.head_sha.as_str());
     if reviewed != Some(result.previous_head_sha.as_str()) {
         return Some("previous_head_sha is not the reviewed head".to_owned());
@@ -145,38 +145,38 @@ fn diagnose(step: &Step, result: &FixResult) -> Option<String> {
     None
 }
 
-pub(super) fn on_result(step: &mut Step, result: &FixResult) -> StepResult {
-    if let Some(diagnosis) = diagnose(step, result) {
-        return step.correct(&diagnosis);
+pub(super) fn on_result(turn: &mut Turn, result: &FixResult) -> TurnResult {
+    if let Some(diagnosis) = diagnose(turn, result) {
+        return turn.correct(&diagnosis);
     }
-    step.state.pending = Some(PhaseResult::Fix(result.clone()));
+    turn.state.pending = Some(PhaseResult::Fix(result.clone()));
     if result.head_sha != result.previous_head_sha {
-        step.validate(&result.head_sha);
+        turn.validate(&result.head_sha);
         Ok(())
     } else {
-        publish(step)
+        publish(turn)
     }
 }
 
-fn validation_failed(step: &mut Step, summary: &str) -> StepResult {
-    if step.count_validation_failure(summary)? {
-        launch(step)?;
+fn validation_failed(turn: &mut Turn, summary: &str) -> TurnResult {
+    if turn.count_validation_failure(summary)? {
+        launch(turn)?;
     }
     Ok(())
 }
 
 /// Follow-up issues first, marker appends next, the push last: a crash in
 /// between never leaves a pushed fix whose deferrals are missing.
-fn publish(step: &mut Step) -> StepResult {
-    let (Some(PhaseResult::Fix(result)), Some(pr)) = (step.state.pending.clone(), step.state.pr)
+fn publish(turn: &mut Turn) -> TurnResult {
+    let (Some(PhaseResult::Fix(result)), Some(pr)) = (turn.state.pending.clone(), turn.state.pr)
     else {
-        return step.block("no validated fix is pending publication");
+        return turn.block("no validated fix is pending publication");
     };
     let mut appends: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for resolution in &result.resolutions {
         match &resolution.kind {
             ResolutionKind::FollowUpNew { draft } => {
-                step.effect(EffectIntent::CreateFollowUpIssue {
+                turn.effect(EffectIntent::CreateFollowUpIssue {
                     pr,
                     finding_id: resolution.finding_id.clone(),
                     title: draft.title.clone(),
@@ -193,7 +193,7 @@ fn publish(step: &mut Step) -> StepResult {
         }
     }
     for (issue, finding_ids) in appends {
-        step.effect(EffectIntent::AppendFollowUpMarkers {
+        turn.effect(EffectIntent::AppendFollowUpMarkers {
             issue,
             pr,
             finding_ids,
@@ -201,8 +201,8 @@ fn publish(step: &mut Step) -> StepResult {
     }
     let head_moved = result.head_sha != result.previous_head_sha;
     if head_moved {
-        step.effect(EffectIntent::Push {
-            branch: step.state.branch.clone(),
+        turn.effect(EffectIntent::Push {
+            branch: turn.state.branch.clone(),
             sha: result.head_sha.clone(),
             expected_old: Some(result.previous_head_sha.clone()),
         });
@@ -215,20 +215,20 @@ fn publish(step: &mut Step) -> StepResult {
             )
         });
     if nothing_to_write {
-        return finish(step);
+        return finish(turn);
     }
-    step.wait(Awaiting::Effects {
+    turn.wait(Awaiting::Effects {
         step: EffectStep::FixPublish,
     });
     Ok(())
 }
 
-fn finish(step: &mut Step) -> StepResult {
-    if let Some(PhaseResult::Fix(result)) = step.state.pending.take() {
-        step.state.review.last_resolutions = result.resolutions;
+fn finish(turn: &mut Turn) -> TurnResult {
+    if let Some(PhaseResult::Fix(result)) = turn.state.pending.take() {
+        turn.state.review.last_resolutions = result.resolutions;
     }
-    step.state.review.open_findings.clear();
-    step.state.candidate = None;
-    step.state.last_validation_failure = None;
-    step.enter(Phase::Review, Cause::Ordinary)
+    turn.state.review.open_findings.clear();
+    turn.state.candidate = None;
+    turn.state.last_validation_failure = None;
+    turn.enter(Phase::Review, Cause::Ordinary)
 }

@@ -1,11 +1,11 @@
 //! INITIALIZING and IMPLEMENT: start the run, launch the implementer,
 //! validate its candidate, then push it and open or adopt the PR.
 
-use super::step::{Step, StepResult};
+use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{ImplementResult, PhaseResult};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
-use crate::machine::event::{Event, GitHubFacts, Observed, PrState, RepositorySettingsRead};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
+use crate::machine::event::{EffectReadBack, Event, GitHubFacts, PrState, RepositorySettingsRead};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, EpicState, FactsPurpose, RunState};
 
 pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
@@ -23,10 +23,10 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
         },
     ) = (&state.awaiting, event)
     else {
-        return Ok(Step::unexpected(state, event));
+        return Ok(Turn::unexpected(state, event));
     };
-    let mut step = Step::new(state);
-    let s = &mut step.state;
+    let mut turn = Turn::new(state);
+    let s = &mut turn.state;
     s.repository.clone_from(repository);
     s.issue = *issue;
     s.branch = RunState::branch_for(*issue);
@@ -46,28 +46,28 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
         RepositorySettingsRead::Invalid { reason } => Some(reason),
     };
     if let Some(reason) = unusable {
-        step.block(format!(
+        turn.block(format!(
             "the repository settings cannot be used: {reason}; fix the file on the default branch, then remove and add the trigger label again"
         ))?;
     } else if *epic == Some(*issue) {
-        step.block(format!(
+        turn.block(format!(
             "issue #{issue} is the EPIC itself; label one of its issues"
         ))?;
     } else {
-        step.enter(Phase::Implement, Cause::Ordinary)?;
+        turn.enter(Phase::Implement, Cause::Ordinary)?;
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
 /// Entry: launch the implementer on the issue.
-pub(super) fn enter(step: &mut Step) -> StepResult {
-    step.state.candidate = None;
-    step.state.pending = None;
-    launch(step)
+pub(super) fn enter(turn: &mut Turn) -> TurnResult {
+    turn.state.candidate = None;
+    turn.state.pending = None;
+    launch(turn)
 }
 
-fn launch(step: &mut Step) -> StepResult {
-    let s = &step.state;
+fn launch(turn: &mut Turn) -> TurnResult {
+    let s = &turn.state;
     let inputs = LaunchInputs::Implement {
         issue: s.issue,
         branch: s.branch.clone(),
@@ -83,20 +83,20 @@ fn launch(step: &mut Step) -> StepResult {
             .unwrap_or_else(|| s.base_sha.clone()),
         validation_failure: s.last_validation_failure.clone(),
     };
-    step.launch(Role::Implement, 0, inputs)
+    turn.launch(AgentPhase::Implement, 0, inputs)
 }
 
-pub(super) fn on_result(step: &mut Step, result: &ImplementResult) -> StepResult {
-    if result.head_sha == step.state.base_sha {
-        return step.correct("head_sha equals the base: nothing was committed");
+pub(super) fn on_result(turn: &mut Turn, result: &ImplementResult) -> TurnResult {
+    if result.head_sha == turn.state.base_sha {
+        return turn.correct("head_sha equals the base: nothing was committed");
     }
-    step.state.pending = Some(PhaseResult::Implement(result.clone()));
-    step.validate(&result.head_sha);
+    turn.state.pending = Some(PhaseResult::Implement(result.clone()));
+    turn.validate(&result.head_sha);
     Ok(())
 }
 
 pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match (&state.awaiting, event) {
         (
             Awaiting::Validation { sha },
@@ -108,14 +108,14 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
         ) => {
             if sha != got {
-                return Ok(Step::stale_validation(state, got));
+                return Ok(Turn::stale_validation(state, got));
             }
             if *passed {
-                step.wait(Awaiting::Facts {
+                turn.wait(Awaiting::Facts {
                     purpose: FactsPurpose::Publish,
                 });
             } else {
-                validation_failed(&mut step, summary)?;
+                validation_failed(&mut turn, summary)?;
             }
         }
         (
@@ -124,7 +124,7 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::GitHubObserved { facts },
         ) => {
-            publish(&mut step, facts)?;
+            publish(&mut turn, facts)?;
         }
         (
             Awaiting::Effects {
@@ -132,30 +132,30 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::EffectsObserved { observed },
         ) => {
-            published(&mut step, observed)?;
+            published(&mut turn, observed)?;
         }
-        _ => return Ok(Step::unexpected(state, event)),
+        _ => return Ok(Turn::unexpected(state, event)),
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
 /// A failed candidate is final for that commit: nothing is pushed and the
 /// implementer runs again with the failure, up to the per-phase bound.
-fn validation_failed(step: &mut Step, summary: &str) -> StepResult {
-    if step.count_validation_failure(summary)? {
-        launch(step)?;
+fn validation_failed(turn: &mut Turn, summary: &str) -> TurnResult {
+    if turn.count_validation_failure(summary)? {
+        launch(turn)?;
     }
     Ok(())
 }
 
-fn publish(step: &mut Step, facts: &GitHubFacts) -> StepResult {
+fn publish(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
     if !facts.issue_open {
-        return step.block("the issue was closed before the candidate was published");
+        return turn.block("the issue was closed before the candidate was published");
     }
-    let Some(PhaseResult::Implement(result)) = step.state.pending.clone() else {
-        return step.block("no validated implementation is pending publication");
+    let Some(PhaseResult::Implement(result)) = turn.state.pending.clone() else {
+        return turn.block("no validated implementation is pending publication");
     };
-    let s = &step.state;
+    let s = &turn.state;
     let push = EffectIntent::Push {
         branch: s.branch.clone(),
         sha: result.head_sha.clone(),
@@ -165,22 +165,22 @@ fn publish(step: &mut Step, facts: &GitHubFacts) -> StepResult {
     // is reused; otherwise one unmarked PR is adopted; two is ambiguous.
     let ours = match (&facts.pr, s.pr) {
         (Some(pr), Some(bound)) if pr.number != bound => {
-            return step.block(format!(
+            return turn.block(format!(
                 "pull request #{bound} is bound but GitHub answered with #{}",
                 pr.number
             ));
         }
         (None, Some(bound)) => {
-            return step.block(format!("the bound pull request #{bound} could not be read"));
+            return turn.block(format!("the bound pull request #{bound} could not be read"));
         }
         (pr, _) => pr.clone(),
     };
     let pr_effect = match ours {
         Some(pr) if pr.state != PrState::Open => {
-            return step.block(format!("pull request #{} is no longer open", pr.number));
+            return turn.block(format!("pull request #{} is no longer open", pr.number));
         }
         Some(pr) => {
-            step.state.pr = Some(pr.number);
+            turn.state.pr = Some(pr.number);
             None
         }
         None => match facts.adoptable_prs.as_slice() {
@@ -196,7 +196,7 @@ fn publish(step: &mut Step, facts: &GitHubFacts) -> StepResult {
                 issue: s.issue,
             }),
             several => {
-                return step.block(format!(
+                return turn.block(format!(
                     "{} open pull requests on {} could be adopted; close all but one",
                     several.len(),
                     s.branch
@@ -204,27 +204,27 @@ fn publish(step: &mut Step, facts: &GitHubFacts) -> StepResult {
             }
         },
     };
-    step.effect(push);
+    turn.effect(push);
     if let Some(effect) = pr_effect {
-        step.effect(effect);
+        turn.effect(effect);
     }
-    step.wait(Awaiting::Effects {
+    turn.wait(Awaiting::Effects {
         step: EffectStep::PublishCandidate,
     });
     Ok(())
 }
 
-fn published(step: &mut Step, observed: &[Observed]) -> StepResult {
+fn published(turn: &mut Turn, observed: &[EffectReadBack]) -> TurnResult {
     let observed_pr = observed.iter().find_map(|o| match o {
-        Observed::PullRequest { number } => Some(*number),
+        EffectReadBack::PullRequest { number } => Some(*number),
         _ => None,
     });
-    let Some(pr) = observed_pr.or(step.state.pr) else {
-        return step.block("the pull request was not observed after publishing");
+    let Some(pr) = observed_pr.or(turn.state.pr) else {
+        return turn.block("the pull request was not observed after publishing");
     };
-    step.state.pr = Some(pr);
-    step.state.candidate = None;
-    step.state.pending = None;
-    step.state.last_validation_failure = None;
-    step.enter(Phase::Review, Cause::Ordinary)
+    turn.state.pr = Some(pr);
+    turn.state.candidate = None;
+    turn.state.pending = None;
+    turn.state.last_validation_failure = None;
+    turn.enter(Phase::Review, Cause::Ordinary)
 }

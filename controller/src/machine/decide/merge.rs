@@ -2,7 +2,7 @@
 //! pre-merge gate and merge exactly the reviewed head; count a merge only
 //! when GitHub reports it at the reviewed head into the reviewed base.
 
-use super::step::{Step, StepResult};
+use super::turn::{Turn, TurnResult};
 use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{Decision, EffectIntent, MachineError};
 use crate::machine::event::{ChecksState, Event, MergeableState, PrFacts, PrState};
@@ -10,29 +10,29 @@ use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::moved;
 use crate::machine::state::{Awaiting, FactsPurpose, RoundBinding, RunState};
 
-pub(super) fn enter_ready(step: &mut Step) -> StepResult {
-    step.wait(Awaiting::Facts {
+pub(super) fn enter_ready(turn: &mut Turn) -> TurnResult {
+    turn.wait(Awaiting::Facts {
         purpose: FactsPurpose::MergeGate,
     });
     Ok(())
 }
 
 /// Entry: the merge write, pinned to the reviewed head with GitHub's `sha`.
-pub(super) fn enter_merge(step: &mut Step) -> StepResult {
-    let Some(clean) = step.state.review.clean.clone() else {
-        return step.block("MERGE has no clean review to merge");
+pub(super) fn enter_merge(turn: &mut Turn) -> TurnResult {
+    let Some(clean) = turn.state.review.clean.clone() else {
+        return turn.block("MERGE has no clean review to merge");
     };
-    step.effect(EffectIntent::MergePr {
+    turn.effect(EffectIntent::MergePr {
         pr: clean.pr,
         sha: clean.head_sha,
         base_ref: clean.base_ref,
     });
-    step.wait(Awaiting::MergeOutcome);
+    turn.wait(Awaiting::MergeOutcome);
     Ok(())
 }
 
 pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match (state.phase, &state.awaiting, event) {
         (
             Phase::ReadyForMerge,
@@ -41,17 +41,17 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::GitHubObserved { facts },
         ) => {
-            ready(&mut step, facts.pr.as_ref())?;
+            ready(&mut turn, facts.pr.as_ref())?;
         }
         (Phase::Merge, Awaiting::MergeOutcome, Event::MergeResult(report)) => {
-            merged_or_not(&mut step, Some(&report.pr))?;
+            merged_or_not(&mut turn, Some(&report.pr))?;
         }
         (Phase::Merge, Awaiting::MergeOutcome, Event::GitHubObserved { facts }) => {
-            merged_or_not(&mut step, facts.pr.as_ref())?;
+            merged_or_not(&mut turn, facts.pr.as_ref())?;
         }
-        _ => return Ok(Step::unexpected(state, event)),
+        _ => return Ok(Turn::unexpected(state, event)),
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
 /// The clean binding and the fresh read of the same PR, or a block reason.
@@ -77,36 +77,36 @@ fn merged_at(clean: &RoundBinding, pr: &PrFacts) -> bool {
 }
 
 /// Counts a merge once, even if it is observed again after a crash.
-fn count_merge(step: &mut Step, pr: u64) -> StepResult {
-    if !step.state.merged_prs.contains(&pr) {
-        step.state.merged_prs.push(pr);
-        if let Some(epic) = step.state.epic.as_mut() {
+fn count_merge(turn: &mut Turn, pr: u64) -> TurnResult {
+    if !turn.state.merged_prs.contains(&pr) {
+        turn.state.merged_prs.push(pr);
+        if let Some(epic) = turn.state.epic.as_mut() {
             epic.merges_since_roadmap += 1;
         }
     }
-    step.enter(Phase::UpdateEpic, Cause::Ordinary)
+    turn.enter(Phase::UpdateEpic, Cause::Ordinary)
 }
 
-fn ready(step: &mut Step, pr: Option<&PrFacts>) -> StepResult {
-    let (clean, pr) = match clean_and_pr(&step.state, pr) {
+fn ready(turn: &mut Turn, pr: Option<&PrFacts>) -> TurnResult {
+    let (clean, pr) = match clean_and_pr(&turn.state, pr) {
         Ok(found) => found,
-        Err(reason) => return step.block(reason),
+        Err(reason) => return turn.block(reason),
     };
     match pr.state {
-        PrState::Merged if merged_at(&clean, pr) => return count_merge(step, pr.number),
+        PrState::Merged if merged_at(&clean, pr) => return count_merge(turn, pr.number),
         PrState::Merged => {
-            return step.block(format!(
+            return turn.block(format!(
                 "pull request #{} was merged at another revision than the reviewed one; not counted",
                 pr.number
             ));
         }
-        PrState::Closed => return step.block(format!("pull request #{} was closed", pr.number)),
+        PrState::Closed => return turn.block(format!("pull request #{} was closed", pr.number)),
         PrState::Open => {}
     }
     if moved(&clean, pr) {
-        return step.enter(Phase::Review, Cause::Ordinary);
+        return turn.enter(Phase::Review, Cause::Ordinary);
     }
-    let s = &step.state;
+    let s = &turn.state;
     let may_merge = match s.settings.merge_mode {
         MergeMode::Never => false,
         MergeMode::OnCommand => s.merge_approved,
@@ -116,13 +116,13 @@ fn ready(step: &mut Step, pr: Option<&PrFacts>) -> StepResult {
         return Ok(());
     }
     match gate(pr) {
-        Gate::Pass => step.enter(Phase::Merge, Cause::Ordinary),
-        Gate::Refused(reason) => step.block(format!("the pre-merge gate refused: {reason}")),
+        Gate::Pass => turn.enter(Phase::Merge, Cause::Ordinary),
+        Gate::Refused(reason) => turn.block(format!("the pre-merge gate refused: {reason}")),
         Gate::Inconclusive(reason) => {
-            step.state.counters.merge_checks += 1;
-            let max = step.state.settings.max_merge_checks;
-            if step.state.counters.merge_checks >= max {
-                return step.block(format!(
+            turn.state.counters.merge_checks += 1;
+            let max = turn.state.settings.max_merge_checks;
+            if turn.state.counters.merge_checks >= max {
+                return turn.block(format!(
                     "the pre-merge gate stayed inconclusive {max} times: {reason}"
                 ));
             }
@@ -179,22 +179,22 @@ fn gate(pr: &PrFacts) -> Gate {
 }
 
 /// The merge read-back: count it, follow a drift back to REVIEW, or block.
-fn merged_or_not(step: &mut Step, pr: Option<&PrFacts>) -> StepResult {
-    let (clean, pr) = match clean_and_pr(&step.state, pr) {
+fn merged_or_not(turn: &mut Turn, pr: Option<&PrFacts>) -> TurnResult {
+    let (clean, pr) = match clean_and_pr(&turn.state, pr) {
         Ok(found) => found,
-        Err(reason) => return step.block(reason),
+        Err(reason) => return turn.block(reason),
     };
     match pr.state {
-        PrState::Merged if merged_at(&clean, pr) => count_merge(step, pr.number),
-        PrState::Merged => step.block(format!(
+        PrState::Merged if merged_at(&clean, pr) => count_merge(turn, pr.number),
+        PrState::Merged => turn.block(format!(
             "pull request #{} was merged at another revision than the reviewed one; not counted",
             pr.number
         )),
-        PrState::Open if moved(&clean, pr) => step.enter(Phase::Review, Cause::Ordinary),
-        PrState::Open => step.block(format!(
+        PrState::Open if moved(&clean, pr) => turn.enter(Phase::Review, Cause::Ordinary),
+        PrState::Open => turn.block(format!(
             "the merge of pull request #{} returned but it is still open at the reviewed revision",
             pr.number
         )),
-        PrState::Closed => step.block(format!("pull request #{} was closed", pr.number)),
+        PrState::Closed => turn.block(format!("pull request #{} was closed", pr.number)),
     }
 }

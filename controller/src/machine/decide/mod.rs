@@ -12,14 +12,14 @@ mod implement;
 mod merge;
 mod operator;
 mod review;
-mod step;
+mod turn;
 
 use super::agent_result::{AgentOutcome, AgentResult, PhaseResult};
 use super::decision::{Decision, MachineError, Refusal};
 use super::event::Event;
 use super::phase::Phase;
 use super::state::{Awaiting, LastValidation, RunState};
-use step::Step;
+use turn::Turn;
 
 /// Decides what `event` does to the run in `state`.
 ///
@@ -33,16 +33,16 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
         _ => {}
     }
     if state.phase.is_terminal() {
-        return Ok(Step::refuse(
+        return Ok(Turn::refuse(
             state,
             Refusal::Terminal { phase: state.phase },
         ));
     }
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match event {
-        Event::LabelRemoved => step.stop()?,
+        Event::LabelRemoved => turn.stop()?,
         Event::EffectConflict { identity, reason } if state.phase != Phase::Blocked => {
-            step.block(format!("effect {identity} ended in conflict: {reason}"))?;
+            turn.block(format!("effect {identity} ended in conflict: {reason}"))?;
         }
         Event::TransientFailure { .. } => return common::transient_failure(state),
         Event::AgentFinished {
@@ -88,7 +88,7 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
         }
         _ => return by_phase(state, event).map(|d| progress_resets_retries(state, d)),
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
 /// Retries are counted per failure episode: once the awaited step moves on
@@ -109,7 +109,7 @@ fn by_phase(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
         Phase::ReadyForMerge | Phase::Merge => merge::on_event(state, event),
         Phase::UpdateEpic => epic::on_event(state, event),
         Phase::Blocked | Phase::Done | Phase::Failed | Phase::Stopped => {
-            Ok(Step::unexpected(state, event))
+            Ok(Turn::unexpected(state, event))
         }
     }
 }
@@ -122,7 +122,7 @@ fn agent_finished(
     outcome: &AgentOutcome,
 ) -> Result<Decision, MachineError> {
     let Awaiting::Agent { launch: running } = &state.awaiting else {
-        return Ok(Step::refuse(
+        return Ok(Turn::refuse(
             state,
             Refusal::StaleLaunch {
                 expected: None,
@@ -131,7 +131,7 @@ fn agent_finished(
         ));
     };
     if running.id != launch {
-        return Ok(Step::refuse(
+        return Ok(Turn::refuse(
             state,
             Refusal::StaleLaunch {
                 expected: Some(running.id),
@@ -139,33 +139,33 @@ fn agent_finished(
             },
         ));
     }
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match outcome {
         AgentOutcome::Crashed { .. }
         | AgentOutcome::TimedOut
         | AgentOutcome::NonZeroExit { .. } => {
-            step.retry_or_park()?;
+            turn.retry_or_park()?;
         }
-        AgentOutcome::Malformed { diagnosis } => step.correct(diagnosis)?,
+        AgentOutcome::Malformed { diagnosis } => turn.correct(diagnosis)?,
         AgentOutcome::Result {
             result: AgentResult::Failure { message },
-        } => step.fail(message)?,
+        } => turn.fail(message)?,
         AgentOutcome::Result {
             result: AgentResult::Blocked { message },
         } => {
-            step.block(format!("the agent reported blocked: {message}"))?;
+            turn.block(format!("the agent reported blocked: {message}"))?;
         }
         AgentOutcome::Result {
             result: AgentResult::Success { result },
         } => match (state.phase, result) {
-            (Phase::Implement, PhaseResult::Implement(r)) => implement::on_result(&mut step, r)?,
-            (Phase::Review, PhaseResult::Review(r)) => review::on_result(&mut step, r)?,
-            (Phase::Fix, PhaseResult::Fix(r)) => fix::on_result(&mut step, r)?,
-            (Phase::UpdateEpic, PhaseResult::UpdateEpic(r)) => epic::on_result(&mut step, r)?,
-            (phase, _) => step.correct(&format!("the result is not a {phase} result"))?,
+            (Phase::Implement, PhaseResult::Implement(r)) => implement::on_result(&mut turn, r)?,
+            (Phase::Review, PhaseResult::Review(r)) => review::on_result(&mut turn, r)?,
+            (Phase::Fix, PhaseResult::Fix(r)) => fix::on_result(&mut turn, r)?,
+            (Phase::UpdateEpic, PhaseResult::UpdateEpic(r)) => epic::on_result(&mut turn, r)?,
+            (phase, _) => turn.correct(&format!("the result is not a {phase} result"))?,
         },
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! layer. An accepted command gets a 👀 reaction and a reply; a refused one
 //! gets a reply saying why and leaves the state byte-identical.
 
-use super::step::Step;
+use super::turn::Turn;
 use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{
     Decision, EffectIntent, MachineError, Refusal, Reply, StatusSnapshot,
@@ -32,7 +32,7 @@ fn reply(command: &OperatorCommand, reply: Reply) -> EffectIntent {
 }
 
 fn refused(state: &RunState, command: &OperatorCommand, refusal: Refusal) -> Decision {
-    let mut decision = Step::refuse(state, refusal.clone());
+    let mut decision = Turn::refuse(state, refusal.clone());
     decision.effects.push(reply(
         command,
         Reply::Refused {
@@ -43,25 +43,25 @@ fn refused(state: &RunState, command: &OperatorCommand, refusal: Refusal) -> Dec
     decision
 }
 
-fn accepted(mut step: Step, command: &OperatorCommand, detail: String) -> Decision {
-    step.effect(EffectIntent::AddReaction {
+fn accepted(mut turn: Turn, command: &OperatorCommand, detail: String) -> Decision {
+    turn.effect(EffectIntent::AddReaction {
         comment_id: command.comment_id,
     });
-    step.effect(reply(
+    turn.effect(reply(
         command,
         Reply::Accepted {
             command: command_name(&command.command).to_owned(),
             detail,
         },
     ));
-    step.finish()
+    turn.finish()
 }
 
 /// A command refused before it reached the machine (not an operator, or
 /// malformed): the reply says why; the state is left exactly as it was.
 pub(super) fn refused_before(state: &RunState, refused: &RefusedCommand) -> Decision {
-    let mut step = Step::new(state);
-    step.effect(EffectIntent::PostCommandReply {
+    let mut turn = Turn::new(state);
+    turn.effect(EffectIntent::PostCommandReply {
         thread: refused.thread,
         comment_id: refused.comment_id,
         reply: Reply::Refused {
@@ -69,7 +69,7 @@ pub(super) fn refused_before(state: &RunState, refused: &RefusedCommand) -> Deci
             reason: refused.reason.clone(),
         },
     });
-    step.finish()
+    turn.finish()
 }
 
 pub(super) fn decide(
@@ -77,17 +77,17 @@ pub(super) fn decide(
     command: &OperatorCommand,
 ) -> Result<Decision, MachineError> {
     if let Command::Status = command.command {
-        let mut step = Step::new(state);
-        step.effect(EffectIntent::AddReaction {
+        let mut turn = Turn::new(state);
+        turn.effect(EffectIntent::AddReaction {
             comment_id: command.comment_id,
         });
-        step.effect(reply(
+        turn.effect(reply(
             command,
             Reply::Status {
                 status: StatusSnapshot::of(state),
             },
         ));
-        return Ok(step.finish());
+        return Ok(turn.finish());
     }
     if state.phase.is_terminal() {
         return Ok(refused(
@@ -96,14 +96,14 @@ pub(super) fn decide(
             Refusal::Terminal { phase: state.phase },
         ));
     }
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match &command.command {
         // Besides answering the command, stopping writes nothing but the
         // status update; the driver kills a running agent.
         Command::Stop => {
-            step.stop()?;
+            turn.stop()?;
             Ok(accepted(
-                step,
+                turn,
                 command,
                 "the run is stopped; a running agent is killed".to_owned(),
             ))
@@ -112,28 +112,28 @@ pub(super) fn decide(
             let Awaiting::OperatorRetry { resume } = &state.awaiting else {
                 return Ok(refused(state, command, Refusal::NothingToRetry));
             };
-            step.state.counters.retries = 0;
+            turn.state.counters.retries = 0;
             match resume.as_ref() {
-                Awaiting::Agent { launch } => step.relaunch(launch.as_ref().clone())?,
-                other => step.wait(other.clone()),
+                Awaiting::Agent { launch } => turn.relaunch(launch.as_ref().clone())?,
+                other => turn.wait(other.clone()),
             }
             Ok(accepted(
-                step,
+                turn,
                 command,
                 format!("retrying the current step of {}", state.phase),
             ))
         }
         Command::Merge => match (state.phase, state.settings.merge_mode) {
             (Phase::ReadyForMerge, MergeMode::OnCommand) => {
-                step.state.merge_approved = true;
+                turn.state.merge_approved = true;
                 Ok(accepted(
-                    step,
+                    turn,
                     command,
                     "merge approved; the pre-merge gate runs next".to_owned(),
                 ))
             }
             (Phase::ReadyForMerge, MergeMode::Auto) => Ok(accepted(
-                step,
+                turn,
                 command,
                 "merge.mode is auto; the gate merges when it passes".to_owned(),
             )),
@@ -148,9 +148,9 @@ pub(super) fn decide(
         Command::Unblock { facts, .. } => match unblock_target(state, facts) {
             Err(refusal) => Ok(refused(state, command, Refusal::Unblock(refusal))),
             Ok(target) => {
-                step.state.blocked = None;
-                if target == Phase::Review && !step.state.review.open_findings.is_empty() {
-                    let review = &mut step.state.review;
+                turn.state.blocked = None;
+                if target == Phase::Review && !turn.state.review.open_findings.is_empty() {
+                    let review = &mut turn.state.review;
                     let head = review
                         .binding
                         .as_ref()
@@ -160,14 +160,14 @@ pub(super) fn decide(
                         (review.round, std::mem::take(&mut review.open_findings));
                     carry_stale(review, round, &head, findings);
                 }
-                step.enter(target, Cause::Unblock)?;
+                turn.enter(target, Cause::Unblock)?;
                 Ok(accepted(
-                    step,
+                    turn,
                     command,
                     format!("resumed in {target}, chosen from GitHub's current state"),
                 ))
             }
         },
-        Command::Status => Ok(step.finish()),
+        Command::Status => Ok(turn.finish()),
     }
 }

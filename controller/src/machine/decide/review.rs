@@ -2,23 +2,23 @@
 //! its comment, then re-read the revision to judge the round: stale, clean
 //! or with findings (SPEC §4 REVIEW, §8).
 
-use super::step::{Step, StepResult};
+use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{PhaseResult, ReviewResult};
 use crate::machine::bounds::round_allowed;
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError, Role};
-use crate::machine::event::{Event, GitHubFacts, Observed, PrFacts, PrState};
-use crate::machine::phase::{Cause, Phase};
+use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
+use crate::machine::event::{EffectReadBack, Event, GitHubFacts, PrFacts, PrState};
+use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::review_rounds::{bind, carry_stale, moved, record, stagnation};
 use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
 
 /// Entry: refuse a round past the cap before anything is bound or launched.
-pub(super) fn enter(step: &mut Step) -> StepResult {
-    let max = step.state.settings.max_review_rounds;
-    if !round_allowed(&step.state.settings, step.state.review.round) {
-        return step.block(format!("the review cap of {max} rounds is reached"));
+pub(super) fn enter(turn: &mut Turn) -> TurnResult {
+    let max = turn.state.settings.max_review_rounds;
+    if !round_allowed(&turn.state.settings, turn.state.review.round) {
+        return turn.block(format!("the review cap of {max} rounds is reached"));
     }
-    step.state.merge_approved = false;
-    step.wait(Awaiting::Facts {
+    turn.state.merge_approved = false;
+    turn.wait(Awaiting::Facts {
         purpose: FactsPurpose::BindRound,
     });
     Ok(())
@@ -44,7 +44,7 @@ pub(super) fn open_pr<'a>(state: &RunState, facts: &'a GitHubFacts) -> Result<&'
 }
 
 pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
-    let mut step = Step::new(state);
+    let mut turn = Turn::new(state);
     match (&state.awaiting, event) {
         (
             Awaiting::Facts {
@@ -52,7 +52,7 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::GitHubObserved { facts },
         ) => {
-            bind_and_launch(&mut step, facts)?;
+            bind_and_launch(&mut turn, facts)?;
         }
         (
             Awaiting::Effects {
@@ -61,11 +61,11 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             Event::EffectsObserved { observed },
         ) => {
             let url = observed.iter().find_map(|o| match o {
-                Observed::Comment { url } => Some(url.clone()),
+                EffectReadBack::Comment { url } => Some(url.clone()),
                 _ => None,
             });
-            step.state.review.comment_url = url;
-            step.wait(Awaiting::Facts {
+            turn.state.review.comment_url = url;
+            turn.wait(Awaiting::Facts {
                 purpose: FactsPurpose::AfterReviewComment,
             });
         }
@@ -75,20 +75,20 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
             },
             Event::GitHubObserved { facts },
         ) => {
-            conclude_round(&mut step, facts)?;
+            conclude_round(&mut turn, facts)?;
         }
-        _ => return Ok(Step::unexpected(state, event)),
+        _ => return Ok(Turn::unexpected(state, event)),
     }
-    Ok(step.finish())
+    Ok(turn.finish())
 }
 
-fn bind_and_launch(step: &mut Step, facts: &GitHubFacts) -> StepResult {
-    let pr = match open_pr(&step.state, facts) {
+fn bind_and_launch(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
+    let pr = match open_pr(&turn.state, facts) {
         Ok(pr) => pr,
-        Err(reason) => return step.block(reason),
+        Err(reason) => return turn.block(reason),
     };
     let binding = bind(pr);
-    let review = &mut step.state.review;
+    let review = &mut turn.state.review;
     review.binding = Some(binding.clone());
     // A new round supersedes any earlier clean verdict.
     review.clean = None;
@@ -99,22 +99,22 @@ fn bind_and_launch(step: &mut Step, facts: &GitHubFacts) -> StepResult {
         last_resolutions: review.last_resolutions.clone(),
     };
     let round = review.round + 1;
-    step.launch(Role::Review, round, inputs)
+    turn.launch(AgentPhase::Review, round, inputs)
 }
 
-pub(super) fn on_result(step: &mut Step, result: &ReviewResult) -> StepResult {
-    let round = step.state.review.round + 1;
-    let Some(binding) = step.state.review.binding.clone() else {
-        return step.block("a review result arrived without a bound round");
+pub(super) fn on_result(turn: &mut Turn, result: &ReviewResult) -> TurnResult {
+    let round = turn.state.review.round + 1;
+    let Some(binding) = turn.state.review.binding.clone() else {
+        return turn.block("a review result arrived without a bound round");
     };
     if result.round != round {
-        return step.correct(&format!(
+        return turn.correct(&format!(
             "round is {}, the controller launched round {round}",
             result.round
         ));
     }
     if result.reviewed_head_sha != binding.head_sha {
-        return step.correct("reviewed_head_sha is not the bound head");
+        return turn.correct("reviewed_head_sha is not the bound head");
     }
     let prefix = format!("R{round}-F");
     if let Some(bad) = result
@@ -122,42 +122,42 @@ pub(super) fn on_result(step: &mut Step, result: &ReviewResult) -> StepResult {
         .iter()
         .position(|f| !f.id.starts_with(&prefix))
     {
-        return step.correct(&format!(
+        return turn.correct(&format!(
             "findings[{bad}].id does not belong to round {round}"
         ));
     }
-    step.state.pending = Some(PhaseResult::Review(result.clone()));
-    step.effect(EffectIntent::PostReviewComment {
+    turn.state.pending = Some(PhaseResult::Review(result.clone()));
+    turn.effect(EffectIntent::PostReviewComment {
         pr: binding.pr,
         round,
         binding,
         findings: result.findings.clone(),
         sections: result.sections.clone(),
     });
-    step.wait(Awaiting::Effects {
+    turn.wait(Awaiting::Effects {
         step: EffectStep::ReviewComment,
     });
     Ok(())
 }
 
 /// After the comment was read back: the round counts whatever happens next.
-fn conclude_round(step: &mut Step, facts: &GitHubFacts) -> StepResult {
+fn conclude_round(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
     let (Some(PhaseResult::Review(result)), Some(binding)) =
-        (step.state.pending.take(), step.state.review.binding.clone())
+        (turn.state.pending.take(), turn.state.review.binding.clone())
     else {
-        return step.block("no posted review is pending its re-read");
+        return turn.block("no posted review is pending its re-read");
     };
-    let round = step.state.review.round + 1;
-    step.state.review.round = round;
+    let round = turn.state.review.round + 1;
+    turn.state.review.round = round;
     let findings = result.findings;
-    let pr = match open_pr(&step.state, facts) {
+    let pr = match open_pr(&turn.state, facts) {
         Ok(pr) => pr,
         Err(reason) => {
-            step.state.review.open_findings = findings;
-            return step.block(reason);
+            turn.state.review.open_findings = findings;
+            return turn.block(reason);
         }
     };
-    let review = &mut step.state.review;
+    let review = &mut turn.state.review;
     if moved(&binding, pr) {
         review.history.push(record(
             round,
@@ -166,7 +166,7 @@ fn conclude_round(step: &mut Step, facts: &GitHubFacts) -> StepResult {
             &findings,
         ));
         carry_stale(review, round, &binding.head_sha, findings);
-        return step.enter(Phase::Review, Cause::Ordinary);
+        return turn.enter(Phase::Review, Cause::Ordinary);
     }
     review.prior_findings = None;
     if findings.is_empty() {
@@ -178,7 +178,7 @@ fn conclude_round(step: &mut Step, facts: &GitHubFacts) -> StepResult {
         ));
         review.open_findings.clear();
         review.clean = Some(binding);
-        return step.enter(Phase::ReadyForMerge, Cause::Ordinary);
+        return turn.enter(Phase::ReadyForMerge, Cause::Ordinary);
     }
     review.history.push(record(
         round,
@@ -187,14 +187,14 @@ fn conclude_round(step: &mut Step, facts: &GitHubFacts) -> StepResult {
         &findings,
     ));
     review.open_findings = findings;
-    if let Some(stuck) = stagnation(&review.history, &step.state.settings) {
-        return step.block(stuck.reason());
+    if let Some(stuck) = stagnation(&review.history, &turn.state.settings) {
+        return turn.block(stuck.reason());
     }
-    if !round_allowed(&step.state.settings, round) {
-        let max = step.state.settings.max_review_rounds;
-        return step.block(format!(
+    if !round_allowed(&turn.state.settings, round) {
+        let max = turn.state.settings.max_review_rounds;
+        return turn.block(format!(
             "round {round} of {max} ended with findings; the review cap is reached"
         ));
     }
-    step.enter(Phase::Fix, Cause::Ordinary)
+    turn.enter(Phase::Fix, Cause::Ordinary)
 }

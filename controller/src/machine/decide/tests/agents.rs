@@ -33,8 +33,8 @@ fn validated_candidate_is_pushed_then_pr_created_then_review_round_one() {
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(kinds, vec![EffectKind::Push, EffectKind::CreatePr]);
     run.observed(vec![
-        Observed::Pushed { sha: sha(2) },
-        Observed::PullRequest { number: PR },
+        EffectReadBack::Pushed { sha: sha(2) },
+        EffectReadBack::PullRequest { number: PR },
     ]);
     assert_eq!(run.state.phase, Phase::Review);
     assert_eq!(run.state.pr, Some(PR));
@@ -203,10 +203,10 @@ fn malformed_result_gets_one_correction_then_blocks() {
 
 #[test]
 fn exhausted_launch_budget_blocks_instead_of_launching() {
-    let settings = Settings {
+    let settings = RunSettings {
         max_launches: 2,
         max_retries: 5,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::start(settings, None);
     run.finish_agent(AgentOutcome::NonZeroExit { code: 1 });
@@ -305,7 +305,7 @@ fn implement_starts_from_the_base_without_earlier_work() {
 
 #[test]
 fn run_state_round_trips_through_json() {
-    let mut run = Run::to_review(Settings::default(), Some(3));
+    let mut run = Run::to_review(RunSettings::default(), Some(3));
     run.round(&sha(2), vec![finding(1, 1, "a")], &sha(3));
     run.bind(&sha(3));
     let json = serde_json::to_string(&run.state).expect("serialise");
@@ -330,7 +330,7 @@ fn a_retried_correction_keeps_its_diagnosis() {
 
 #[test]
 fn starting_on_the_epic_itself_blocks() {
-    let state = RunState::new("run-1", Settings::default());
+    let state = RunState::new("run-1", RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: 3,
@@ -338,7 +338,7 @@ fn starting_on_the_epic_itself_blocks() {
         base_branch: "main".to_owned(),
         base_sha: sha(1),
         branch_head: None,
-        settings: Settings::default(),
+        settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
     };
     let decision = decide(&state, &started).expect("legal");
@@ -348,7 +348,7 @@ fn starting_on_the_epic_itself_blocks() {
 
 #[test]
 fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
-    let state = RunState::new("run-1", Settings::default());
+    let state = RunState::new("run-1", RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: ISSUE,
@@ -356,7 +356,7 @@ fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
         base_branch: "main".to_owned(),
         base_sha: sha(1),
         branch_head: Some(sha(7)),
-        settings: Settings::default(),
+        settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
     };
     let decision = decide(&state, &started).expect("legal");
@@ -379,9 +379,9 @@ fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
 
 #[test]
 fn a_run_whose_agents_spent_the_token_budget_blocks_before_the_next_launch() {
-    let settings = Settings {
+    let settings = RunSettings {
         max_tokens: Some(1_000),
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::start(settings, None);
     let launch = run.launch().id;

@@ -11,9 +11,9 @@ fn merged(head: &str) -> PrFacts {
 }
 
 fn to_update_epic(update_every: u32) -> Run {
-    let settings = Settings {
+    let settings = RunSettings {
         epic_update_every: update_every,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     run.github(facts(Some(merged(&sha(2)))));
@@ -59,8 +59,8 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
         vec![EffectKind::PostComment, EffectKind::SpliceEpicRoadmap]
     );
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapSpliced,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
     ]);
     assert_eq!(
         run.state.epic.as_ref().expect("epic").merges_since_roadmap,
@@ -78,16 +78,16 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
 
 #[test]
 fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
-    let settings = Settings {
+    let settings = RunSettings {
         status_labels: true,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     run.github(facts(Some(merged(&sha(2)))));
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapSpliced,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
     ]);
     run.apply(next_issue(8, true));
     assert_eq!(run.state.issue, 8);
@@ -113,7 +113,7 @@ fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
 fn merge_counter_resets_only_after_the_splice_read_back() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
-    run.observed(vec![Observed::Comment { url: "u".into() }]);
+    run.observed(vec![EffectReadBack::Comment { url: "u".into() }]);
     assert_eq!(
         run.state.epic.as_ref().expect("epic").merges_since_roadmap,
         1
@@ -138,8 +138,8 @@ fn completion_always_splices_with_merges_uncounted() {
     );
     run.succeed(epic_result(Some("progress"), Some("final"), None));
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapSpliced,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
     ]);
     assert_eq!(run.state.phase, Phase::Done);
 }
@@ -149,8 +149,8 @@ fn rerequest_is_re_requested_once_without_progress() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapSpliced,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
     ]);
     run.apply(next_issue(8, false));
     assert_eq!(run.state.phase, Phase::UpdateEpic);
@@ -176,8 +176,8 @@ fn second_rerequest_blocks() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(EPIC)));
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapSpliced,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
     ]);
     assert_eq!(
         run.state.phase,
@@ -192,7 +192,7 @@ fn second_rerequest_blocks() {
 fn pick_in_another_repository_is_rejected() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
-    run.observed(vec![Observed::RoadmapSpliced]);
+    run.observed(vec![EffectReadBack::RoadmapSpliced]);
     run.apply(Event::NextIssue(NextIssueFacts {
         issue: 8,
         repository: "other/repo".into(),
@@ -216,8 +216,8 @@ fn a_pick_named_by_another_repositorys_url_is_rejected_without_a_read_and_twice_
     let mut run = to_update_epic(1);
     run.succeed(foreign(3));
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapSpliced,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
     ]);
     assert_eq!(run.state.phase, Phase::UpdateEpic, "asked again");
     assert_eq!(run.state.counters.next_issue_rejections, 1);
@@ -231,9 +231,9 @@ fn a_pick_named_by_another_repositorys_url_is_rejected_without_a_read_and_twice_
 
 #[test]
 fn merge_already_counted_is_not_counted_again() {
-    let settings = Settings {
+    let settings = RunSettings {
         epic_update_every: 3,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     // As after a crash between counting and persisting the next step.
@@ -252,8 +252,8 @@ fn voided_roadmap_section_is_re_requested_without_progress() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
     run.observed(vec![
-        Observed::Comment { url: "u".into() },
-        Observed::RoadmapVoided,
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapVoided,
     ]);
     assert_eq!(
         run.state.epic.as_ref().expect("epic").merges_since_roadmap,

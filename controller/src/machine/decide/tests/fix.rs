@@ -3,7 +3,7 @@
 use super::*;
 
 fn to_fix(findings: Vec<Finding>) -> Run {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(&sha(2), findings, &sha(2));
     assert_eq!(run.state.phase, Phase::Fix);
     run
@@ -72,7 +72,7 @@ fn fix_effects_create_follow_ups_then_append_markers_then_push_last() {
         &run.last.effects[2],
         EffectIntent::Push { expected_old: Some(old), .. } if *old == sha(2)
     ));
-    run.observed(vec![Observed::Pushed { sha: sha(3) }]);
+    run.observed(vec![EffectReadBack::Pushed { sha: sha(3) }]);
     assert_eq!(run.state.phase, Phase::Review);
     assert_eq!(run.state.review.last_resolutions.len(), 3);
 }

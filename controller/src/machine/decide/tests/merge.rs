@@ -2,10 +2,10 @@
 
 use super::*;
 
-fn settings(mode: MergeMode) -> Settings {
-    Settings {
+fn settings(mode: MergeMode) -> RunSettings {
+    RunSettings {
         merge_mode: mode,
-        ..Settings::default()
+        ..RunSettings::default()
     }
 }
 

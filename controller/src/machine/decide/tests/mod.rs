@@ -72,7 +72,7 @@ pub(super) struct Run {
 }
 
 impl Run {
-    pub fn start(settings: Settings, epic: Option<u64>) -> Run {
+    pub fn start(settings: RunSettings, epic: Option<u64>) -> Run {
         let state = RunState::new("run-1", settings.clone());
         let started = Event::Started {
             repository: "acme/widgets".to_owned(),
@@ -92,7 +92,7 @@ impl Run {
     }
 
     pub fn default_run() -> Run {
-        Run::start(Settings::default(), None)
+        Run::start(RunSettings::default(), None)
     }
 
     /// Applies an event that must be accepted.
@@ -156,7 +156,7 @@ impl Run {
         })
     }
 
-    pub fn observed(&mut self, observed: Vec<Observed>) -> &Decision {
+    pub fn observed(&mut self, observed: Vec<EffectReadBack>) -> &Decision {
         self.apply(Event::EffectsObserved { observed })
     }
 
@@ -174,14 +174,14 @@ impl Run {
     }
 
     /// INITIALIZING → IMPLEMENT → REVIEW with the PR at `sha(2)`.
-    pub fn to_review(settings: Settings, epic: Option<u64>) -> Run {
+    pub fn to_review(settings: RunSettings, epic: Option<u64>) -> Run {
         let mut run = Run::start(settings, epic);
         run.implement(&sha(2));
         run.validated(&sha(2), true);
         run.github(facts(None));
         run.observed(vec![
-            Observed::Pushed { sha: sha(2) },
-            Observed::PullRequest { number: PR },
+            EffectReadBack::Pushed { sha: sha(2) },
+            EffectReadBack::PullRequest { number: PR },
         ]);
         assert_eq!(run.state.phase, Phase::Review);
         run
@@ -202,7 +202,7 @@ impl Run {
             findings,
             sections: ReviewSections::default(),
         }));
-        self.observed(vec![Observed::Comment {
+        self.observed(vec![EffectReadBack::Comment {
             url: format!("https://example.test/c/{round}"),
         }]);
     }
@@ -214,7 +214,7 @@ impl Run {
         self.github(facts(Some(pr_at(reread_head, &sha(1)))));
     }
 
-    pub fn to_ready(settings: Settings, epic: Option<u64>) -> Run {
+    pub fn to_ready(settings: RunSettings, epic: Option<u64>) -> Run {
         let mut run = Run::to_review(settings, epic);
         run.round(&sha(2), Vec::new(), &sha(2));
         assert_eq!(run.state.phase, Phase::ReadyForMerge);

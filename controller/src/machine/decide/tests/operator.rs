@@ -3,9 +3,9 @@
 use super::*;
 
 fn blocked_in_fix() -> Run {
-    let settings = Settings {
+    let settings = RunSettings {
         max_retries: 0,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_review(settings, None);
     run.round(&sha(2), vec![finding(1, 1, "a")], &sha(2));
@@ -28,7 +28,7 @@ fn unblock(facts: GitHubFacts) -> Event {
 
 #[test]
 fn stop_answers_the_command_and_otherwise_writes_only_the_status_comment() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.apply(command(Command::Stop));
     assert_eq!(run.state.phase, Phase::Stopped);
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
@@ -45,7 +45,7 @@ fn stop_answers_the_command_and_otherwise_writes_only_the_status_comment() {
 
 #[test]
 fn removing_the_label_writes_only_the_status_comment() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.apply(Event::LabelRemoved);
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(kinds, vec![EffectKind::EditStatusComment]);
@@ -108,7 +108,7 @@ fn removing_the_label_stops_the_run() {
 
 #[test]
 fn status_replies_without_changing_state() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     let before = run.state.clone();
     run.apply(command(Command::Status));
     assert_eq!(run.state, before);
@@ -156,7 +156,7 @@ fn unblock_at_another_revision_resumes_review_with_carried_findings() {
 
 #[test]
 fn unblock_of_a_run_that_is_not_blocked_is_refused() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     let refusal = run.refuse(unblock(facts(None)));
     assert_eq!(
         refusal,
@@ -200,7 +200,7 @@ fn effect_conflict_blocks_naming_the_effect() {
 
 #[test]
 fn refusal_replies_say_why_in_operator_words() {
-    let mut run = Run::to_ready(Settings::default(), None);
+    let mut run = Run::to_ready(RunSettings::default(), None);
     let decision = decide(&run.state, &command(Command::Merge)).expect("legal");
     let [
         EffectIntent::PostCommandReply {

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn round_is_bound_to_pr_head_base_and_merge_base() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.bind(&sha(2));
     let expected = RoundBinding {
         pr: PR,
@@ -21,7 +21,7 @@ fn round_is_bound_to_pr_head_base_and_merge_base() {
 
 #[test]
 fn review_comment_is_an_effect_intent_bound_to_the_round() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.bind(&sha(2));
     let head = sha(2);
     run.succeed(PhaseResult::Review(ReviewResult {
@@ -42,7 +42,7 @@ fn review_comment_is_an_effect_intent_bound_to_the_round() {
 
 #[test]
 fn stale_round_carries_findings_to_next_round() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(
         &sha(2),
         vec![finding(1, 1, "a"), finding(1, 2, "b")],
@@ -62,7 +62,7 @@ fn stale_round_carries_findings_to_next_round() {
 
 #[test]
 fn carried_findings_are_replaced_by_the_next_stale_round() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(
         &sha(2),
         vec![finding(1, 1, "a"), finding(1, 2, "b")],
@@ -75,7 +75,7 @@ fn carried_findings_are_replaced_by_the_next_stale_round() {
 
 #[test]
 fn completed_round_of_the_actual_revision_clears_carried_findings() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(&sha(2), vec![finding(1, 1, "a")], &sha(3));
     run.round(&sha(3), vec![finding(2, 1, "b")], &sha(3));
     assert_eq!(run.state.phase, Phase::Fix);
@@ -84,14 +84,14 @@ fn completed_round_of_the_actual_revision_clears_carried_findings() {
 
 #[test]
 fn clean_round_goes_to_ready_for_merge() {
-    let run = Run::to_ready(Settings::default(), None);
+    let run = Run::to_ready(RunSettings::default(), None);
     assert_eq!(run.state.review.clean, run.state.review.binding);
     assert_eq!(run.state.review.history[0].outcome, RoundOutcome::Clean);
 }
 
 #[test]
 fn findings_go_to_fix() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(&sha(2), vec![finding(1, 1, "a")], &sha(2));
     assert_eq!(run.state.phase, Phase::Fix);
     assert_eq!(run.state.review.open_findings.len(), 1);
@@ -99,9 +99,9 @@ fn findings_go_to_fix() {
 
 #[test]
 fn stale_round_counts_against_the_cap() {
-    let settings = Settings {
+    let settings = RunSettings {
         max_review_rounds: 2,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_review(settings, None);
     run.round(&sha(2), Vec::new(), &sha(3));
@@ -119,9 +119,9 @@ fn stale_round_counts_against_the_cap() {
 
 #[test]
 fn findings_at_the_cap_block() {
-    let settings = Settings {
+    let settings = RunSettings {
         max_review_rounds: 1,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_review(settings, None);
     run.round(&sha(2), vec![finding(1, 1, "a")], &sha(2));
@@ -131,9 +131,9 @@ fn findings_at_the_cap_block() {
 
 #[test]
 fn clean_round_at_the_cap_proceeds() {
-    let settings = Settings {
+    let settings = RunSettings {
         max_review_rounds: 1,
-        ..Settings::default()
+        ..RunSettings::default()
     };
     let mut run = Run::to_review(settings, None);
     run.round(&sha(2), Vec::new(), &sha(2));
@@ -142,7 +142,7 @@ fn clean_round_at_the_cap_proceeds() {
 
 #[test]
 fn identical_findings_two_rounds_in_a_row_block_for_stagnation() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.round(&sha(2), vec![finding(1, 1, "Handle the error")], &sha(2));
     run.github(facts(Some(pr_at(&sha(2), &sha(1)))));
     run.succeed(PhaseResult::Fix(FixResult {
@@ -170,7 +170,7 @@ fn identical_findings_two_rounds_in_a_row_block_for_stagnation() {
 
 #[test]
 fn reviewer_round_mismatch_gets_a_correction() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.bind(&sha(2));
     run.succeed(PhaseResult::Review(ReviewResult {
         round: 5,
@@ -184,7 +184,7 @@ fn reviewer_round_mismatch_gets_a_correction() {
 
 #[test]
 fn crash_in_review_consumes_no_round() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.bind(&sha(2));
     run.finish_agent(AgentOutcome::Crashed {
         detail: "oom".to_owned(),
@@ -194,7 +194,7 @@ fn crash_in_review_consumes_no_round() {
 
 #[test]
 fn closed_pr_at_binding_blocks() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     let mut pr = pr_at(&sha(2), &sha(1));
     pr.state = PrState::Closed;
     run.github(facts(Some(pr)));
@@ -203,7 +203,7 @@ fn closed_pr_at_binding_blocks() {
 
 #[test]
 fn finding_ids_of_another_round_get_a_correction() {
-    let mut run = Run::to_review(Settings::default(), None);
+    let mut run = Run::to_review(RunSettings::default(), None);
     run.bind(&sha(2));
     run.succeed(PhaseResult::Review(ReviewResult {
         round: 1,

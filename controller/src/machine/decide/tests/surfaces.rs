@@ -3,10 +3,10 @@
 
 use super::*;
 
-fn labels_on() -> Settings {
-    Settings {
+fn labels_on() -> RunSettings {
+    RunSettings {
         status_labels: true,
-        ..Settings::default()
+        ..RunSettings::default()
     }
 }
 
@@ -40,8 +40,8 @@ fn starting_labels_the_issue_running_and_later_running_phases_write_no_label() {
     run.validated(&sha(2), true);
     run.github(facts(None));
     run.observed(vec![
-        Observed::Pushed { sha: sha(2) },
-        Observed::PullRequest { number: PR },
+        EffectReadBack::Pushed { sha: sha(2) },
+        EffectReadBack::PullRequest { number: PR },
     ]);
     assert_eq!(run.state.phase, Phase::Review);
     assert!(label_intents(&run.last).is_empty(), "IMPLEMENT → REVIEW");
@@ -72,7 +72,7 @@ fn ready_blocked_and_stopped_each_change_the_label() {
 
 #[test]
 fn the_status_comment_of_the_transition_a_validation_causes_shows_it() {
-    let mut run = Run::start(Settings::default(), None);
+    let mut run = Run::start(RunSettings::default(), None);
     run.implement(&sha(2));
     run.validated(&sha(2), true);
     assert_eq!(
@@ -85,8 +85,8 @@ fn the_status_comment_of_the_transition_a_validation_causes_shows_it() {
     );
     run.github(facts(None));
     run.observed(vec![
-        Observed::Pushed { sha: sha(2) },
-        Observed::PullRequest { number: PR },
+        EffectReadBack::Pushed { sha: sha(2) },
+        EffectReadBack::PullRequest { number: PR },
     ]);
     let status = run
         .last
@@ -102,7 +102,7 @@ fn the_status_comment_of_the_transition_a_validation_causes_shows_it() {
 
 #[test]
 fn a_validation_of_another_commit_is_not_remembered() {
-    let mut run = Run::start(Settings::default(), None);
+    let mut run = Run::start(RunSettings::default(), None);
     run.implement(&sha(2));
     let before = run.state.clone();
     run.refuse(Event::ValidationFinished {
@@ -116,7 +116,7 @@ fn a_validation_of_another_commit_is_not_remembered() {
 }
 
 fn started_with(read: RepositorySettingsRead) -> Decision {
-    let state = RunState::new("run-1", Settings::default());
+    let state = RunState::new("run-1", RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: ISSUE,
@@ -124,7 +124,7 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
         base_branch: "main".to_owned(),
         base_sha: sha(1),
         branch_head: None,
-        settings: Settings::default(),
+        settings: RunSettings::default(),
         repository_settings: read,
     };
     decide(&state, &started).expect("legal")
@@ -132,9 +132,9 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
 
 #[test]
 fn repository_settings_are_frozen_into_the_run_and_may_turn_status_labels_on() {
-    let mut chosen = crate::config::RepositorySettings::default();
+    let mut chosen = crate::machine::RepositorySettings::default();
     chosen.labels.status = Some(true);
-    chosen.validation.commands = Some(vec![crate::config::ValidationCommand::Shell(
+    chosen.validation.commands = Some(vec![crate::machine::ValidationCommand::Shell(
         "make check".into(),
     )]);
     let decision = started_with(RepositorySettingsRead::Valid {

@@ -1,19 +1,20 @@
-//! The decision under construction: the next state plus what it asks the
-//! driver to do. Phase changes go through [`Step::enter`], which checks the
+//! One turn of the machine: the decision under construction for one event,
+//! the next state plus what it asks the driver to do. Phase changes go through [`Turn::enter`], which checks the
 //! edge and performs the new phase's entry action.
 
 use super::{epic, fix, implement, merge, review};
 use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
-    Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, Role, StatusSnapshot,
+    Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, StatusSnapshot,
     ValidationRequest,
 };
 use crate::machine::event::Event;
-use crate::machine::phase::{Cause, IllegalEdge, Phase, check_edge};
+use crate::machine::phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge};
 use crate::machine::state::{Awaiting, BlockedInfo, RunState};
 use crate::machine::status_labels::{issue_switch, label_change};
 
-pub(crate) struct Step {
+/// The decision `decide` is building for the event at hand.
+pub(crate) struct Turn {
     pub state: RunState,
     /// The issue the run was on before this event, once started (an EPIC
     /// run may move on to its next issue).
@@ -24,9 +25,9 @@ pub(crate) struct Step {
     validation: Option<ValidationRequest>,
 }
 
-pub(crate) type StepResult = Result<(), IllegalEdge>;
+pub(crate) type TurnResult = Result<(), IllegalEdge>;
 
-impl Step {
+impl Turn {
     pub fn new(state: &RunState) -> Self {
         Self {
             state: state.clone(),
@@ -140,7 +141,7 @@ impl Step {
     }
 
     /// Takes the edge to `to` and runs its entry action.
-    pub fn enter(&mut self, to: Phase, cause: Cause) -> StepResult {
+    pub fn enter(&mut self, to: Phase, cause: Cause) -> TurnResult {
         check_edge(self.state.phase, to, cause)?;
         self.transitions.push((self.state.phase, to));
         self.state.phase = to;
@@ -160,7 +161,7 @@ impl Step {
     }
 
     /// Parks the run with a reason an operator can act on.
-    pub fn block(&mut self, reason: impl Into<String>) -> StepResult {
+    pub fn block(&mut self, reason: impl Into<String>) -> TurnResult {
         let from = self.state.phase;
         if from == Phase::Blocked {
             return Ok(());
@@ -172,28 +173,28 @@ impl Step {
         self.enter(Phase::Blocked, Cause::Ordinary)
     }
 
-    pub fn fail(&mut self, message: &str) -> StepResult {
+    pub fn fail(&mut self, message: &str) -> TurnResult {
         self.state.failure = Some(message.to_owned());
         self.enter(Phase::Failed, Cause::Ordinary)
     }
 
     /// STOPPED writes nothing but the status update.
-    pub fn stop(&mut self) -> StepResult {
+    pub fn stop(&mut self) -> TurnResult {
         self.enter(Phase::Stopped, Cause::Ordinary)
     }
 
     /// Starts an agent, or blocks when the run's launch budget is spent.
-    pub fn launch(&mut self, role: Role, round: u32, inputs: LaunchInputs) -> StepResult {
+    pub fn launch(&mut self, role: AgentPhase, round: u32, inputs: LaunchInputs) -> TurnResult {
         self.launch_with(role, round, inputs, None)
     }
 
     fn launch_with(
         &mut self,
-        role: Role,
+        role: AgentPhase,
         round: u32,
         inputs: LaunchInputs,
         correction_of: Option<Correction>,
-    ) -> StepResult {
+    ) -> TurnResult {
         if !launch_allowed(&self.state.settings, &self.state.counters) {
             let max = self.state.settings.max_launches;
             return self.block(format!(
@@ -236,7 +237,7 @@ impl Step {
 
     /// Launches the same request again under a new id (a retry); a retried
     /// correction stays that correction, with its diagnosis.
-    pub fn relaunch(&mut self, request: LaunchRequest) -> StepResult {
+    pub fn relaunch(&mut self, request: LaunchRequest) -> TurnResult {
         self.launch_with(
             request.role,
             request.round,
@@ -247,7 +248,7 @@ impl Step {
 
     /// A malformed result from an agent that exited 0: one bounded
     /// correction relaunch, then BLOCKED.
-    pub fn correct(&mut self, diagnosis: &str) -> StepResult {
+    pub fn correct(&mut self, diagnosis: &str) -> TurnResult {
         let Some(running) = self.running() else {
             return self.block(format!("malformed agent result: {diagnosis}"));
         };
@@ -272,7 +273,7 @@ impl Step {
 
     /// A crash, timeout, non-zero exit or transient GitHub failure: the
     /// phase stays; retry up to the bound, then wait for `/autoforge retry`.
-    pub fn retry_or_park(&mut self) -> StepResult {
+    pub fn retry_or_park(&mut self) -> TurnResult {
         if self.state.counters.retries >= self.state.settings.max_retries {
             let resume = Box::new(self.state.awaiting.clone());
             self.wait(Awaiting::OperatorRetry { resume });

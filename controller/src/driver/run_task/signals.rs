@@ -1,0 +1,203 @@
+//! Step 3 of a run task: a run event the observers stored becomes what the
+//! machine decides on. Events that only say "something on GitHub changed"
+//! carry nothing the machine can use until a fresh read; starting a run and
+//! an unblock read first, the rest are fed as they are.
+
+use autoforge_journal::RunEvent;
+use serde_json::json;
+
+use super::RunTask;
+use super::reads::read_facts;
+use crate::driver::error::DriverError;
+use crate::intake::RunSignal;
+use crate::machine::{Awaiting, Command, Event, OperatorCommand, RefusedCommand};
+
+impl RunTask<'_> {
+    /// Step 3: one run event from the observers.
+    pub(super) async fn handle_run_event(&mut self, stored: RunEvent) -> Result<(), DriverError> {
+        let signal: RunSignal = match serde_json::from_value(stored.event.clone()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                let detail = json!({ "run_event": stored.id, "error": error.to_string() });
+                return self
+                    .acknowledge(stored.id, "run_event_unreadable", detail)
+                    .await;
+            }
+        };
+        match signal_action(&signal) {
+            SignalAction::Feed(event) => self.apply(*event, Some(stored.id)).await,
+            SignalAction::Start { issue } if self.state.awaiting == Awaiting::Start => {
+                let event = self.started_event(issue).await?;
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::Unblock {
+                thread,
+                comment_id,
+                actor,
+                reason,
+            } => {
+                let clean = self.clean_review().await?;
+                let facts = read_facts(
+                    &self.access.api,
+                    &self.access.repo,
+                    &self.state,
+                    &self.shared.config.protected_paths,
+                    clean.as_ref(),
+                )
+                .await?;
+                let event = Event::Operator(OperatorCommand {
+                    thread,
+                    comment_id,
+                    actor,
+                    command: Command::Unblock { reason, facts },
+                });
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::Start { .. } | SignalAction::Ignore => {
+                let detail = json!({ "run_event": stored.id, "signal": stored.event });
+                self.acknowledge(stored.id, "run_event_not_driven", detail)
+                    .await
+            }
+        }
+    }
+}
+
+/// What a stored run event asks of the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SignalAction {
+    /// Feed this event to the machine as it is.
+    Feed(Box<Event>),
+    /// The run was started: read the issue's base and feed `Started`.
+    Start { issue: u64 },
+    /// `/autoforge unblock`: read the facts, then feed the command.
+    Unblock {
+        thread: u64,
+        comment_id: u64,
+        actor: String,
+        reason: String,
+    },
+    /// Nothing the machine decides on (yet): acknowledge it.
+    Ignore,
+}
+
+/// What the machine needs to hear about a signal. Signals that only say
+/// "something on GitHub changed" need a fresh read, which is done when the
+/// run awaits facts; until then they carry nothing the machine can use.
+pub fn signal_action(signal: &RunSignal) -> SignalAction {
+    match signal {
+        RunSignal::Started { issue, .. } => SignalAction::Start { issue: *issue },
+        RunSignal::TriggerLabelRemoved { .. } => SignalAction::Feed(Box::new(Event::LabelRemoved)),
+        RunSignal::IssueClosed { .. } => SignalAction::Feed(Box::new(Event::IssueClosed)),
+        RunSignal::Command {
+            verb,
+            comment_id,
+            actor,
+            on_issue,
+            argument,
+        } if verb == "unblock" => SignalAction::Unblock {
+            thread: *on_issue,
+            comment_id: *comment_id,
+            actor: actor.clone(),
+            reason: argument.clone().unwrap_or_default(),
+        },
+        RunSignal::Command {
+            verb,
+            comment_id,
+            actor,
+            on_issue,
+            ..
+        } => match command_without_reads(verb) {
+            Some(command) => SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
+                thread: *on_issue,
+                comment_id: *comment_id,
+                actor: actor.clone(),
+                command,
+            }))),
+            None => SignalAction::Ignore,
+        },
+        RunSignal::CommandRefused {
+            verb,
+            comment_id,
+            actor,
+            on_issue,
+            reason,
+        } => SignalAction::Feed(Box::new(Event::CommandRefused(RefusedCommand {
+            thread: *on_issue,
+            comment_id: *comment_id,
+            actor: actor.clone(),
+            command: verb.clone(),
+            reason: reason.clone(),
+        }))),
+        RunSignal::IssueReopened { .. }
+        | RunSignal::IssueEdited { .. }
+        | RunSignal::PrHeadMoved { .. }
+        | RunSignal::PrClosed { .. }
+        | RunSignal::PrReopened { .. }
+        | RunSignal::PrBaseChanged { .. }
+        | RunSignal::ChecksCompleted { .. } => SignalAction::Ignore,
+    }
+}
+
+/// The commands the machine decides from the command alone.
+fn command_without_reads(verb: &str) -> Option<Command> {
+    match verb {
+        "retry" => Some(Command::Retry),
+        "stop" => Some(Command::Stop),
+        "merge" => Some(Command::Merge),
+        "status" => Some(Command::Status),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_removal_and_closing_are_fed_directly_but_start_needs_a_read() {
+        assert_eq!(
+            signal_action(&RunSignal::TriggerLabelRemoved {
+                issue: 1,
+                by: "a".into()
+            }),
+            SignalAction::Feed(Box::new(Event::LabelRemoved))
+        );
+        assert_eq!(
+            signal_action(&RunSignal::Started {
+                issue: 4,
+                labeled_by: "a".into()
+            }),
+            SignalAction::Start { issue: 4 }
+        );
+    }
+
+    #[test]
+    fn commands_that_need_no_read_become_operator_events_and_unblock_asks_for_facts() {
+        let command = |verb: &str| RunSignal::Command {
+            verb: verb.into(),
+            argument: Some("why".into()),
+            comment_id: 5,
+            actor: "alice".into(),
+            on_issue: 3,
+        };
+        assert_eq!(
+            signal_action(&command("status")),
+            SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
+                thread: 3,
+                comment_id: 5,
+                actor: "alice".into(),
+                command: Command::Status,
+            })))
+        );
+        assert_eq!(
+            signal_action(&command("unblock")),
+            SignalAction::Unblock {
+                thread: 3,
+                comment_id: 5,
+                actor: "alice".into(),
+                reason: "why".into(),
+            }
+        );
+        assert_eq!(signal_action(&command("dance")), SignalAction::Ignore);
+    }
+}

@@ -1,0 +1,52 @@
+//! What a repository's own settings file chose for its runs (SPEC §16),
+//! as plain data. The machine freezes it into the run when the run starts,
+//! so a later edit of the file (or a PR changing it) never changes a run in
+//! flight; `config` parses and checks the file into these types, and the
+//! driver reads the frozen choice back for validation and agent routing.
+//!
+//! The serde shape is the file's shape, which is also how a frozen choice
+//! is stored with the run.
+
+use serde::{Deserialize, Serialize};
+
+/// The settings a repository chose; every `None` keeps the operator's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepositorySettings {
+    pub validation: RepositoryValidation,
+    pub labels: RepositoryLabels,
+    pub agents: RepositoryAgents,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepositoryValidation {
+    pub commands: Option<Vec<ValidationCommand>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepositoryLabels {
+    pub status: Option<bool>,
+}
+
+/// Profile names by role, each one the operator defined.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepositoryAgents {
+    pub implement: Option<String>,
+    pub review: Option<String>,
+    pub fix: Option<String>,
+    pub update_epic: Option<String>,
+}
+
+/// One validation command, as the operator's config or a repository's
+/// settings spell it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ValidationCommand {
+    /// Run through `sh -c`.
+    Shell(String),
+    /// Run directly, no shell.
+    Argv(Vec<String>),
+}

@@ -128,15 +128,22 @@ pub(crate) fn private_dir(dir: &Path) -> Result<(), WorkspaceError> {
 }
 
 /// Creates the state directory if needed (its parents with ordinary
-/// permissions) and narrows it to 0700. The one bit kept is group-execute:
+/// permissions), narrows it to 0700, and sets this process's umask to 077
+/// so that everything created from now on — by the controller or by the git
+/// and agent processes it starts, which inherit the umask — is 0700/0600
+/// whatever umask the operator started it with. The one bit kept is group-execute:
 /// the managed Postgres grants it to its server account's group when that
 /// account differs from ours, so the server can reach its own data
-/// directory by name while listing and reading nothing else here.
+/// directory by name while listing and reading nothing else here. Any
+/// other group keeps nothing.
 pub fn restrict_state_dir(dir: &Path) -> Result<(), WorkspaceError> {
     use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+    // Parents are created under the operator's umask: the managed cluster's
+    // server account may have to pass through them.
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(WorkspaceError::io("cannot create", parent))?;
     }
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
             return Err(WorkspaceError::io("cannot create", dir)(e));
@@ -144,7 +151,13 @@ pub fn restrict_state_dir(dir: &Path) -> Result<(), WorkspaceError> {
         _ => {}
     }
     let meta = std::fs::metadata(dir).map_err(WorkspaceError::io("cannot inspect", dir))?;
-    let mode = 0o700 | (meta.mode() & 0o010);
+    let server_group = autoforge_journal::localpg::server_group();
+    let keep = if server_group == Some(meta.gid()) {
+        meta.mode() & 0o010
+    } else {
+        0
+    };
+    let mode = 0o700 | keep;
     if meta.mode() & 0o7777 != mode {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
             .map_err(WorkspaceError::io("cannot restrict", dir))?;

@@ -1,12 +1,13 @@
 //! The managed local Postgres: the zero-configuration database used when no
 //! `DATABASE_URL` is set. It keeps a persistent cluster under
 //! `<state_dir>/postgres`, reachable through a Unix socket only (no TCP
-//! port, no password), driven by the system's `initdb` and `pg_ctl`.
+//! port) and only with the superuser's password (SCRAM-SHA-256, never
+//! `trust`; see [`auth`]), driven by the system's `initdb` and `pg_ctl`.
 //!
-//! Layout under the data root:
+//! Layout under the data root (0700):
 //! - `data/`       the cluster (initialised on first start)
-//! - `run/`        the socket directory, 0700, so only its owner (and root)
-//!   can connect; the cluster trusts whoever reaches the socket
+//! - `run/`        the socket directory, 0700
+//! - `password`    the superuser's random password, 0600, ours only
 //! - `server.log`  the server's log
 //!
 //! A Unix socket path is limited to 107 bytes. When `<root>/run` would be too
@@ -15,6 +16,7 @@
 //! so that a restart finds the same place.
 
 mod account;
+mod auth;
 mod binaries;
 
 use std::fs;
@@ -25,11 +27,11 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
 pub use binaries::PgBinaries;
 
-use account::{RunAs, check_reachable, private_dir};
+use account::{RunAs, check_reachable, grant_parent_traversal, private_dir};
 
 /// The port number only names the socket file (`.s.PGSQL.<port>`); fixing it
 /// makes the URL independent of a stray `PGPORT`.
@@ -101,6 +103,15 @@ pub enum LocalPgError {
     PidFile(String),
 }
 
+/// The group of the account the server runs as when that is not us (we are
+/// root): the one group the state directory lets traverse it.
+pub fn server_group() -> Option<u32> {
+    RunAs::detect()
+        .ok()
+        .flatten()
+        .map(|run_as| run_as.gid.as_raw())
+}
+
 /// How careful the cluster is with the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
@@ -156,6 +167,7 @@ pub struct LocalPostgres {
     data_dir: PathBuf,
     socket_dir: PathBuf,
     log_file: PathBuf,
+    password: SecretString,
     postmaster_pid: i32,
     options: LocalPgOptions,
     stopped: bool,
@@ -178,6 +190,7 @@ impl LocalPostgres {
             return Err(LocalPgError::UnsupportedPath { dir: data_root });
         }
         private_dir(&data_root, run_as)?;
+        grant_parent_traversal(&data_root, run_as)?;
         check_reachable(&data_root, run_as)?;
         let socket_dir = socket_dir_for(&data_root);
         private_dir(&socket_dir, run_as)?;
@@ -189,14 +202,16 @@ impl LocalPostgres {
             data_dir: data_root.join("data"),
             socket_dir,
             log_file: data_root.join("server.log"),
+            password: SecretString::from(String::new()),
             postmaster_pid: 0,
             options,
             stopped: true,
         };
-        if !server.data_dir.join("PG_VERSION").is_file() {
-            server.initdb(&data_root)?;
-        }
+        let hba_changed = server.prepare_authentication(&data_root)?;
         if server.is_running() {
+            if hba_changed {
+                server.reload()?;
+            }
             tracing::warn!(data_dir = %server.data_dir.display(), "adopting a PostgreSQL server that is already running");
         } else {
             server.start_server()?;
@@ -206,20 +221,18 @@ impl LocalPostgres {
         Ok(server)
     }
 
-    /// `postgres://postgres@localhost/postgres?host=<socket dir>`: the
-    /// `host` parameter makes the client use the socket. It holds no
-    /// password but is handled as a secret like every database URL.
+    /// `postgres://postgres:<password>@localhost/postgres?host=<socket
+    /// dir>`: the `host` parameter makes the client use the socket.
     pub fn database_url(&self) -> SecretString {
-        SecretString::from(format!(
-            "postgres://postgres@localhost:{PORT}/postgres?host={}",
-            self.socket_dir.display()
-        ))
+        self.database_url_for("postgres")
     }
 
-    /// The URL of another database in this cluster.
+    /// The URL of another database in this cluster. The password is hex,
+    /// so it needs no escaping.
     pub fn database_url_for(&self, database: &str) -> SecretString {
         SecretString::from(format!(
-            "postgres://postgres@localhost:{PORT}/{database}?host={}",
+            "postgres://postgres:{}@localhost:{PORT}/{database}?host={}",
+            self.password.expose_secret(),
             self.socket_dir.display()
         ))
     }
@@ -273,7 +286,66 @@ impl LocalPostgres {
             .ok_or_else(|| std::io::Error::other("the guardian has no stdin pipe"))
     }
 
-    fn initdb(&self, data_root: &Path) -> Result<(), LocalPgError> {
+    /// Makes sure the cluster exists, has a password the controller knows
+    /// and admits nothing but that password; true when `pg_hba.conf` had
+    /// to be rewritten (a running server must then reload it).
+    fn prepare_authentication(&mut self, data_root: &Path) -> Result<bool, LocalPgError> {
+        if !self.data_dir.join("PG_VERSION").is_file() {
+            let password = auth::generate_password()?;
+            self.initdb(data_root, &password)?;
+            auth::write_password(data_root, &password)?;
+            self.password = password;
+        } else if let Some(password) = auth::read_password(data_root)? {
+            self.password = password;
+        } else {
+            self.migrate_trusting_cluster(data_root)?;
+        }
+        auth::pin_hba(&self.data_dir, self.run_as)
+    }
+
+    /// A cluster from before password authentication: it has data but no
+    /// password file. Sets a password on the stopped cluster; the caller
+    /// then replaces its `trust` rules.
+    fn migrate_trusting_cluster(&mut self, data_root: &Path) -> Result<(), LocalPgError> {
+        tracing::warn!(
+            data_dir = %self.data_dir.display(),
+            "the managed PostgreSQL cluster has no password (made by an earlier autoforge); \
+             giving its superuser one and switching it to password authentication"
+        );
+        if self.is_running() {
+            self.stopped = false;
+            self.stop_with("fast")?;
+        }
+        let password = auth::generate_password()?;
+        let postgres = self.command(self.binaries.dir().join("postgres"));
+        auth::set_password_offline(postgres, &self.data_dir, &password)?;
+        auth::write_password(data_root, &password)?;
+        self.password = password;
+        Ok(())
+    }
+
+    fn reload(&self) -> Result<(), LocalPgError> {
+        let status = self
+            .pg_ctl()
+            .arg("reload")
+            .status()
+            .map_err(|source| LocalPgError::Io {
+                action: "run pg_ctl reload".to_owned(),
+                source,
+            })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(LocalPgError::CommandFailed {
+                program: "pg_ctl reload",
+                status: status.to_string(),
+                output: String::new(),
+            })
+        }
+    }
+
+    fn initdb(&self, data_root: &Path, password: &SecretString) -> Result<(), LocalPgError> {
+        let pwfile = auth::initdb_password_file(data_root, password, self.run_as)?;
         let mut command = self.command(self.binaries.initdb());
         command
             .arg("-D")
@@ -281,16 +353,19 @@ impl LocalPostgres {
             .args([
                 "-U",
                 "postgres",
-                "--auth=trust",
+                "--auth=scram-sha-256",
                 "-E",
                 "UTF8",
                 "--locale=C.UTF-8",
             ])
+            .arg(format!("--pwfile={}", pwfile.display()))
             .current_dir(data_root);
         if self.options.durability == Durability::Ephemeral {
             command.arg("--no-sync");
         }
-        let output = command.output().map_err(|source| LocalPgError::Io {
+        let output = command.output();
+        auth::remove_initdb_password(&pwfile);
+        let output = output.map_err(|source| LocalPgError::Io {
             action: "run initdb".to_owned(),
             source,
         })?;

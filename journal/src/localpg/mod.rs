@@ -13,11 +13,13 @@
 //! A Unix socket path is limited to 107 bytes. When `<root>/run` would be too
 //! long (or contains characters `pg_ctl`'s shell would misread), the socket
 //! lives in `/tmp/autoforge-pg-<hash of the root>` instead, a stable name
-//! so that a restart finds the same place.
+//! so that a restart finds the same place. It is 0700 like `run/`, and
+//! reaching the socket is not enough to connect without the password.
 
 mod account;
 mod auth;
 mod binaries;
+mod paths;
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
@@ -32,12 +34,11 @@ use secrecy::{ExposeSecret, SecretString};
 pub use binaries::PgBinaries;
 
 use account::{RunAs, check_reachable, grant_parent_traversal, private_dir};
+use paths::{pid_in, process_is_live, socket_dir_for, survives_pg_ctl_quoting};
 
 /// The port number only names the socket file (`.s.PGSQL.<port>`); fixing it
 /// makes the URL independent of a stray `PGPORT`.
 const PORT: u16 = 5432;
-/// `sun_path` holds 108 bytes including the terminating NUL.
-const MAX_SOCKET_PATH: usize = 107;
 /// A postmaster killed a moment ago can stay a zombie for a while, and its
 /// `postmaster.pid` then still names a "live" process. Starting is retried
 /// for this long when the server reports exactly that.
@@ -547,58 +548,6 @@ impl Drop for LocalPostgres {
     }
 }
 
-/// `pg_ctl start` runs `exec "postgres" -D "<data>" … >> "<log>"` through
-/// `/bin/sh`; inside double quotes these characters would change meaning.
-fn survives_pg_ctl_quoting(path: &Path) -> bool {
-    path.to_str()
-        .is_some_and(|s| !s.contains(['"', '$', '`', '\\', '\n', '\r']))
-}
-
-/// The postmaster pid recorded in the data directory, if any.
-fn pid_in(data_dir: &Path) -> Option<i32> {
-    let text = fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
-    text.lines().next()?.trim().parse().ok()
-}
-
-/// True when `pid` exists and is neither a zombie nor dead (Linux `/proc`).
-fn process_is_live(pid: i32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the command name, which is in parentheses and may
-    // itself contain spaces or parentheses.
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next());
-    !matches!(state, None | Some("Z" | "X" | "x"))
-}
-
-/// `<root>/run`, or a stable short directory under /tmp when that path is
-/// too long for a socket or unsafe to pass through `pg_ctl`'s shell.
-fn socket_dir_for(data_root: &Path) -> PathBuf {
-    let preferred = data_root.join("run");
-    let socket_file_len = preferred.as_os_str().len() + "/.s.PGSQL.5432".len();
-    let shell_safe = preferred.to_str().is_some_and(|s| {
-        s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    });
-    if socket_file_len <= MAX_SOCKET_PATH && shell_safe {
-        preferred
-    } else {
-        PathBuf::from(format!(
-            "/tmp/autoforge-pg-{:016x}",
-            fnv1a(data_root.as_os_str().as_encoded_bytes())
-        ))
-    }
-}
-
-/// A stable (across builds and runs) 64-bit hash; `std`'s hasher is not.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 fn read_from(path: &Path, offset: u64) -> String {
     let mut text = String::new();
     if let Ok(mut file) = fs::File::open(path)
@@ -620,71 +569,6 @@ fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_plain_root_keeps_its_socket_inside() {
-        let root = Path::new("/var/lib/autoforge/postgres");
-        assert_eq!(socket_dir_for(root), root.join("run"));
-    }
-
-    #[test]
-    fn long_root_gets_a_stable_short_socket_dir_under_tmp() {
-        let root = PathBuf::from(format!("/srv/{}/postgres", "x".repeat(120)));
-        let first = socket_dir_for(&root);
-        assert!(
-            first.to_string_lossy().starts_with("/tmp/autoforge-pg-"),
-            "{}",
-            first.display()
-        );
-        assert!(first.as_os_str().len() + 14 <= MAX_SOCKET_PATH);
-        assert_eq!(first, socket_dir_for(&root));
-    }
-
-    #[test]
-    fn root_with_shell_characters_gets_a_safe_socket_dir() {
-        let root = Path::new("/srv/my state/postgres");
-        assert!(
-            socket_dir_for(root)
-                .to_string_lossy()
-                .starts_with("/tmp/autoforge-pg-")
-        );
-    }
-
-    #[test]
-    fn this_process_is_live_and_a_reaped_child_is_not() {
-        assert!(process_is_live(std::process::id() as i32));
-        let mut child = Command::new("true").spawn().expect("spawn true");
-        let pid = child.id() as i32;
-        child.wait().expect("wait");
-        assert!(!process_is_live(pid));
-    }
-
-    #[test]
-    fn an_unreaped_child_is_not_live() {
-        let mut child = Command::new("true").spawn().expect("spawn true");
-        let pid = child.id() as i32;
-        // Until it is waited for, the exited child stays a zombie.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while process_is_live(pid) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(10));
-        }
-        assert!(!process_is_live(pid));
-        child.wait().expect("wait");
-    }
-
-    #[test]
-    fn paths_a_shell_would_misread_are_refused() {
-        assert!(survives_pg_ctl_quoting(Path::new("/srv/my state/postgres")));
-        for bad in [
-            "/srv/a\"b",
-            "/srv/$HOME",
-            "/srv/`id`",
-            "/srv/a\\b",
-            "/srv/a\nb",
-        ] {
-            assert!(!survives_pg_ctl_quoting(Path::new(bad)), "{bad:?}");
-        }
-    }
 
     #[test]
     fn tail_keeps_the_last_lines() {

@@ -303,3 +303,40 @@ pub async fn update_user(
     // Profile fields are not modelled; GitHub answers with the profile.
     user(axum::extract::State(s), axum::Extension(c)).await
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn app_permissions() -> BTreeMap<String, String> {
+        [("contents", "write"), ("issues", "read")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_token_may_be_narrowed_to_less_than_the_app_holds_but_never_more() {
+        let granted = app_permissions();
+        let narrowed =
+            requested_permissions(&granted, &json!({"permissions": {"contents": "read"}})).unwrap();
+        assert_eq!(
+            narrowed,
+            Some([("contents".to_owned(), "read".to_owned())].into())
+        );
+        assert_eq!(requested_permissions(&granted, &json!({})).unwrap(), None);
+        for too_much in [
+            json!({"permissions": {"issues": "write"}}),
+            json!({"permissions": {"pull_requests": "read"}}),
+            json!({"permissions": {"contents": "owner"}}),
+        ] {
+            let error = requested_permissions(&granted, &too_much).unwrap_err();
+            assert_eq!(
+                error.status(),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{too_much}"
+            );
+        }
+    }
+}

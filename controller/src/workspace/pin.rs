@@ -12,7 +12,6 @@
 
 use std::fs;
 use std::io::{ErrorKind, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// The whole config of a mirror. Nothing else belongs there: no remote (the
@@ -60,13 +59,13 @@ pub(super) fn pin(git_dir: &Path) -> Result<(), PinError> {
     for planted in PLANTED {
         remove_any(&git_dir.join(planted))?;
     }
-    // `core.hooksPath=/dev/null` already keeps git from looking here; an
-    // empty hooks directory means a lapse there still runs nothing.
+    // `core.hooksPath=/dev/null` already keeps git from looking here; with
+    // no hooks directory at all a lapse there still runs nothing.
     remove_any(&git_dir.join("hooks"))
 }
 
 /// Rewrites the config unless it is already exactly ours. The new text goes
-/// to a fresh file that replaces the old one by rename: writing through the
+/// to a fresh 0600 file that replaces the old one by rename: writing through the
 /// old path would follow a planted symlink into some other file, and a git
 /// reading concurrently sees either the old or the new config, never half.
 fn pin_config(git_dir: &Path) -> Result<(), PinError> {
@@ -76,19 +75,19 @@ fn pin_config(git_dir: &Path) -> Result<(), PinError> {
     if is_ours {
         return Ok(());
     }
-    let fresh = git_dir.join(format!("config.autoforge-{}", std::process::id()));
-    remove_any(&fresh)?;
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&fresh)
-        .map_err(fail("create", &fresh))?;
-    file.write_all(MIRROR_CONFIG.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(fail("write", &fresh))?;
-    drop(file);
-    fs::rename(&fresh, &config).map_err(fail("replace", &config))
+    // A random name: runs of several issues pin the same mirror at once.
+    let mut fresh = tempfile::Builder::new()
+        .prefix("config.autoforge-")
+        .tempfile_in(git_dir)
+        .map_err(fail("create a new config in", git_dir))?;
+    fresh
+        .write_all(MIRROR_CONFIG.as_bytes())
+        .and_then(|()| fresh.as_file().sync_all())
+        .map_err(fail("write a new config in", git_dir))?;
+    fresh
+        .persist(&config)
+        .map(drop)
+        .map_err(|e| fail("replace", &config)(e.error))
 }
 
 /// Deletes a file, a symlink or a whole directory; absence is fine.
@@ -131,5 +130,31 @@ mod tests {
             MIRROR_CONFIG
         );
         assert!(!git_dir.join("hooks").exists());
+    }
+
+    #[test]
+    fn concurrent_pins_of_one_mirror_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path().to_owned();
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let git_dir = git_dir.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..20 {
+                        fs::write(git_dir.join("config"), "[http]\n\tproxy = x\n").ok();
+                        fs::create_dir_all(git_dir.join("hooks")).ok();
+                        pin(&git_dir).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        pin(&git_dir).unwrap();
+        assert_eq!(
+            fs::read_to_string(git_dir.join("config")).unwrap(),
+            MIRROR_CONFIG
+        );
     }
 }

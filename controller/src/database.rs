@@ -2,7 +2,10 @@
 //! server named by `DATABASE_URL` / `database.url`, or the managed local
 //! cluster under `<state_dir>/postgres` that autoforge starts and stops
 //! itself. Every command that needs the database goes through here so the
-//! managed cluster is started and stopped in exactly one way.
+//! managed cluster is started and stopped in exactly one way. The managed
+//! cluster requires its generated password (see
+//! `autoforge_journal::localpg`); the URL carrying it is a secret and never
+//! logged.
 
 use anyhow::Context;
 use autoforge_journal::Journal;
@@ -32,6 +35,13 @@ impl OpenDatabase {
                 })
             }
             DatabaseSource::Managed { dir } => {
+                // The state directory first, private: the cluster then lets
+                // only its server account traverse it.
+                if let Some(state_dir) = dir.parent() {
+                    crate::workspace::restrict_state_dir(state_dir).with_context(|| {
+                        format!("cannot prepare the state directory {}", state_dir.display())
+                    })?;
+                }
                 let dir = dir.clone();
                 tracing::info!(dir = %dir.display(), "starting the managed local PostgreSQL");
                 // initdb and pg_ctl block for up to seconds: keep them off the

@@ -181,7 +181,9 @@ async fn a_data_root_the_server_user_cannot_reach_is_a_clear_error() {
     let private = dir.path().join("private");
     std::fs::create_dir(&private).unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let root = private.join("postgres");
+    // The data root's own parent (the state directory) is opened to the
+    // server's group; anything further up is the operator's to fix.
+    let root = private.join("state").join("postgres");
     let error = tokio::task::spawn_blocking(move || LocalPostgres::start(&root, durable()))
         .await
         .unwrap()
@@ -191,6 +193,140 @@ async fn a_data_root_the_server_user_cannot_reach_is_a_clear_error() {
         "{error:?}"
     );
     assert!(error.to_string().contains("DATABASE_URL"), "{error}");
+}
+
+/// The URL without its password, and with a wrong one.
+fn urls_without_the_password(server: &LocalPostgres) -> [String; 2] {
+    let socket = server.socket_dir().display();
+    [
+        format!("postgres://postgres@localhost:5432/postgres?host={socket}"),
+        format!("postgres://postgres:wrong@localhost:5432/postgres?host={socket}"),
+    ]
+}
+
+#[tokio::test]
+async fn only_the_generated_password_opens_the_cluster_and_nothing_is_trusted() {
+    let dir = scratch();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let root = state.join("postgres");
+    let server = start_with(&root, LocalPgOptions::ephemeral()).await;
+
+    let hba = std::fs::read_to_string(root.join("data/pg_hba.conf")).unwrap();
+    assert!(!hba.contains("trust"), "{hba}");
+    assert!(
+        hba.lines()
+            .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+            .all(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["local", "all", "all", "scram-sha-256"]),
+        "{hba}"
+    );
+    let password_file = std::fs::metadata(root.join("password")).unwrap();
+    assert_eq!(password_file.permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&password_file),
+        Uid::effective().as_raw()
+    );
+    let password = std::fs::read_to_string(root.join("password")).unwrap();
+    let password = password.trim();
+    assert_eq!(password.len(), 64);
+    assert!(
+        !format!("{server:?}").contains(password),
+        "the handle's Debug shows the password"
+    );
+    assert!(server.database_url().expose_secret().contains(password));
+    assert!(!root.join("initdb-password").exists());
+    if Uid::effective().is_root() {
+        // The state directory lets only the server's group through.
+        let mode = std::fs::metadata(&state).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o710);
+    }
+
+    for url in urls_without_the_password(&server) {
+        let refused = sqlx::PgPool::connect(&url).await;
+        assert!(refused.is_err(), "connected with {url}");
+    }
+    let pool = pool(&server).await;
+    let (encryption, verifier): (String, bool) = sqlx::query_as(
+        "SELECT current_setting('password_encryption'), \
+         (SELECT rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE rolname = 'postgres')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((encryption.as_str(), verifier), ("scram-sha-256", true));
+    pool.close().await;
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_trusting_cluster_from_an_earlier_version_gets_a_password_and_keeps_its_data() {
+    let dir = scratch();
+    let root = dir.path().join("postgres");
+    let server = start_with(&root, LocalPgOptions::ephemeral()).await;
+    write_marker(&server, "from the old version").await;
+    // Turn it into what an earlier autoforge left: a superuser without a
+    // password, a `trust` rule for the socket, no password file.
+    let pool = pool(&server).await;
+    sqlx::query("ALTER ROLE postgres PASSWORD NULL")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap()
+        .unwrap();
+    std::fs::write(root.join("data/pg_hba.conf"), "local all all trust\n").unwrap();
+    std::fs::remove_file(root.join("password")).unwrap();
+
+    let server = start_with(&root, LocalPgOptions::ephemeral()).await;
+    assert_eq!(read_markers(&server).await, ["from the old version"]);
+    let hba = std::fs::read_to_string(root.join("data/pg_hba.conf")).unwrap();
+    assert!(!hba.contains("trust"), "{hba}");
+    assert!(root.join("password").is_file());
+    for url in urls_without_the_password(&server) {
+        assert!(
+            sqlx::PgPool::connect(&url).await.is_err(),
+            "connected with {url}"
+        );
+    }
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_running_trusting_server_is_stopped_migrated_and_restarted() {
+    let dir = scratch();
+    let root = dir.path().join("postgres");
+    let server = start_with(&root, LocalPgOptions::ephemeral()).await;
+    write_marker(&server, "still running").await;
+    let old_pid = server.postmaster_pid();
+    std::fs::write(root.join("data/pg_hba.conf"), "local all all trust\n").unwrap();
+    std::fs::remove_file(root.join("password")).unwrap();
+    // The handle is forgotten, as when an earlier controller crashed and
+    // left its server running.
+    std::mem::forget(server);
+
+    let server = start_with(&root, LocalPgOptions::ephemeral()).await;
+    assert_ne!(server.postmaster_pid(), old_pid);
+    assert_eq!(read_markers(&server).await, ["still running"]);
+    for url in urls_without_the_password(&server) {
+        assert!(
+            sqlx::PgPool::connect(&url).await.is_err(),
+            "connected with {url}"
+        );
+    }
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 async fn start(root: &Path) -> LocalPostgres {

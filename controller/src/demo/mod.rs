@@ -157,12 +157,16 @@ enum StateDir {
 }
 
 impl StateDir {
+    /// The directory is made private (0700, umask 077 from here on); the
+    /// managed Postgres later lets only its own server account through.
     fn prepare(given: Option<&Path>) -> anyhow::Result<StateDir> {
-        use std::os::unix::fs::PermissionsExt;
+        let restrict = |dir: &Path| {
+            crate::workspace::restrict_state_dir(dir)
+                .with_context(|| format!("cannot prepare {}", dir.display()))
+        };
         match given {
             Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                restrict(dir)?;
                 // Its journal would hold runs against a fakehub that is gone.
                 anyhow::ensure!(
                     !dir.join(settings::CONFIG_FILE).exists(),
@@ -176,10 +180,7 @@ impl StateDir {
                     .prefix("autoforge-demo-")
                     .tempdir()
                     .context("cannot create a temporary state directory")?;
-                // The managed Postgres runs as another account when we are
-                // root and must be able to traverse into its data directory.
-                std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-                    .context("cannot open up the temporary state directory")?;
+                restrict(dir.path())?;
                 Ok(StateDir::Temporary(dir))
             }
         }
@@ -595,12 +596,12 @@ mod tests {
     }
 
     #[test]
-    fn a_temporary_state_dir_is_traversable_and_removed_unless_kept() {
+    fn a_temporary_state_dir_is_private_and_removed_unless_kept() {
         use std::os::unix::fs::PermissionsExt;
         let state = StateDir::prepare(None).unwrap();
         let path = state.path().to_path_buf();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o755, 0o755);
+        assert_eq!(mode & 0o777, 0o700);
         state.finish(false);
         assert!(!path.exists());
         let kept = StateDir::prepare(None).unwrap();

@@ -26,7 +26,7 @@ use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
 use crate::agents::result::ReRequest;
-use crate::github::GitHubApi;
+use crate::github::{GitHubApi, RepoName};
 use crate::machine::{AgentPhase, Correction, Event, LaunchInputs, LaunchRequest, RunState};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
@@ -67,8 +67,9 @@ pub enum GitCredential {
     Anonymous,
     /// A credential that does not expire while the driver runs.
     Fixed(SecretString),
-    /// The handle's current token (see [`GitHubApi::git_credential`]).
-    FromApi(GitHubApi),
+    /// The handle's current token for `repo` (see
+    /// [`GitHubApi::git_credential`]): narrowed to that repository.
+    FromApi { api: GitHubApi, repo: RepoName },
 }
 
 impl GitCredential {
@@ -77,7 +78,7 @@ impl GitCredential {
         match self {
             GitCredential::Anonymous => Ok(None),
             GitCredential::Fixed(secret) => Ok(Some(secret.clone())),
-            GitCredential::FromApi(api) => Ok(Some(api.git_credential().await?)),
+            GitCredential::FromApi { api, repo } => Ok(Some(api.git_credential(repo).await?)),
         }
     }
 }

@@ -45,7 +45,10 @@ async fn git_remote(api: &GitHubApi, repo: &RepoName) -> anyhow::Result<GitRemot
         .with_context(|| format!("cannot read the clone URL of {repo} (GET {path})"))?;
     Ok(GitRemote {
         url: read.clone_url,
-        credential: GitCredential::FromApi(api.clone()),
+        credential: GitCredential::FromApi {
+            api: api.clone(),
+            repo: repo.clone(),
+        },
     })
 }
 

@@ -64,7 +64,7 @@ impl Default for ClientOptions {
     }
 }
 
-struct Shared {
+pub(super) struct Shared {
     api_base: Uri,
     gates: RateGates,
     etags: EtagCache,
@@ -74,8 +74,12 @@ struct Shared {
     /// installation token minted once serve every later request.
     installations: Mutex<HashMap<u64, Arc<Octocrab>>>,
     /// The personal token in token mode, handed to git as its credential;
-    /// an App's git credential is its installation token instead.
-    personal_token: Option<SecretString>,
+    /// an App's git credential is a narrowed installation token instead.
+    pub(super) personal_token: Option<SecretString>,
+    /// The App's own (JWT) client, which mints those narrowed tokens.
+    pub(super) app: Option<Arc<Octocrab>>,
+    /// Narrowed git tokens by installation and repository.
+    pub(super) git_tokens: super::git_token::GitTokens,
 }
 
 /// Entry point: one per process, cheap to clone.
@@ -151,8 +155,9 @@ impl GitHubClient {
         let root = builder
             .build()
             .map_err(|e| GitHubError::Setup(describe_octocrab_error(&e)))?;
+        let root = Arc::new(root);
         Ok(GitHubClient {
-            root: Arc::new(root),
+            root: Arc::clone(&root),
             is_app,
             shared: Arc::new(Shared {
                 api_base,
@@ -161,6 +166,8 @@ impl GitHubClient {
                 options,
                 installations: Mutex::new(HashMap::new()),
                 personal_token,
+                app: is_app.then_some(root),
+                git_tokens: Default::default(),
             }),
         })
     }
@@ -250,8 +257,8 @@ impl<T> Conditional<T> {
 #[derive(Clone)]
 pub struct GitHubApi {
     crab: Arc<Octocrab>,
-    scope: RateScope,
-    shared: Arc<Shared>,
+    pub(super) scope: RateScope,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl GitHubApi {
@@ -259,32 +266,14 @@ impl GitHubApi {
         self.scope
     }
 
-    /// The credential git uses for this handle's repositories: the
-    /// personal token, or the installation token — minted again by
-    /// octocrab when the cached one has less than a minute left, so ask
-    /// right before each fetch or push rather than keeping the answer.
-    pub async fn git_credential(&self) -> Result<SecretString, GitHubError> {
-        match self.scope {
-            RateScope::Token => {
-                self.shared.personal_token.clone().ok_or_else(|| {
-                    GitHubError::Setup("the token handle has no personal token".into())
-                })
-            }
-            RateScope::Installation(_) => self
-                .crab
-                .installation_token_with_buffer(chrono::Duration::seconds(60))
-                .await
-                .map_err(|e| match e {
-                    octocrab::Error::GitHub { ref source, .. } => GitHubError::Credentials {
-                        status: source.status_code.as_u16(),
-                        message: source.message.clone(),
-                    },
-                    other => GitHubError::Setup(describe_octocrab_error(&other)),
-                }),
-            RateScope::App => Err(GitHubError::Setup(
-                "the App's own handle has no git credential; use an installation".into(),
-            )),
-        }
+    /// The App's own (JWT) handle sharing this handle's state; `None` in
+    /// token mode.
+    pub(super) fn app_handle(&self) -> Option<GitHubApi> {
+        self.shared.app.as_ref().map(|crab| GitHubApi {
+            crab: Arc::clone(crab),
+            scope: RateScope::App,
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     pub(super) fn api_base(&self) -> &Uri {

@@ -477,7 +477,11 @@ async fn installed_app(hub: &Hub) -> (GitHubClient, u64) {
             owner: Some(OWNER.into()),
             webhook_url: None,
             webhook_secret: None,
-            permissions: [("issues".to_owned(), "write".to_owned())].into(),
+            permissions: [
+                ("issues".to_owned(), "write".to_owned()),
+                ("contents".to_owned(), "write".to_owned()),
+            ]
+            .into(),
             events: vec![],
         })
         .await
@@ -694,25 +698,25 @@ async fn setup_errors_are_clear() {
 }
 
 #[tokio::test]
-async fn the_git_credential_of_an_installation_is_the_token_its_reads_already_use() {
+async fn the_git_credential_of_an_installation_is_its_own_narrowed_token_minted_once() {
     let hub = Hub::start().await;
     let issue = hub.issue().await;
     let (client, installation) = installed_app(&hub).await;
     let api = client.installation(installation).unwrap();
     assert_eq!(api.issue(&repo(), issue).await.unwrap().number, issue);
-    let first = api.git_credential().await.unwrap();
+    let first = api.git_credential(&repo()).await.unwrap();
     let second = client
         .installation(installation)
         .unwrap()
-        .git_credential()
+        .git_credential(&repo())
         .await
         .unwrap();
     assert_eq!(first.expose_secret(), second.expose_secret());
     assert!(!first.expose_secret().is_empty());
     assert_eq!(
         hub.answered("POST", TOKEN_ROUTE),
-        [201],
-        "one token serves the reads and git"
+        [201, 201],
+        "one token for the reads and one narrowed token for git, each minted once"
     );
 }
 
@@ -725,21 +729,25 @@ async fn git_credentials_come_from_the_token_or_an_installation_never_the_app() 
         GitHubAuth::Token(SecretString::from(token)),
     )
     .unwrap();
-    let credential = client.installation(0).unwrap().git_credential().await;
+    let credential = client
+        .installation(0)
+        .unwrap()
+        .git_credential(&repo())
+        .await;
     assert_eq!(credential.unwrap().expose_secret(), token);
 
     let (app_client, _installation) = installed_app(&hub).await;
     let app_error = app_client
         .app()
         .unwrap()
-        .git_credential()
+        .git_credential(&repo())
         .await
         .unwrap_err();
     assert!(matches!(app_error, GitHubError::Setup(_)), "{app_error}");
     let unknown = app_client
         .installation(987_654)
         .unwrap()
-        .git_credential()
+        .git_credential(&repo())
         .await;
     assert!(
         matches!(unknown, Err(GitHubError::Credentials { status: 404, .. })),

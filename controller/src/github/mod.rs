@@ -6,6 +6,7 @@ mod backoff;
 mod client;
 mod error;
 mod etag;
+mod git_token;
 mod listing;
 mod models;
 mod operators;

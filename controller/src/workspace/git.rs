@@ -5,32 +5,55 @@
 //! replace refs. Hardening settings go in through `GIT_CONFIG_COUNT` /
 //! `GIT_CONFIG_KEY_n` / `GIT_CONFIG_VALUE_n`, which outrank every config file,
 //! so a repository config an agent tampered with cannot turn hooks,
-//! fsmonitor or a credential helper back on for the controller's own git.
+//! fsmonitor, a proxy or a credential helper back on for the controller's own
+//! git. A [`Git`] bound to a mirror also pins that mirror (see
+//! [`super::pin`]) right before each command, which covers the URL-scoped
+//! keys the environment cannot outrank.
 //!
-//! The GitHub credential, when a fetch needs one, becomes an
-//! `http.<origin>.extraHeader` (scoped to the URL the fetch names) in those
-//! same variables of that one process. It is
-//! never in argv (visible in `ps`), never in a URL, never in a config file,
-//! and git's error output is redacted before it enters an error value.
+//! The GitHub credential, when a fetch or push needs one, never enters an
+//! environment variable, an argument, a URL or a file. It is written into a
+//! pipe whose read end becomes file descriptor 3 of that one git process
+//! (through a tiny `sh` wrapper that moves it there from stdin), and a
+//! credential helper scoped to the origin of the URL the command names reads
+//! it from that descriptor when git asks. The pipe is empty once read. Only
+//! git's own process tree holds the descriptor; git's error output is
+//! redacted before it enters an error value.
 
 use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 
-use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::process::Command;
 
+use super::pin::{PinError, pin};
 use crate::redact::Redactor;
 
 /// Config every controller git process runs with, whatever the repository
-/// config says.
+/// config says. Empty values reset list-valued keys (helpers, headers,
+/// resolve overrides, push options) that a config file may have filled.
 const HARDENING: &[(&str, &str)] = &[
     ("core.hooksPath", "/dev/null"),
     ("core.fsmonitor", "false"),
-    // An empty value clears any helper list a config file set up.
-    ("credential.helper", ""),
+    ("core.untrackedCache", "false"),
+    ("core.attributesFile", "/dev/null"),
     ("core.askPass", ""),
+    ("core.sshCommand", "false"),
+    ("credential.helper", ""),
+    ("http.proxy", ""),
+    ("http.sslVerify", "true"),
+    ("http.extraHeader", ""),
+    ("http.curloptResolve", ""),
+    ("http.followRedirects", "false"),
+    ("http.cookieFile", ""),
+    ("http.saveCookies", "false"),
+    ("http.emptyAuth", "false"),
+    ("push.followTags", "false"),
+    ("push.recurseSubmodules", "no"),
+    ("push.gpgSign", "false"),
+    ("push.pushOption", ""),
+    ("push.negotiate", "false"),
     // Fetched commits are referenced by nothing but worktrees until used;
     // automatic gc must not prune them in between.
     ("gc.auto", "0"),
@@ -41,6 +64,16 @@ const HARDENING: &[(&str, &str)] = &[
     ("advice.detachedHead", "false"),
     ("advice.graftFileDeprecated", "false"),
 ];
+
+/// Answers git's `get` with what arrives on descriptor 3 and ignores
+/// `store`/`erase`. Git appends the operation name as `$1`.
+const CREDENTIAL_HELPER: &str =
+    "!f() { cat >/dev/null; if [ \"$1\" = get ]; then cat <&3; fi; }; f";
+
+/// Moves the credential pipe from stdin to descriptor 3, then becomes git.
+/// `exec 3<&0` makes a descriptor that survives exec, so git and the
+/// helpers it starts inherit it.
+const FD3_WRAPPER: &str = "exec 3<&0 0</dev/null && exec git \"$@\"";
 
 /// Why a git command failed. Output is redacted and bounded.
 #[derive(Debug, thiserror::Error)]
@@ -56,12 +89,20 @@ pub enum GitError {
         status: String,
         stderr: String,
     },
+    #[error("cannot pin the repository before git {command}: {source}")]
+    Pin {
+        command: String,
+        #[source]
+        source: PinError,
+    },
 }
 
 /// Runs git with the controller's fixed environment.
 #[derive(Debug, Clone)]
 pub struct Git {
     home: PathBuf,
+    /// A mirror to pin before every command, when bound to one.
+    pinned: Option<PathBuf>,
 }
 
 /// How much of git's stderr an error keeps.
@@ -71,19 +112,63 @@ impl Git {
     /// `home` is an empty directory owned by the controller: git reads
     /// nothing from the operator's real home.
     pub fn new(home: PathBuf) -> Self {
-        Self { home }
+        Self { home, pinned: None }
+    }
+
+    /// The same runner, pinning the bare repository `git_dir` before each
+    /// command it starts.
+    pub fn pinning(&self, git_dir: &Path) -> Self {
+        Self {
+            home: self.home.clone(),
+            pinned: Some(git_dir.to_owned()),
+        }
     }
 
     /// A git command in `dir` (a work tree, or a bare repository given with
-    /// `--git-dir` in `args`), fully configured except for stdio.
+    /// `--git-dir` in `args`), fully configured including stdin. The mirror
+    /// this runner is bound to is pinned first.
     pub fn command(
         &self,
         dir: &Path,
         args: &[&OsStr],
         credential: Option<&SecretString>,
-    ) -> Command {
-        let mut command = Command::new("git");
+    ) -> Result<Command, GitError> {
+        if let Some(git_dir) = &self.pinned {
+            pin(git_dir).map_err(|source| GitError::Pin {
+                command: describe(args),
+                source,
+            })?;
+        }
+        // The helper is scoped to the origin of the URL this invocation
+        // names, so a URL rewrite (an `insteadOf` planted in the shared
+        // mirror config by a concurrently running agent) cannot carry the
+        // credential to another host. No URL argument, no credential.
+        let helper_key = credential
+            .and(origin_of(args))
+            .map(|origin| format!("credential.{origin}.helper"));
+        let mut command = match (credential, &helper_key) {
+            (Some(token), Some(_)) => {
+                let mut command = Command::new("/bin/sh");
+                command.args([OsStr::new("-c"), OsStr::new(FD3_WRAPPER), OsStr::new("git")]);
+                command.stdin(credential_pipe(token).map_err(|source| GitError::Spawn {
+                    command: describe(args),
+                    source,
+                })?);
+                command
+            }
+            _ => {
+                let mut command = Command::new("git");
+                command.stdin(Stdio::null());
+                command
+            }
+        };
         command.args(args).current_dir(dir).env_clear();
+        self.set_environment(&mut command, dir, helper_key.as_deref());
+        command.kill_on_drop(true);
+        Ok(command)
+    }
+
+    fn set_environment(&self, command: &mut Command, dir: &Path, helper_key: Option<&str>) {
         let path = std::env::var_os("PATH")
             .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
         command
@@ -103,19 +188,10 @@ impl Git {
         if let Some(parent) = dir.parent() {
             command.env("GIT_CEILING_DIRECTORIES", parent);
         }
-        let mut config: Vec<(&str, OsString)> = HARDENING
-            .iter()
-            .map(|(k, v)| (*k, OsString::from(v)))
-            .collect();
-        // The header is scoped to the origin of the URL this invocation
-        // names, so a URL rewrite (an `insteadOf` planted in the shared
-        // mirror config by a concurrently running agent) cannot carry it to
-        // another host. No URL argument, no credential.
-        let header_key = credential
-            .and(origin_of(args))
-            .map(|origin| format!("http.{origin}.extraHeader"));
-        if let (Some(token), Some(key)) = (credential, header_key.as_deref()) {
-            config.push((key, authorization_header(token)));
+        let mut config: Vec<(&str, &str)> = HARDENING.to_vec();
+        if let Some(key) = helper_key {
+            // After the reset of `credential.helper` above, so it survives.
+            config.push((key, CREDENTIAL_HELPER));
         }
         command.env("GIT_CONFIG_COUNT", config.len().to_string());
         for (i, (key, value)) in config.into_iter().enumerate() {
@@ -123,8 +199,6 @@ impl Git {
                 .env(format!("GIT_CONFIG_KEY_{i}"), key)
                 .env(format!("GIT_CONFIG_VALUE_{i}"), value);
         }
-        command.kill_on_drop(true);
-        command
     }
 
     /// Runs git to completion and returns its output whatever the status.
@@ -134,8 +208,7 @@ impl Git {
         args: &[&OsStr],
         credential: Option<&SecretString>,
     ) -> Result<Output, GitError> {
-        self.command(dir, args, credential)
-            .stdin(std::process::Stdio::null())
+        self.command(dir, args, credential)?
             .output()
             .await
             .map_err(|source| GitError::Spawn {
@@ -164,6 +237,22 @@ impl Git {
         let stdout = self.run(dir, args, None).await?;
         Ok(String::from_utf8_lossy(&stdout).trim().to_owned())
     }
+}
+
+/// A pipe already holding the helper's answer, its write end closed, to be
+/// the child's stdin. Both ends are close-on-exec in this process, so no
+/// other child the controller starts meanwhile inherits them. A token is
+/// far below the pipe's capacity, so writing before the child runs cannot
+/// block.
+fn credential_pipe(token: &SecretString) -> std::io::Result<std::io::PipeReader> {
+    let (reader, mut writer) = std::io::pipe()?;
+    let answer = SecretString::from(format!(
+        "username=x-access-token\npassword={}\n",
+        token.expose_secret()
+    ));
+    writer.write_all(answer.expose_secret().as_bytes())?;
+    drop(writer);
+    Ok(reader)
 }
 
 /// The error for a finished git process that failed.
@@ -204,62 +293,60 @@ fn origin_of(args: &[&OsStr]) -> Option<String> {
     })
 }
 
-/// `Authorization: Basic base64("x-access-token:<token>")`, the form GitHub
-/// accepts for installation and personal tokens over HTTPS git.
-fn authorization_header(token: &SecretString) -> OsString {
-    let encoded = base64::engine::general_purpose::STANDARD
-        .encode(format!("x-access-token:{}", token.expose_secret()));
-    OsString::from(format!("Authorization: Basic {encoded}"))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    const TOKEN: &str = "ghs_supersecrettokenvalue1234567890";
+
+    fn fetch_args(url: &str) -> [&OsStr; 2] {
+        [OsStr::new("fetch"), OsStr::new(url)]
+    }
+
     #[test]
-    fn the_credential_travels_only_in_the_environment_of_that_process() {
-        let token = SecretString::from("ghs_supersecrettokenvalue1234567890");
-        let encoded = base64::engine::general_purpose::STANDARD
-            .encode("x-access-token:ghs_supersecrettokenvalue1234567890");
+    fn the_credential_is_in_no_argument_and_no_environment_variable() {
+        let token = SecretString::from(TOKEN);
         let git = Git::new(PathBuf::from("/nonexistent-home"));
-        let args = [OsStr::new("fetch"), OsStr::new("https://example.com/o/r")];
-        let with = git.command(Path::new("/tmp"), &args, Some(&token));
+        let args = fetch_args("https://example.com/o/r");
+        let with = git.command(Path::new("/tmp"), &args, Some(&token)).unwrap();
         let std = with.as_std();
         for arg in std.get_args() {
-            let arg = arg.to_string_lossy();
-            assert!(
-                !arg.contains("supersecret") && !arg.contains(&encoded),
-                "{arg}"
-            );
+            assert!(!arg.to_string_lossy().contains("supersecret"), "{arg:?}");
         }
-        let header = std
+        for (key, value) in std.get_envs() {
+            let value = value.map(OsStr::to_string_lossy).unwrap_or_default();
+            assert!(!value.contains("supersecret"), "{key:?}={value}");
+            assert!(!value.contains("Authorization"), "{key:?}={value}");
+        }
+        let helper = std
             .get_envs()
             .filter_map(|(_, v)| v)
-            .any(|v| v.to_string_lossy() == format!("Authorization: Basic {encoded}"));
-        assert!(header);
+            .any(|v| v == OsStr::new(CREDENTIAL_HELPER));
+        assert!(helper, "the helper is configured");
 
-        let without = git.command(Path::new("/tmp"), &args, None);
+        let without = git.command(Path::new("/tmp"), &args, None).unwrap();
+        assert_eq!(without.as_std().get_program(), OsStr::new("git"));
         assert!(
             without
                 .as_std()
                 .get_envs()
                 .filter_map(|(_, v)| v)
-                .all(|v| !v.to_string_lossy().contains("Authorization"))
+                .all(|v| v != OsStr::new(CREDENTIAL_HELPER))
         );
     }
 
-    /// What git itself would send as `http.extraHeader` to `url`, run with
-    /// the environment of a command that fetched `fetched` with a token.
-    fn header_git_would_send(fetched: &str, url: &str) -> String {
-        let token = SecretString::from("ghs_scopedtokenvalue000000000000000");
+    /// The credential helper git would run for `url`, in the environment of
+    /// a command that fetched `fetched` with a token.
+    fn helper_git_would_run(fetched: &str, url: &str) -> String {
+        let token = SecretString::from(TOKEN);
         let home = tempfile::tempdir().unwrap();
         let git = Git::new(home.path().to_owned());
-        let args = [OsStr::new("fetch"), OsStr::new(fetched)];
-        let template = git.command(home.path(), &args, Some(&token));
+        let args = fetch_args(fetched);
+        let template = git.command(home.path(), &args, Some(&token)).unwrap();
         let mut probe = std::process::Command::new("git");
         probe
-            .args(["config", "--get-urlmatch", "http.extraHeader", url])
+            .args(["config", "--get-urlmatch", "credential.helper", url])
             .current_dir(home.path())
             .env_clear();
         for (key, value) in template.as_std().get_envs() {
@@ -272,25 +359,48 @@ mod tests {
     }
 
     #[test]
-    fn the_header_goes_only_to_the_origin_the_fetch_names() {
+    fn the_helper_answers_only_for_the_origin_the_fetch_names() {
         // Another issue's agent shares the mirror and can plant
-        // `url.<evil>.insteadOf` between our config restore and the fetch;
-        // the rewritten URL must not receive the token.
+        // `url.<evil>.insteadOf` between our pin and the fetch; the
+        // rewritten URL must not receive the token.
         let fetched = "https://github.com/octo/widgets.git";
-        assert!(header_git_would_send(fetched, fetched).starts_with("Authorization: Basic "));
+        assert_eq!(helper_git_would_run(fetched, fetched), CREDENTIAL_HELPER);
         for elsewhere in [
             "https://evil.example/octo/widgets.git",
             "http://github.com/octo/widgets.git",
             "https://github.com.evil.example/x",
         ] {
-            assert_eq!(header_git_would_send(fetched, elsewhere), "", "{elsewhere}");
+            assert_eq!(helper_git_would_run(fetched, elsewhere), "", "{elsewhere}");
         }
+    }
+
+    #[test]
+    fn the_helper_prints_what_the_pipe_holds_and_only_for_get() {
+        let token = SecretString::from(TOKEN);
+        let run = |operation: &str| {
+            let script = format!("{} {operation}", &CREDENTIAL_HELPER[1..]);
+            let output = std::process::Command::new("/bin/sh")
+                .args(["-c", &format!("exec 3<&0 0</dev/null; {script}")])
+                .stdin(credential_pipe(&token).unwrap())
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{operation}");
+            String::from_utf8(output.stdout).unwrap()
+        };
+        assert_eq!(
+            run("get"),
+            format!("username=x-access-token\npassword={TOKEN}\n")
+        );
+        assert_eq!(run("store"), "");
+        assert_eq!(run("erase"), "");
     }
 
     #[test]
     fn hooks_are_off_and_no_outside_config_is_read() {
         let git = Git::new(PathBuf::from("/h"));
-        let cmd = git.command(Path::new("/tmp/x"), &[OsStr::new("status")], None);
+        let cmd = git
+            .command(Path::new("/tmp/x"), &[OsStr::new("status")], None)
+            .unwrap();
         let envs: Vec<(String, String)> = cmd
             .as_std()
             .get_envs()

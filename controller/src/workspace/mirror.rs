@@ -2,27 +2,21 @@
 //! ancestry and commit messages, and exporting a commit's tree.
 //!
 //! Agents commit inside worktrees whose common git directory is this mirror,
-//! so an agent can write to its `config` and `info/attributes`. Before the
-//! controller relies on the mirror, [`Mirror::restore_config`] puts back the
-//! fixed config and removes `info/attributes`: a planted smudge filter or
-//! `export-ignore` rule must not change what the controller checks out or
-//! exports. (The environment-level hardening in [`super::git`] covers hooks,
-//! fsmonitor and credential helpers on top of that.)
+//! so an agent can write to its `config`, hooks and `info/attributes`. The
+//! mirror's [`Git`] pins the mirror (see [`super::pin`]) right before every
+//! command it runs — fetches, pushes, and the `git status` of its worktrees
+//! alike — so a planted proxy, hook, filter or `export-ignore` rule never
+//! changes what the controller sends, checks out or exports.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use secrecy::SecretString;
 use tempfile::TempDir;
 
-use super::git::{Git, failure};
+use super::git::{Git, GitError, failure};
+use super::pin::pin;
 use super::{CommitSha, WorkspaceError, Workspaces, check_name};
-
-/// The whole config of a mirror. Nothing else belongs there: no remote (the
-/// URL is passed per fetch), no credential, no filters.
-const MIRROR_CONFIG: &str =
-    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n";
 
 /// One commit of a range, for the commit-message policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,15 +52,16 @@ impl Mirror {
         }
         let root = workspaces.state_dir();
         let parent = root.join("repos").join(owner);
-        std::fs::create_dir_all(&parent).map_err(WorkspaceError::io("cannot create", &parent))?;
+        super::private_dir(&parent)?;
+        let path = parent.join(format!("{repo}.git"));
         let mirror = Self {
             owner: owner.to_owned(),
             repo: repo.to_owned(),
             url: url.to_owned(),
-            path: parent.join(format!("{repo}.git")),
             worktrees: root.join("worktrees").join(owner).join(repo),
             exports: root.join("exports"),
-            git: workspaces.git().clone(),
+            git: workspaces.git().pinning(&path),
+            path,
         };
         if !mirror.path.join("HEAD").is_file() {
             let args = [
@@ -75,7 +70,8 @@ impl Mirror {
                 OsStr::new("--quiet"),
                 mirror.path.as_os_str(),
             ];
-            mirror.git.run(&parent, &args, None).await?;
+            // Not pinned: there is nothing to pin before `init`.
+            workspaces.git().run(&parent, &args, None).await?;
         }
         mirror.restore_config()?;
         Ok(mirror)
@@ -93,7 +89,9 @@ impl Mirror {
         &self.repo
     }
 
-    pub(crate) fn git(&self) -> &Git {
+    /// The runner bound to this mirror: every command it starts pins the
+    /// mirror first.
+    pub fn git(&self) -> &Git {
         &self.git
     }
 
@@ -101,33 +99,21 @@ impl Mirror {
         &self.worktrees
     }
 
-    /// Rewrites the mirror's config and drops `info/attributes`, undoing
-    /// anything an agent wrote through its worktree.
+    /// Rewrites the mirror's config and deletes hooks and planted files,
+    /// undoing anything an agent wrote through its worktree. Every command
+    /// of [`Mirror::git`] does this by itself; this is for callers that
+    /// touch the mirror's files directly.
     pub fn restore_config(&self) -> Result<(), WorkspaceError> {
-        let config = self.path.join("config");
-        if std::fs::read_to_string(&config).ok().as_deref() != Some(MIRROR_CONFIG) {
-            std::fs::write(&config, MIRROR_CONFIG)
-                .map_err(WorkspaceError::io("cannot write", &config))?;
-        }
-        // The mirror is never shallow: a `shallow` file, like a graft, can
-        // only have been planted to cut history short.
-        for planted in [
-            self.path.join("info").join("attributes"),
-            self.path.join("shallow"),
-        ] {
-            match std::fs::remove_file(&planted) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(WorkspaceError::io("cannot remove", &planted)(e));
-                }
-                _ => {}
-            }
-        }
-        Ok(())
+        pin(&self.path).map_err(|source| {
+            WorkspaceError::Git(GitError::Pin {
+                command: "(restore)".to_owned(),
+                source,
+            })
+        })
     }
 
     /// Runs git against the bare mirror.
     pub(crate) async fn run(&self, args: &[&OsStr]) -> Result<Vec<u8>, WorkspaceError> {
-        self.restore_config()?;
         let mut full = vec![OsStr::new("--git-dir"), self.path.as_os_str()];
         full.extend_from_slice(args);
         Ok(self.git.run(&self.path, &full, None).await?)
@@ -155,7 +141,6 @@ impl Mirror {
         shas: &[CommitSha],
         credential: Option<&SecretString>,
     ) -> Result<(), WorkspaceError> {
-        self.restore_config()?;
         let mut missing = Vec::new();
         for sha in shas {
             if !self.has_commit(sha).await? && !missing.contains(sha) {
@@ -195,7 +180,6 @@ impl Mirror {
         ancestor: &CommitSha,
         descendant: &CommitSha,
     ) -> Result<bool, WorkspaceError> {
-        self.restore_config()?;
         let args = [
             OsStr::new("--git-dir"),
             self.path.as_os_str(),
@@ -273,7 +257,6 @@ impl Mirror {
     /// them. The restored mirror config defines no filter driver, so only
     /// the conversions any checkout performs (line endings) apply.
     pub async fn export(&self, sha: &CommitSha) -> Result<TempDir, WorkspaceError> {
-        self.restore_config()?;
         if !self.has_commit(sha).await? {
             return Err(WorkspaceError::MissingCommit(sha.clone()));
         }
@@ -307,9 +290,8 @@ impl Mirror {
         for args in &steps {
             let output = self
                 .git
-                .command(&self.path, args, None)
+                .command(&self.path, args, None)?
                 .env("GIT_INDEX_FILE", &index_file)
-                .stdin(Stdio::null())
                 .output()
                 .await
                 .map_err(|e| WorkspaceError::Export {

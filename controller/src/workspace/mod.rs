@@ -12,10 +12,12 @@
 //!
 //! The mirror has no remote and no refs of its own: fetches name the URL and
 //! exact SHAs, so objects arrive and nothing else changes. Worktrees keep
-//! the fetched commits reachable.
+//! the fetched commits reachable. Every directory here is created private
+//! to the controller's user (0700), whatever the umask.
 
 mod git;
 mod mirror;
+mod pin;
 mod worktree;
 
 use std::fmt;
@@ -109,6 +111,60 @@ fn check_name(name: &str) -> Result<&str, WorkspaceError> {
     }
 }
 
+/// Creates `dir` and any missing parents with mode 0700, and narrows an
+/// existing `dir` to 0700: a directory only this user may enter keeps
+/// mirrors, worktrees and their histories from other local accounts.
+pub(crate) fn private_dir(dir: &Path) -> Result<(), WorkspaceError> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(WorkspaceError::io("cannot create", dir))?;
+    // The mode above is filtered through the umask (and skipped for a
+    // directory that already existed); set it outright.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(WorkspaceError::io("cannot restrict", dir))
+}
+
+/// Creates the state directory if needed (its parents with ordinary
+/// permissions), narrows it to 0700, and sets this process's umask to 077
+/// so that everything created from now on — by the controller or by the git
+/// and agent processes it starts, which inherit the umask — is 0700/0600
+/// whatever umask the operator started it with. The one bit kept is group-execute:
+/// the managed Postgres grants it to its server account's group when that
+/// account differs from ours, so the server can reach its own data
+/// directory by name while listing and reading nothing else here. Any
+/// other group keeps nothing.
+pub fn restrict_state_dir(dir: &Path) -> Result<(), WorkspaceError> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+    // Parents are created under the operator's umask: the managed cluster's
+    // server account may have to pass through them.
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(WorkspaceError::io("cannot create", parent))?;
+    }
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(WorkspaceError::io("cannot create", dir)(e));
+        }
+        _ => {}
+    }
+    let meta = std::fs::metadata(dir).map_err(WorkspaceError::io("cannot inspect", dir))?;
+    let server_group = autoforge_journal::localpg::server_group();
+    let keep = if server_group == Some(meta.gid()) {
+        meta.mode() & 0o010
+    } else {
+        0
+    };
+    let mode = 0o700 | keep;
+    if meta.mode() & 0o7777 != mode {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+            .map_err(WorkspaceError::io("cannot restrict", dir))?;
+    }
+    Ok(())
+}
+
 /// The root of all git state under the controller's state directory.
 #[derive(Debug, Clone)]
 pub struct Workspaces {
@@ -117,11 +173,11 @@ pub struct Workspaces {
 }
 
 impl Workspaces {
-    /// Creates the directory layout if needed.
+    /// Creates the directory layout if needed, each directory 0700.
     pub fn open(state_dir: &Path) -> Result<Self, WorkspaceError> {
+        restrict_state_dir(state_dir)?;
         for sub in ["repos", "worktrees", "exports", "git-home"] {
-            let dir = state_dir.join(sub);
-            std::fs::create_dir_all(&dir).map_err(WorkspaceError::io("cannot create", &dir))?;
+            private_dir(&state_dir.join(sub))?;
         }
         Ok(Self {
             root: state_dir.to_owned(),

@@ -341,31 +341,38 @@ fn all_command_lines() -> Vec<Vec<u8>> {
 }
 
 #[tokio::test]
-async fn over_http_the_token_arrives_as_a_header_and_is_in_no_argv() {
+async fn over_http_the_token_answers_a_challenge_and_is_in_no_argv() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let raw = "ghs_httpHeaderToken0123456789abcdefXYZ";
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    // A minimal server: record the first request while git is still
-    // connected, look at every process's argv, then refuse.
+    // A minimal server: challenge the first request as GitHub does a
+    // private repository, record the retry while git is still connected,
+    // look at every process's argv, then refuse.
     let server = tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let mut request = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !contains(&request, b"\r\n\r\n") {
-            let n = socket.read(&mut buf).await.unwrap();
-            if n == 0 {
-                break;
+        let answers = [
+            &b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"GitHub\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"[..],
+            &b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"[..],
+        ]
+        .into_iter();
+        let mut last = (String::new(), Vec::new());
+        for answer in answers {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !contains(&request, b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buf[..n]);
             }
-            request.extend_from_slice(&buf[..n]);
+            let argvs = all_command_lines();
+            socket.write_all(answer).await.unwrap();
+            last = (String::from_utf8_lossy(&request).into_owned(), argvs);
         }
-        let argvs = all_command_lines();
-        socket
-            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        (String::from_utf8_lossy(&request).into_owned(), argvs)
+        last
     });
 
     let state = tempfile::tempdir().unwrap();

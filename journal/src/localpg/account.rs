@@ -103,6 +103,38 @@ pub(crate) fn private_dir(dir: &Path, run_as: Option<RunAs>) -> Result<(), Local
     Ok(())
 }
 
+/// When the server runs as another user, lets it pass through the data
+/// root's parent (the controller's 0700 state directory) without opening
+/// that up: the parent is given the server's group with execute only, so
+/// the server can reach its own directory by name and list nothing. A
+/// parent someone else owns is left alone for [`check_reachable`] to explain.
+pub(crate) fn grant_parent_traversal(
+    dir: &Path,
+    run_as: Option<RunAs>,
+) -> Result<(), LocalPgError> {
+    let (Some(run_as), Some(parent)) = (run_as, dir.parent()) else {
+        return Ok(());
+    };
+    let meta = fs::metadata(parent).map_err(|source| LocalPgError::Io {
+        action: format!("inspect {}", parent.display()),
+        source,
+    })?;
+    if run_as.can_traverse(&meta) || meta.uid() != Uid::effective().as_raw() {
+        return Ok(());
+    }
+    chown(parent, None, Some(run_as.gid)).map_err(|source| LocalPgError::Os {
+        action: format!("give {} to the {SERVER_USER} group", parent.display()),
+        source,
+    })?;
+    let mode = (meta.mode() & 0o7707) | 0o010;
+    fs::set_permissions(parent, fs::Permissions::from_mode(mode)).map_err(|source| {
+        LocalPgError::Io {
+            action: format!("let the {SERVER_USER} user traverse {}", parent.display()),
+            source,
+        }
+    })
+}
+
 /// Checks that the server's user can reach `dir` through every parent.
 /// Without this, a root-owned 0700 parent (like /root) makes `initdb` fail
 /// with an obscure permission error.

@@ -1,21 +1,25 @@
 //! The managed local Postgres: the zero-configuration database used when no
 //! `DATABASE_URL` is set. It keeps a persistent cluster under
 //! `<state_dir>/postgres`, reachable through a Unix socket only (no TCP
-//! port, no password), driven by the system's `initdb` and `pg_ctl`.
+//! port) and only with the superuser's password (SCRAM-SHA-256, never
+//! `trust`; see [`auth`]), driven by the system's `initdb` and `pg_ctl`.
 //!
-//! Layout under the data root:
+//! Layout under the data root (0700):
 //! - `data/`       the cluster (initialised on first start)
-//! - `run/`        the socket directory, 0700, so only its owner (and root)
-//!   can connect; the cluster trusts whoever reaches the socket
+//! - `run/`        the socket directory, 0700
+//! - `password`    the superuser's random password, 0600, ours only
 //! - `server.log`  the server's log
 //!
 //! A Unix socket path is limited to 107 bytes. When `<root>/run` would be too
 //! long (or contains characters `pg_ctl`'s shell would misread), the socket
 //! lives in `/tmp/autoforge-pg-<hash of the root>` instead, a stable name
-//! so that a restart finds the same place.
+//! so that a restart finds the same place. It is 0700 like `run/`, and
+//! reaching the socket is not enough to connect without the password.
 
 mod account;
+mod auth;
 mod binaries;
+mod paths;
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
@@ -25,17 +29,16 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
 pub use binaries::PgBinaries;
 
-use account::{RunAs, check_reachable, private_dir};
+use account::{RunAs, check_reachable, grant_parent_traversal, private_dir};
+use paths::{pid_in, process_is_live, socket_dir_for, survives_pg_ctl_quoting};
 
 /// The port number only names the socket file (`.s.PGSQL.<port>`); fixing it
 /// makes the URL independent of a stray `PGPORT`.
 const PORT: u16 = 5432;
-/// `sun_path` holds 108 bytes including the terminating NUL.
-const MAX_SOCKET_PATH: usize = 107;
 /// A postmaster killed a moment ago can stay a zombie for a while, and its
 /// `postmaster.pid` then still names a "live" process. Starting is retried
 /// for this long when the server reports exactly that.
@@ -101,6 +104,15 @@ pub enum LocalPgError {
     PidFile(String),
 }
 
+/// The group of the account the server runs as when that is not us (we are
+/// root): the one group the state directory lets traverse it.
+pub fn server_group() -> Option<u32> {
+    RunAs::detect()
+        .ok()
+        .flatten()
+        .map(|run_as| run_as.gid.as_raw())
+}
+
 /// How careful the cluster is with the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
@@ -156,6 +168,7 @@ pub struct LocalPostgres {
     data_dir: PathBuf,
     socket_dir: PathBuf,
     log_file: PathBuf,
+    password: SecretString,
     postmaster_pid: i32,
     options: LocalPgOptions,
     stopped: bool,
@@ -178,6 +191,7 @@ impl LocalPostgres {
             return Err(LocalPgError::UnsupportedPath { dir: data_root });
         }
         private_dir(&data_root, run_as)?;
+        grant_parent_traversal(&data_root, run_as)?;
         check_reachable(&data_root, run_as)?;
         let socket_dir = socket_dir_for(&data_root);
         private_dir(&socket_dir, run_as)?;
@@ -189,14 +203,16 @@ impl LocalPostgres {
             data_dir: data_root.join("data"),
             socket_dir,
             log_file: data_root.join("server.log"),
+            password: SecretString::from(String::new()),
             postmaster_pid: 0,
             options,
             stopped: true,
         };
-        if !server.data_dir.join("PG_VERSION").is_file() {
-            server.initdb(&data_root)?;
-        }
+        let hba_changed = server.prepare_authentication(&data_root)?;
         if server.is_running() {
+            if hba_changed {
+                server.reload()?;
+            }
             tracing::warn!(data_dir = %server.data_dir.display(), "adopting a PostgreSQL server that is already running");
         } else {
             server.start_server()?;
@@ -206,20 +222,18 @@ impl LocalPostgres {
         Ok(server)
     }
 
-    /// `postgres://postgres@localhost/postgres?host=<socket dir>`: the
-    /// `host` parameter makes the client use the socket. It holds no
-    /// password but is handled as a secret like every database URL.
+    /// `postgres://postgres:<password>@localhost/postgres?host=<socket
+    /// dir>`: the `host` parameter makes the client use the socket.
     pub fn database_url(&self) -> SecretString {
-        SecretString::from(format!(
-            "postgres://postgres@localhost:{PORT}/postgres?host={}",
-            self.socket_dir.display()
-        ))
+        self.database_url_for("postgres")
     }
 
-    /// The URL of another database in this cluster.
+    /// The URL of another database in this cluster. The password is hex,
+    /// so it needs no escaping.
     pub fn database_url_for(&self, database: &str) -> SecretString {
         SecretString::from(format!(
-            "postgres://postgres@localhost:{PORT}/{database}?host={}",
+            "postgres://postgres:{}@localhost:{PORT}/{database}?host={}",
+            self.password.expose_secret(),
             self.socket_dir.display()
         ))
     }
@@ -273,7 +287,66 @@ impl LocalPostgres {
             .ok_or_else(|| std::io::Error::other("the guardian has no stdin pipe"))
     }
 
-    fn initdb(&self, data_root: &Path) -> Result<(), LocalPgError> {
+    /// Makes sure the cluster exists, has a password the controller knows
+    /// and admits nothing but that password; true when `pg_hba.conf` had
+    /// to be rewritten (a running server must then reload it).
+    fn prepare_authentication(&mut self, data_root: &Path) -> Result<bool, LocalPgError> {
+        if !self.data_dir.join("PG_VERSION").is_file() {
+            let password = auth::generate_password()?;
+            self.initdb(data_root, &password)?;
+            auth::write_password(data_root, &password)?;
+            self.password = password;
+        } else if let Some(password) = auth::read_password(data_root)? {
+            self.password = password;
+        } else {
+            self.migrate_trusting_cluster(data_root)?;
+        }
+        auth::pin_hba(&self.data_dir, self.run_as)
+    }
+
+    /// A cluster from before password authentication: it has data but no
+    /// password file. Sets a password on the stopped cluster; the caller
+    /// then replaces its `trust` rules.
+    fn migrate_trusting_cluster(&mut self, data_root: &Path) -> Result<(), LocalPgError> {
+        tracing::warn!(
+            data_dir = %self.data_dir.display(),
+            "the managed PostgreSQL cluster has no password (made by an earlier autoforge); \
+             giving its superuser one and switching it to password authentication"
+        );
+        if self.is_running() {
+            self.stopped = false;
+            self.stop_with("fast")?;
+        }
+        let password = auth::generate_password()?;
+        let postgres = self.command(self.binaries.dir().join("postgres"));
+        auth::set_password_offline(postgres, &self.data_dir, &password)?;
+        auth::write_password(data_root, &password)?;
+        self.password = password;
+        Ok(())
+    }
+
+    fn reload(&self) -> Result<(), LocalPgError> {
+        let status = self
+            .pg_ctl()
+            .arg("reload")
+            .status()
+            .map_err(|source| LocalPgError::Io {
+                action: "run pg_ctl reload".to_owned(),
+                source,
+            })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(LocalPgError::CommandFailed {
+                program: "pg_ctl reload",
+                status: status.to_string(),
+                output: String::new(),
+            })
+        }
+    }
+
+    fn initdb(&self, data_root: &Path, password: &SecretString) -> Result<(), LocalPgError> {
+        let pwfile = auth::initdb_password_file(data_root, password, self.run_as)?;
         let mut command = self.command(self.binaries.initdb());
         command
             .arg("-D")
@@ -281,16 +354,19 @@ impl LocalPostgres {
             .args([
                 "-U",
                 "postgres",
-                "--auth=trust",
+                "--auth=scram-sha-256",
                 "-E",
                 "UTF8",
                 "--locale=C.UTF-8",
             ])
+            .arg(format!("--pwfile={}", pwfile.display()))
             .current_dir(data_root);
         if self.options.durability == Durability::Ephemeral {
             command.arg("--no-sync");
         }
-        let output = command.output().map_err(|source| LocalPgError::Io {
+        let output = command.output();
+        auth::remove_initdb_password(&pwfile);
+        let output = output.map_err(|source| LocalPgError::Io {
             action: "run initdb".to_owned(),
             source,
         })?;
@@ -472,58 +548,6 @@ impl Drop for LocalPostgres {
     }
 }
 
-/// `pg_ctl start` runs `exec "postgres" -D "<data>" … >> "<log>"` through
-/// `/bin/sh`; inside double quotes these characters would change meaning.
-fn survives_pg_ctl_quoting(path: &Path) -> bool {
-    path.to_str()
-        .is_some_and(|s| !s.contains(['"', '$', '`', '\\', '\n', '\r']))
-}
-
-/// The postmaster pid recorded in the data directory, if any.
-fn pid_in(data_dir: &Path) -> Option<i32> {
-    let text = fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
-    text.lines().next()?.trim().parse().ok()
-}
-
-/// True when `pid` exists and is neither a zombie nor dead (Linux `/proc`).
-fn process_is_live(pid: i32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the command name, which is in parentheses and may
-    // itself contain spaces or parentheses.
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next());
-    !matches!(state, None | Some("Z" | "X" | "x"))
-}
-
-/// `<root>/run`, or a stable short directory under /tmp when that path is
-/// too long for a socket or unsafe to pass through `pg_ctl`'s shell.
-fn socket_dir_for(data_root: &Path) -> PathBuf {
-    let preferred = data_root.join("run");
-    let socket_file_len = preferred.as_os_str().len() + "/.s.PGSQL.5432".len();
-    let shell_safe = preferred.to_str().is_some_and(|s| {
-        s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    });
-    if socket_file_len <= MAX_SOCKET_PATH && shell_safe {
-        preferred
-    } else {
-        PathBuf::from(format!(
-            "/tmp/autoforge-pg-{:016x}",
-            fnv1a(data_root.as_os_str().as_encoded_bytes())
-        ))
-    }
-}
-
-/// A stable (across builds and runs) 64-bit hash; `std`'s hasher is not.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 fn read_from(path: &Path, offset: u64) -> String {
     let mut text = String::new();
     if let Ok(mut file) = fs::File::open(path)
@@ -545,71 +569,6 @@ fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_plain_root_keeps_its_socket_inside() {
-        let root = Path::new("/var/lib/autoforge/postgres");
-        assert_eq!(socket_dir_for(root), root.join("run"));
-    }
-
-    #[test]
-    fn long_root_gets_a_stable_short_socket_dir_under_tmp() {
-        let root = PathBuf::from(format!("/srv/{}/postgres", "x".repeat(120)));
-        let first = socket_dir_for(&root);
-        assert!(
-            first.to_string_lossy().starts_with("/tmp/autoforge-pg-"),
-            "{}",
-            first.display()
-        );
-        assert!(first.as_os_str().len() + 14 <= MAX_SOCKET_PATH);
-        assert_eq!(first, socket_dir_for(&root));
-    }
-
-    #[test]
-    fn root_with_shell_characters_gets_a_safe_socket_dir() {
-        let root = Path::new("/srv/my state/postgres");
-        assert!(
-            socket_dir_for(root)
-                .to_string_lossy()
-                .starts_with("/tmp/autoforge-pg-")
-        );
-    }
-
-    #[test]
-    fn this_process_is_live_and_a_reaped_child_is_not() {
-        assert!(process_is_live(std::process::id() as i32));
-        let mut child = Command::new("true").spawn().expect("spawn true");
-        let pid = child.id() as i32;
-        child.wait().expect("wait");
-        assert!(!process_is_live(pid));
-    }
-
-    #[test]
-    fn an_unreaped_child_is_not_live() {
-        let mut child = Command::new("true").spawn().expect("spawn true");
-        let pid = child.id() as i32;
-        // Until it is waited for, the exited child stays a zombie.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while process_is_live(pid) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(10));
-        }
-        assert!(!process_is_live(pid));
-        child.wait().expect("wait");
-    }
-
-    #[test]
-    fn paths_a_shell_would_misread_are_refused() {
-        assert!(survives_pg_ctl_quoting(Path::new("/srv/my state/postgres")));
-        for bad in [
-            "/srv/a\"b",
-            "/srv/$HOME",
-            "/srv/`id`",
-            "/srv/a\\b",
-            "/srv/a\nb",
-        ] {
-            assert!(!survives_pg_ctl_quoting(Path::new(bad)), "{bad:?}");
-        }
-    }
 
     #[test]
     fn tail_keeps_the_last_lines() {

@@ -13,7 +13,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use crate::http::ApiError;
-use crate::world::{Grant, World};
+use crate::world::{Grant, TokenScope, World};
 
 /// The authenticated principal of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +23,11 @@ pub enum Caller {
     User {
         user_id: u64,
     },
-    /// An installation token (acts as the app's bot user).
+    /// An installation token (acts as the app's bot user), possibly
+    /// narrowed to fewer repositories and permissions.
     Installation {
         installation_id: u64,
+        scope: TokenScope,
     },
     /// A GitHub App JWT (only `/app/*` accepts it).
     App {
@@ -84,9 +86,12 @@ pub fn authenticate(
     match world.grant(token, now) {
         Some(Grant::Personal { user_id }) => Ok(Caller::User { user_id: *user_id }),
         Some(Grant::Installation {
-            installation_id, ..
+            installation_id,
+            scope,
+            ..
         }) => Ok(Caller::Installation {
             installation_id: *installation_id,
+            scope: scope.clone(),
         }),
         None => Err(ApiError::bad_credentials()),
     }

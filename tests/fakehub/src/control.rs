@@ -492,6 +492,14 @@ impl Handle {
         self.shared.faults().set(rules);
     }
 
+    /// Hold every git (smart HTTP) request this long before serving it.
+    pub fn set_git_latency(&self, latency: std::time::Duration) {
+        let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+        self.shared
+            .git_latency_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The request log.
     pub fn requests(&self) -> Vec<crate::world::RequestRecord> {
         self.shared.lock().requests.clone()

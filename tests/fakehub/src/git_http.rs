@@ -46,6 +46,10 @@ pub async fn handle(State(s): State<Arc<Shared>>, req: Request) -> Response {
     let Some(name) = repo_git.strip_suffix(".git") else {
         return ApiError::not_found().into_response();
     };
+    let latency = s.git_latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let query = req.uri().query().unwrap_or_default().to_string();
     let is_push = rest == "git-receive-pack" || query.contains("service=git-receive-pack");
     let token = credential(req.headers());

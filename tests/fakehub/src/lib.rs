@@ -23,7 +23,7 @@ pub mod world;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::Context;
@@ -72,6 +72,9 @@ pub struct Shared {
     state_file: Option<PathBuf>,
     rate_limit: u64,
     dirty: AtomicBool,
+    /// Milliseconds every smart-HTTP git request waits before it is served,
+    /// so a test can look at the client's processes mid-transfer.
+    git_latency_ms: AtomicU64,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -88,6 +91,11 @@ impl Shared {
         self.faults
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How long each git request is held before it is served.
+    fn git_latency(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.git_latency_ms.load(Ordering::Relaxed))
     }
 
     fn mark_dirty(&self) {
@@ -161,6 +169,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
         state_file: config.state_file.clone(),
         rate_limit: config.rate_limit,
         dirty: AtomicBool::new(false),
+        git_latency_ms: AtomicU64::new(0),
         _tmp: tmp,
     });
     let app = routes::router(shared.clone());

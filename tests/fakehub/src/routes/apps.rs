@@ -13,7 +13,8 @@ use crate::http::{ApiError, ApiResult, JsonBody, created, ok, page_of, paginated
 use crate::render::{
     render_app, render_delivery, render_installation, render_private_user, render_repo, ts,
 };
-use crate::world::{Grant, World};
+use crate::world::{Grant, Installation, TokenScope, World};
+use std::collections::BTreeMap;
 
 /// Lifetime of an installation token, as on GitHub.
 const TOKEN_LIFETIME_MINUTES: i64 = 60;
@@ -65,46 +66,110 @@ pub async fn access_token(
         .filter(|i| i.app_id == app_id)
         .ok_or_else(ApiError::not_found)?
         .clone();
-    if let Some(names) = body.get("repositories").and_then(Value::as_array) {
-        for name in names.iter().filter_map(Value::as_str) {
-            let visible = inst
-                .repository_ids
-                .iter()
-                .filter_map(|r| w.repos.get(r))
-                .any(|r| r.name.eq_ignore_ascii_case(name));
-            if !visible {
-                return Err(ApiError::validation(
-                    "Installation",
-                    "repositories",
-                    "invalid",
-                ));
-            }
-        }
-    }
+    let app = w.app(app_id)?.clone();
+    let scope = TokenScope {
+        repository_ids: requested_repositories(&w, &inst, &body)?,
+        permissions: requested_permissions(&app.permissions, &body)?,
+    };
     let token = mint_token("ghs_");
     let expires_at = Utc::now() + chrono::Duration::minutes(TOKEN_LIFETIME_MINUTES);
+    let repos: Vec<Value> = inst
+        .repository_ids
+        .iter()
+        .filter(|r| scope.covers(**r))
+        .filter_map(|r| w.repos.get(r))
+        .map(|r| render_repo(ctx(&s, &w), r))
+        .collect();
+    let permissions = scope
+        .permissions
+        .clone()
+        .unwrap_or_else(|| app.permissions.clone());
     w.tokens.insert(
         token.clone(),
         Grant::Installation {
             installation_id: id,
             expires_at,
+            scope,
         },
     );
-    let app = w.app(app_id)?;
-    let repos: Vec<Value> = inst
-        .repository_ids
-        .iter()
-        .filter_map(|r| w.repos.get(r))
-        .map(|r| render_repo(ctx(&s, &w), r))
-        .collect();
     s.mark_dirty();
     created(json!({
         "token": token,
         "expires_at": ts(expires_at),
-        "permissions": app.permissions,
+        "permissions": permissions,
         "repository_selection": "selected",
         "repositories": repos,
     }))
+}
+
+/// The repositories a token is narrowed to (`repositories` by name and
+/// `repository_ids`), each of which the installation must hold; `None` when
+/// the request names none.
+fn requested_repositories(
+    w: &World,
+    inst: &Installation,
+    body: &Value,
+) -> Result<Option<Vec<u64>>, ApiError> {
+    let invalid = || ApiError::validation("Installation", "repositories", "invalid");
+    let names = body.get("repositories").and_then(Value::as_array);
+    let ids = body.get("repository_ids").and_then(Value::as_array);
+    if names.is_none() && ids.is_none() {
+        return Ok(None);
+    }
+    let mut chosen = Vec::new();
+    for name in names.into_iter().flatten() {
+        let name = name.as_str().ok_or_else(invalid)?;
+        let id = inst
+            .repository_ids
+            .iter()
+            .copied()
+            .find(|r| {
+                w.repos
+                    .get(r)
+                    .is_some_and(|r| r.name.eq_ignore_ascii_case(name))
+            })
+            .ok_or_else(invalid)?;
+        chosen.push(id);
+    }
+    for id in ids.into_iter().flatten() {
+        let id = id.as_u64().filter(|id| inst.repository_ids.contains(id));
+        chosen.push(id.ok_or_else(invalid)?);
+    }
+    Ok(Some(chosen))
+}
+
+/// The permissions a token is narrowed to; each at most what the app holds,
+/// as GitHub refuses anything more with 422.
+fn requested_permissions(
+    granted: &BTreeMap<String, String>,
+    body: &Value,
+) -> Result<Option<BTreeMap<String, String>>, ApiError> {
+    let Some(requested) = body.get("permissions").and_then(Value::as_object) else {
+        return Ok(None);
+    };
+    let rank = |level: &str| match level {
+        "read" => Some(1),
+        "write" => Some(2),
+        "admin" => Some(3),
+        _ => None,
+    };
+    let mut narrowed = BTreeMap::new();
+    for (name, level) in requested {
+        let level = level.as_str().unwrap_or_default();
+        let held = granted.get(name).and_then(|held| rank(held));
+        match (rank(level), held) {
+            (Some(wanted), Some(held)) if wanted <= held => {
+                narrowed.insert(name.clone(), level.to_owned());
+            }
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "The permissions requested are not granted to this installation.",
+                ));
+            }
+        }
+    }
+    Ok(Some(narrowed))
 }
 
 pub async fn installation_repos(
@@ -112,7 +177,11 @@ pub async fn installation_repos(
     axum::Extension(c): Who,
     uri: Uri,
 ) -> ApiResult {
-    let Caller::Installation { installation_id } = c else {
+    let Caller::Installation {
+        installation_id,
+        scope,
+    } = c
+    else {
         return Err(ApiError::forbidden(
             "This endpoint can only be accessed with an installation token",
         ));
@@ -122,6 +191,7 @@ pub async fn installation_repos(
     let repos: Vec<Value> = inst
         .repository_ids
         .iter()
+        .filter(|r| scope.covers(**r))
         .filter_map(|r| w.repos.get(r))
         .map(|r| render_repo(ctx(&s, &w), r))
         .collect();
@@ -232,4 +302,41 @@ pub async fn update_user(
 ) -> ApiResult {
     // Profile fields are not modelled; GitHub answers with the profile.
     user(axum::extract::State(s), axum::Extension(c)).await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn app_permissions() -> BTreeMap<String, String> {
+        [("contents", "write"), ("issues", "read")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_token_may_be_narrowed_to_less_than_the_app_holds_but_never_more() {
+        let granted = app_permissions();
+        let narrowed =
+            requested_permissions(&granted, &json!({"permissions": {"contents": "read"}})).unwrap();
+        assert_eq!(
+            narrowed,
+            Some([("contents".to_owned(), "read".to_owned())].into())
+        );
+        assert_eq!(requested_permissions(&granted, &json!({})).unwrap(), None);
+        for too_much in [
+            json!({"permissions": {"issues": "write"}}),
+            json!({"permissions": {"pull_requests": "read"}}),
+            json!({"permissions": {"contents": "owner"}}),
+        ] {
+            let error = requested_permissions(&granted, &too_much).unwrap_err();
+            assert_eq!(
+                error.status(),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{too_much}"
+            );
+        }
+    }
 }

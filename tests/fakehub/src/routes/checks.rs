@@ -269,7 +269,9 @@ async fn combined_status(
 
 fn app_of(w: &World, c: &Caller) -> Result<u64, ApiError> {
     match c {
-        Caller::Installation { installation_id } => Ok(w.installation(*installation_id)?.app_id),
+        Caller::Installation {
+            installation_id, ..
+        } => Ok(w.installation(*installation_id)?.app_id),
         _ => Err(ApiError::forbidden(
             "You must authenticate via a GitHub App.",
         )),

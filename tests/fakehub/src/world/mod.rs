@@ -45,7 +45,33 @@ pub enum Grant {
     Installation {
         installation_id: u64,
         expires_at: DateTime<Utc>,
+        /// What the token was narrowed to when it was minted.
+        #[serde(default)]
+        scope: TokenScope,
     },
+}
+
+/// The narrowing an installation token was minted with (`repositories` /
+/// `repository_ids` and `permissions` of `POST
+/// /app/installations/{id}/access_tokens`). Empty means the whole
+/// installation with the app's permissions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenScope {
+    /// Only these repositories of the installation.
+    #[serde(default)]
+    pub repository_ids: Option<Vec<u64>>,
+    /// Only these permissions (each at most what the app was granted).
+    #[serde(default)]
+    pub permissions: Option<BTreeMap<String, String>>,
+}
+
+impl TokenScope {
+    /// Whether the token may act on repository `id` at all.
+    pub fn covers(&self, id: u64) -> bool {
+        self.repository_ids
+            .as_ref()
+            .is_none_or(|ids| ids.contains(&id))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

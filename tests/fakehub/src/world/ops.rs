@@ -199,7 +199,9 @@ impl World {
     pub fn actor(&self, caller: &Caller) -> Result<(u64, Option<u64>), ApiError> {
         match caller {
             Caller::User { user_id } => Ok((*user_id, None)),
-            Caller::Installation { installation_id } => {
+            Caller::Installation {
+                installation_id, ..
+            } => {
                 let inst = self.installation(*installation_id)?;
                 let app = self.app(inst.app_id)?;
                 Ok((app.bot_user_id, Some(app.id)))
@@ -265,9 +267,13 @@ impl World {
                     }
                 }
             }
-            Caller::Installation { installation_id } => {
+            Caller::Installation {
+                installation_id,
+                scope: narrowed,
+            } => {
                 let inst = self.installation(*installation_id)?;
-                if !inst.repository_ids.contains(&id) {
+                // A token narrowed to other repositories cannot see this one.
+                if !inst.repository_ids.contains(&id) || !narrowed.covers(id) {
                     return Err(ApiError::not_found());
                 }
                 let app = self.app(inst.app_id)?;
@@ -275,7 +281,8 @@ impl World {
                     Access::Read(s) => (s, false),
                     Access::Write(s) | Access::Participate(s) => (s, true),
                 };
-                let granted = app.permissions.get(scope).map(String::as_str);
+                let permissions = narrowed.permissions.as_ref().unwrap_or(&app.permissions);
+                let granted = permissions.get(scope).map(String::as_str);
                 let ok = match granted {
                     Some("write" | "admin") => true,
                     Some("read") => !write,

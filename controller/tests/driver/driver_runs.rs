@@ -3,7 +3,7 @@
 //! two drivers sharing one database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use autoforge::effects::{PlanContext, plan};
 use autoforge::machine::{EffectIntent, Reply, RunState};
 use autoforge::serve::RunSignal;
 use autoforge_journal::Stage;
-use driver_support::{OverlapProbe, World};
+use common::{OverlapProbe, World};
 use fakehub::{FaultKind, FaultRule};
 use tokio::sync::watch;
 

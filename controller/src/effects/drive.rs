@@ -10,6 +10,7 @@ use secrecy::SecretString;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+#[cfg(feature = "crash-points")]
 use super::crashpoint::{Point, crash_point};
 use super::markers::FoundMarker;
 use super::{EffectError, comments, epic, issues, labels, merge, pulls, push, reactions};
@@ -240,12 +241,14 @@ impl EffectExecutor {
             return Ok(DriveOutcome::Blocked { reason });
         }
         self.journal.mark_attempted(lease, effect.id).await?;
+        #[cfg(feature = "crash-points")]
         crash_point(
             Point::AfterAttemptedBeforeSend,
             effect.kind,
             &effect.identity,
         );
         let sent = self.send(effect).await?;
+        #[cfg(feature = "crash-points")]
         crash_point(
             Point::AfterSendBeforeReadBack,
             effect.kind,
@@ -279,6 +282,7 @@ impl EffectExecutor {
     ) -> Result<DriveOutcome, EffectError> {
         let (outcome, reason) = match observation {
             Observation::Present(value) => {
+                #[cfg(feature = "crash-points")]
                 crash_point(
                     Point::AfterReadBackBeforeObserved,
                     effect.kind,

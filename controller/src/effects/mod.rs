@@ -18,6 +18,7 @@
 //! Markers — how the executor recognises its own objects — are in
 //! [`markers`]; the identity scheme is documented there.
 
+#[cfg(feature = "crash-points")]
 pub mod crashpoint;
 mod drive;
 pub mod markers;

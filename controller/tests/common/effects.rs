@@ -134,12 +134,10 @@ impl World {
     }
 
     pub fn fault(&self, method: &str, route: &str, kind: FaultKind, count: Option<u32>) {
-        self.hub.set_faults(vec![FaultRule {
-            method: Some(method.into()),
-            route: Some(route.into()),
-            kind,
-            probability: None,
-            count,
+        let rule = FaultRule::on(method, route, kind);
+        self.hub.set_faults(vec![match count {
+            Some(count) => rule.times(count),
+            None => rule,
         }]);
     }
 

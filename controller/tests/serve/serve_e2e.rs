@@ -31,13 +31,7 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
 }
 
 fn webhook_rule(kind: FaultKind, event: &str) -> FaultRule {
-    FaultRule {
-        method: None,
-        route: Some(event.to_owned()),
-        kind,
-        probability: None,
-        count: Some(1),
-    }
+    FaultRule::on_webhook(event, kind).times(1)
 }
 
 #[tokio::test(flavor = "multi_thread")]

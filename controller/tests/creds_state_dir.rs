@@ -14,9 +14,9 @@ use nix::sys::stat::{Mode, umask};
 
 // Its own binary: it changes the process umask, which would leak into
 // tests running beside it.
-#[path = "common/support.rs"]
-mod support;
-use support::Upstream;
+#[path = "common/git.rs"]
+mod git;
+use git::Upstream;
 
 /// Every path under `dir` that others could read, write or enter, with
 /// its mode. Only `allowed` may keep group-execute (the managed cluster's

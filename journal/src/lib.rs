@@ -31,6 +31,7 @@ pub mod localpg;
 mod records;
 mod run_events;
 mod runs;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};

@@ -121,8 +121,9 @@ pub struct RepositoryAccess {
     pub git: Option<GitRemote>,
 }
 
-/// Notified when a task starts and stops driving a run; lets tests (and
-/// metrics) see how many tasks drive one run at a time.
+/// Notified when a task starts and stops driving a run; lets tests see how
+/// many tasks drive one run at a time. Compiled only for tests.
+#[cfg(feature = "test-hooks")]
 pub trait RunHooks: Send + Sync {
     fn entered(&self, run: RunId);
     fn left(&self, run: RunId);
@@ -136,6 +137,7 @@ pub(crate) struct Shared {
     pub(crate) agents: Option<AgentRuntime>,
     /// Stops and wake-ups from the observers of this process.
     pub(crate) notifier: RunNotifier,
+    #[cfg(feature = "test-hooks")]
     hooks: Option<Arc<dyn RunHooks>>,
 }
 
@@ -162,12 +164,14 @@ impl Driver {
                 retries: RetryBook::default(),
                 agents: None,
                 notifier: RunNotifier::default(),
+                #[cfg(feature = "test-hooks")]
                 hooks: None,
             }),
         }
     }
 
     /// Installs hooks; call before the driver is cloned or started.
+    #[cfg(feature = "test-hooks")]
     pub fn with_hooks(mut self, hooks: Arc<dyn RunHooks>) -> Driver {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.hooks = Some(hooks);
@@ -268,6 +272,7 @@ impl Driver {
     /// meanwhile, then hands the run back with its next wake-up time.
     pub async fn drive_leased(&self, lease: Lease, shutdown: watch::Receiver<bool>) -> RunEnd {
         let run = lease.run_id;
+        #[cfg(feature = "test-hooks")]
         if let Some(hooks) = &self.shared.hooks {
             hooks.entered(run);
         }
@@ -292,6 +297,7 @@ impl Driver {
         let ended = run_task::schedule_next(&self.shared, &lease, ended).await;
         // Reported before the release: once released, another task may
         // enter the run, and the two must not look like they overlapped.
+        #[cfg(feature = "test-hooks")]
         if let Some(hooks) = &self.shared.hooks {
             hooks.left(run);
         }

@@ -34,6 +34,7 @@ use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
 use super::{agent_step, repo_settings};
+#[cfg(feature = "crash-points")]
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
 use crate::machine::{Awaiting, EffectIntent, EffectReadBack, Event, RunState, decide};
@@ -429,6 +430,7 @@ impl<'a> RunTask<'a> {
             }));
         }
         let all_observed = effects.iter().all(|e| e.stage == Stage::Observed);
+        #[cfg(feature = "crash-points")]
         if all_observed {
             // The crash window between the last read-back and whatever the
             // run does next, whether or not the machine waits for these.
@@ -528,6 +530,7 @@ impl<'a> RunTask<'a> {
                 .await?;
         }
         tx.commit().await?;
+        #[cfg(feature = "crash-points")]
         for effect in &planned {
             crash_point(Point::AfterIntentCommit, effect.kind, &effect.identity);
         }

@@ -7,6 +7,7 @@ use autoforge_journal::{Effect, EffectKind, Lease, MAX_ATTEMPTS, Stage};
 use serde::Deserialize;
 use serde_json::Value;
 
+#[cfg(feature = "crash-points")]
 use super::crashpoint::{Point, crash_point};
 use super::executor::EffectExecutor;
 use super::protocol::{Observation, Ownership, Sent};
@@ -71,12 +72,14 @@ impl EffectExecutor {
             return Ok(DriveOutcome::Blocked { reason });
         }
         self.journal.mark_attempted(lease, effect.id).await?;
+        #[cfg(feature = "crash-points")]
         crash_point(
             Point::AfterAttemptedBeforeSend,
             effect.kind,
             &effect.identity,
         );
         let sent = self.send(effect).await?;
+        #[cfg(feature = "crash-points")]
         crash_point(
             Point::AfterSendBeforeReadBack,
             effect.kind,
@@ -110,6 +113,7 @@ impl EffectExecutor {
     ) -> Result<DriveOutcome, EffectError> {
         let (outcome, reason) = match observation {
             Observation::Present(value) => {
+                #[cfg(feature = "crash-points")]
                 crash_point(
                     Point::AfterReadBackBeforeObserved,
                     effect.kind,

@@ -22,6 +22,7 @@
 //! recognises its own objects — are in [`markers`]; the identity scheme is
 //! documented there.
 
+#[cfg(feature = "crash-points")]
 pub mod crashpoint;
 mod drive;
 mod executor;

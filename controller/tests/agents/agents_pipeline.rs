@@ -28,8 +28,8 @@ use serde_json::json;
 use tempfile::TempDir;
 use tokio::sync::watch;
 
-use crate::common::support;
-use support::{LEAKABLE_CREDENTIALS, Upstream, agent_script, git, run_child_test, test_in};
+use crate::common;
+use common::{LEAKABLE_CREDENTIALS, Upstream, agent_script, git, run_child_test, test_in};
 
 /// Printed by every hostile script (`tests/agents/phase_common.sh`).
 const CANARY: &str = "CANARY-7f3e-hostile-agent-text";

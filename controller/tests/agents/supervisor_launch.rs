@@ -18,8 +18,8 @@ use nix::unistd::Pid;
 use secrecy::SecretString;
 use tokio::sync::watch;
 
-use crate::common::support;
-use support::{LEAKABLE_CREDENTIALS, agent_script, git, run_child_test, test_in};
+use crate::common;
+use common::{LEAKABLE_CREDENTIALS, agent_script, git, run_child_test, test_in};
 
 /// The agent's working directory, beside (not above) the launch logs.
 fn work(dir: &tempfile::TempDir) -> PathBuf {

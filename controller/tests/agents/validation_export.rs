@@ -15,8 +15,8 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use secrecy::SecretString;
 
-use crate::common::support;
-use support::git;
+use crate::common;
+use common::git;
 
 fn shell(line: &str) -> ValidationCommand {
     ValidationCommand::Shell(line.to_owned())

@@ -14,8 +14,8 @@ use autoforge::workspace::{CommitSha, Mirror, Workspaces};
 use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{Lease, NewRun, ValidationOutcome as Recorded};
 
-use crate::common::support;
-use support::Upstream;
+use crate::common;
+use common::Upstream;
 
 struct Fixture {
     db: TestDatabase,

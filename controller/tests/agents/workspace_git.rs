@@ -14,8 +14,8 @@ use base64::Engine as _;
 use secrecy::SecretString;
 use tempfile::TempDir;
 
-use crate::common::support;
-use support::{Upstream, agent_script, git};
+use crate::common;
+use common::{Upstream, agent_script, git};
 
 async fn setup() -> (Upstream, TempDir, Workspaces, Mirror) {
     let upstream = Upstream::new();

@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod build_features;
 mod config_cli;
 mod demo_cli;
 mod migrate_cli;

@@ -1,14 +1,24 @@
-//! The harness every integration-test binary of this crate shares: git and
-//! scripted-agent helpers, in-process worlds for the driver and the effect
-//! executor, the `autoforge serve` world, the metrics reader and the
-//! scenario language. Each binary declares it with
+//! The harness every integration-test binary of this crate shares. One
+//! [`World`] (fakehub, a fresh journal, the owner's client) that a test
+//! extends with what it needs: drivers and scripted agent catalogs
+//! ([`driving`]), a leased run for the effect executor ([`effects`]) or the
+//! real `autoforge serve` ([`serve`]); git and scripted-agent helpers
+//! ([`git`]), the metrics exposition reader ([`exposition`]) and the scenario language
+//! ([`scenario`]). Each binary declares it with
 //! `#[path = "../common/mod.rs"] mod common;`.
 // Each binary uses only part of the harness.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
-pub mod driver_support;
-pub mod effects_common;
-pub mod metrics_support;
+pub mod driving;
+pub mod effects;
+pub mod exposition;
+pub mod git;
 pub mod scenario;
-pub mod serve_harness;
-pub mod support;
+pub mod serve;
+pub mod world;
+
+pub use driving::*;
+pub use effects::*;
+pub use git::*;
+pub use serve::*;
+pub use world::*;

@@ -11,13 +11,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::serve_harness;
+use crate::common;
 
 use std::time::Duration;
 
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
+use common::{OWNER, Person, REPO, World, WorldOptions, agent_command, eventually};
 use serde_json::Value;
-use serve_harness::{OWNER, Person, REPO, World, WorldOptions, agent_command, eventually};
 
 /// Short leases: the restarted process takes the dead one's run over soon.
 const DRIVER: &str = "[driver]\nlease_seconds = 5\n";
@@ -171,7 +171,14 @@ timeout_seconds = 60
 }
 
 async fn phase(world: &World, run: RunId) -> String {
-    world.journal().get_run(run).await.unwrap().unwrap().phase
+    world
+        .db
+        .journal()
+        .get_run(run)
+        .await
+        .unwrap()
+        .unwrap()
+        .phase
 }
 
 /// Waits until the run is in `phase` with every effect observed and an
@@ -187,8 +194,8 @@ async fn settled(
         Duration::from_secs(120),
         &format!("{cell}: {phase}, all observed"),
         || async {
-            let current = world.journal().get_run(run).await.unwrap()?;
-            let effects = world.journal().list_effects(run).await.unwrap();
+            let current = world.db.journal().get_run(run).await.unwrap()?;
+            let effects = world.db.journal().list_effects(run).await.unwrap();
             (current.phase == phase
                 && effects.iter().any(|e| e.identity.contains(expected))
                 && effects.iter().all(|e| e.stage == Stage::Observed))
@@ -200,7 +207,7 @@ async fn settled(
 
 async fn get(world: &World, owner: &Person, path: &str) -> Vec<Value> {
     world
-        .api(owner, reqwest::Method::GET, path, Value::Null)
+        .rest_as(owner, reqwest::Method::GET, path, Value::Null)
         .await
         .as_array()
         .cloned()
@@ -369,7 +376,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
             "{cell}: the PR head is the pushed candidate"
         );
         // The implementer ran once, in the crashed process or its successor.
-        let launches = world.journal().list_launches(run).await.unwrap();
+        let launches = world.db.journal().list_launches(run).await.unwrap();
         let implements = launches.iter().filter(|l| l.role == "implement").count();
         assert!(implements >= 1, "{cell}");
     }
@@ -457,7 +464,7 @@ async fn persons_branch_and_pr(world: &World, owner: &Person, issue: u64) {
     git_in(&["commit", "-q", "-m", "Start the widget"]);
     git_in(&["push", "-q", "origin", &branch]);
     world
-        .api(
+        .rest_as(
             owner,
             reqwest::Method::POST,
             &format!("/repos/{}/pulls", world.repository()),
@@ -474,10 +481,10 @@ async fn epic_with_one_child(world: &World, owner: &Person) -> u64 {
     assert_eq!((epic, child), (1, 2));
     let path = format!("/repos/{}/issues/{child}", world.repository());
     let read = world
-        .api(owner, reqwest::Method::GET, &path, Value::Null)
+        .rest_as(owner, reqwest::Method::GET, &path, Value::Null)
         .await;
     world
-        .api(
+        .rest_as(
             owner,
             reqwest::Method::POST,
             &format!("/repos/{}/issues/{epic}/sub_issues", world.repository()),
@@ -526,7 +533,7 @@ async fn full_loop_objects_exactly_once(world: &World, owner: &Person, cell: &st
         .count();
     assert_eq!(follow_ups, 1, "{cell}: one follow-up issue: {issues:?}");
     let epic = world
-        .api(
+        .rest_as(
             owner,
             reqwest::Method::GET,
             &format!("/repos/{repository}/issues/1"),
@@ -712,8 +719,8 @@ async fn two_serve_processes_on_one_database_write_every_object_once() {
     )
     .await;
     assert_eq!(pulls.len(), 1, "one PR: {pulls:?}");
-    let launches = world.journal().list_launches(run).await.unwrap();
+    let launches = world.db.journal().list_launches(run).await.unwrap();
     let roles: Vec<&str> = launches.iter().map(|l| l.role.as_str()).collect();
     assert_eq!(roles, ["implement", "review"], "each agent ran once");
-    assert!(serve_harness::terminate(&mut replica).success());
+    assert!(common::terminate(&mut replica).success());
 }

@@ -6,7 +6,7 @@
 //! once and that the run reached the phase a crash-free run reaches.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use autoforge::driver::{Driver, DriverConfig, RepositoryAccess};
 use autoforge::github::{GitHubAuth, GitHubClient};
 use autoforge::machine::MergeMode;
 use autoforge_journal::{Journal, RunId, Stage};
-use driver_support::{NAME, OWNER, REPOSITORY, World, agent_runtime, git_access};
+use common::{NAME, OWNER, REPOSITORY, World, agent_runtime, git_access};
 use secrecy::{ExposeSecret, SecretString};
 
 const CHILD: &str = "DRIVER_CRASH_CHILD";
@@ -50,7 +50,7 @@ async fn crash_child_drives_due_runs() {
     let access = RepositoryAccess {
         api,
         repo: REPOSITORY.parse().unwrap(),
-        login: driver_support::OWNER.into(),
+        login: common::OWNER.into(),
         html_base: "https://github.com".into(),
         merge_method: "merge".into(),
         git: None,
@@ -108,7 +108,7 @@ async fn crash_child_with(
     let out = child
         .args([
             "--exact",
-            crate::common::support::test_in(module_path!(), "crash_child_drives_due_runs").as_str(),
+            crate::common::test_in(module_path!(), "crash_child_drives_due_runs").as_str(),
             "--ignored",
             "--nocapture",
         ])

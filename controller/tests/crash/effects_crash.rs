@@ -4,7 +4,7 @@
 //! the same row and checks that the comment exists exactly once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::effects_common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -14,7 +14,7 @@ use autoforge::effects::DriveOutcome;
 use autoforge::github::{GitHubAuth, GitHubClient};
 use autoforge::machine::{EffectIntent, Reply};
 use autoforge_journal::{EffectId, Journal, Lease, RunId, Stage};
-use effects_common::{OWNER, World};
+use common::{OWNER, World};
 use secrecy::{ExposeSecret, SecretString};
 
 const CHILD: &str = "EFFECTS_CRASH_CHILD";
@@ -65,7 +65,7 @@ async fn crashing_at_each_window_never_duplicates_or_loses_the_comment() {
         ("after_read_back", 1),
     ];
     for (point, attempts) in windows {
-        let mut world = World::new().await;
+        let mut world = World::with_leased_run().await;
         assert_eq!(world.human_issue("Add widgets", "please").await, 1);
         let intent = EffectIntent::PostCommandReply {
             thread: 1,
@@ -85,8 +85,7 @@ async fn crashing_at_each_window_never_duplicates_or_loses_the_comment() {
         let status = tokio::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                crate::common::support::test_in(module_path!(), "crash_child_drives_one_effect")
-                    .as_str(),
+                crate::common::test_in(module_path!(), "crash_child_drives_one_effect").as_str(),
                 "--ignored",
                 "--nocapture",
             ])
@@ -94,11 +93,11 @@ async fn crashing_at_each_window_never_duplicates_or_loses_the_comment() {
             .env(format!("{CHILD}_DB"), world.db.url().expose_secret())
             .env(format!("{CHILD}_HUB"), world.hub.base_url())
             .env(format!("{CHILD}_TOKEN"), world.token_text())
-            .env(format!("{CHILD}_RUN"), world.run_id.0.to_string())
-            .env(format!("{CHILD}_OWNER"), &world.lease.owner)
+            .env(format!("{CHILD}_RUN"), world.run_id().0.to_string())
+            .env(format!("{CHILD}_OWNER"), &world.lease().owner)
             .env(
                 format!("{CHILD}_FENCE"),
-                world.lease.fencing_token.to_string(),
+                world.lease().fencing_token.to_string(),
             )
             .env(format!("{CHILD}_REPO"), world.repo.to_string())
             .env(format!("{CHILD}_EFFECT"), row.id.0.to_string())

@@ -5,13 +5,13 @@
 //! complete.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::time::Duration;
 
 use autoforge::effects::markers::{ROADMAP_END, ROADMAP_START};
 use autoforge::machine::MergeMode;
-use driver_support::{REPOSITORY, World, epic_catalog};
+use common::{REPOSITORY, World, epic_catalog};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const HUMAN: &str = "# Widgets EPIC\n\nPeople wrote this part; keep it.\n";
@@ -26,7 +26,7 @@ async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_m
     world.add_sub_issue(1, 3).await;
     let state_dir = tempfile::tempdir().unwrap();
     let counter = state_dir.path().join("epic-launches");
-    let next = "https://github.com/alice/widgets/issues/3";
+    let next = "https://github.com/octo/widgets/issues/3";
     let driver = world.loop_driver(
         "epic",
         state_dir.path(),
@@ -94,8 +94,8 @@ async fn a_rejected_next_issue_pick_is_asked_again_without_progress_and_the_epic
     let counter = state_dir.path().join("epic-launches");
     // The first pick is a closed issue: refused on the fresh read, asked again.
     let picks = [
-        "https://github.com/alice/widgets/issues/4",
-        "https://github.com/alice/widgets/issues/3",
+        "https://github.com/octo/widgets/issues/4",
+        "https://github.com/octo/widgets/issues/3",
     ];
     let driver = world.loop_driver(
         "repick",

@@ -4,13 +4,13 @@
 //! follow-up issue the controller creates once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::time::Duration;
 
 use autoforge::machine::MergeMode;
 use autoforge_journal::{EffectKind, Stage};
-use driver_support::{World, loop_catalog};
+use common::{World, loop_catalog};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
@@ -122,7 +122,7 @@ async fn a_later_finding_deferred_to_the_listed_follow_up_appends_its_marker_to_
         "appender",
         state_dir.path(),
         MergeMode::Auto,
-        driver_support::deferring_catalog(),
+        common::deferring_catalog(),
     );
     let run = world.start_run(1).await;
 

@@ -5,13 +5,13 @@
 //! bytes the journal recorded.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::time::Duration;
 
 use autoforge::intake::RunSignal;
 use autoforge::machine::MergeMode;
-use driver_support::World;
+use common::World;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -186,8 +186,8 @@ async fn running_checks_are_looked_at_again_within_seconds_and_merged_once_they_
     world
         .hub
         .add_check(&fakehub::control::CheckSpec {
-            owner: driver_support::OWNER.into(),
-            repo: driver_support::NAME.into(),
+            owner: common::OWNER.into(),
+            repo: common::NAME.into(),
             sha: head.clone(),
             name: "ci".into(),
             status: Some("in_progress".into()),

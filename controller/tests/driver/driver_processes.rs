@@ -4,7 +4,7 @@
 //! one run overlapped and that GitHub got every write exactly once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use autoforge::driver::{Driver, DriverConfig, RepositoryAccess, RunHooks, StepRetryPolicy};
 use autoforge::github::{GitHubAuth, GitHubClient};
 use autoforge_journal::{Journal, RunId};
-use driver_support::{OWNER, REPOSITORY, World};
+use common::{OWNER, REPOSITORY, World};
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::watch;
 
@@ -120,11 +120,8 @@ async fn two_driver_processes_never_hold_one_run_at_once() {
         let child = tokio::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                crate::common::support::test_in(
-                    module_path!(),
-                    "process_child_runs_the_driver_loop",
-                )
-                .as_str(),
+                crate::common::test_in(module_path!(), "process_child_runs_the_driver_loop")
+                    .as_str(),
                 "--ignored",
                 "--nocapture",
             ])

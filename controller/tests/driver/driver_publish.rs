@@ -5,7 +5,7 @@
 //! validation commands, Postgres and fakehub.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use autoforge::github::PullRequest;
 use autoforge::machine::RunState;
 use autoforge::validation::ValidationCommand;
 use autoforge_journal::Stage;
-use driver_support::{NAME, OWNER, World, agent_runtime, git_access};
+use common::{NAME, OWNER, World, agent_runtime, git_access};
 
 #[tokio::test]
 async fn a_run_goes_from_the_trigger_through_validation_publishing_and_review_to_ready_for_merge() {

@@ -3,7 +3,7 @@
 //! two drivers sharing one database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::driver_support;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use autoforge::effects::{PlanContext, plan};
 use autoforge::intake::RunSignal;
 use autoforge::machine::{EffectIntent, Reply, RunState};
 use autoforge_journal::Stage;
-use driver_support::{OverlapProbe, World};
+use common::{OverlapProbe, World};
 use fakehub::{FaultKind, FaultRule};
 use tokio::sync::watch;
 
@@ -234,13 +234,11 @@ async fn two_drivers_on_one_database_never_drive_one_run_at_once() {
 async fn github_outages_back_off_with_the_event_kept_then_reach_the_machine_and_recover() {
     let world = World::new(1).await;
     let run = world.start_run(1).await;
-    world.hub.set_faults(vec![FaultRule {
-        method: Some("GET".into()),
-        route: Some("/repos/{owner}/{repo}".into()),
-        kind: FaultKind::Status { status: 503 },
-        probability: None,
-        count: None,
-    }]);
+    world.hub.set_faults(vec![FaultRule::on(
+        "GET",
+        "/repos/{owner}/{repo}",
+        FaultKind::Status { status: 503 },
+    )]);
     let journal = world.db.journal();
     let driver = world.driver("w1");
 

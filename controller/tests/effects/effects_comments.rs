@@ -3,7 +3,7 @@
 //! markers, exhausted attempts, and the status comment edited in place.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::effects_common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,7 @@ use autoforge::effects::DriveOutcome;
 use autoforge::machine::{EffectIntent, Phase, Reply, StatusSnapshot};
 use autoforge::publish::render_marker;
 use autoforge_journal::Stage;
-use effects_common::{World, ambiguous, payload_body};
+use common::{World, ambiguous, payload_body};
 use fakehub::FaultKind;
 use serde_json::json;
 
@@ -47,7 +47,7 @@ fn status(phase: Phase) -> EffectIntent {
 }
 
 async fn world_with_issue() -> World {
-    let world = World::new().await;
+    let world = World::with_leased_run().await;
     assert_eq!(world.human_issue("Add widgets", "please").await, 1);
     world
 }
@@ -157,7 +157,7 @@ async fn a_reconcile_read_that_fails_sends_nothing_and_changes_no_stage() {
     world.fault("GET", COMMENTS, FaultKind::Status { status: 500 }, None);
     let error = world
         .executor()
-        .drive(&world.lease, &row)
+        .drive(world.lease(), &row)
         .await
         .expect_err("the comments cannot be listed");
     assert!(error.to_string().contains("500"), "{error}");
@@ -220,7 +220,7 @@ async fn a_foreign_comment_with_our_marker_blocks_the_run_and_is_left_alone() {
     // Same identity, but no nonce this journal issued: someone else wrote it.
     let forged = render_marker(
         "autoforge-reply",
-        &json!({ "command_comment_id": 47, "run": world.run_id.0 }),
+        &json!({ "command_comment_id": 47, "run": world.run_id().0 }),
     );
     let foreign = world
         .human_comment(1, &format!("looks legit\n\n{forged}"))
@@ -389,12 +389,12 @@ async fn a_driver_whose_run_was_taken_over_sends_nothing() {
     world
         .db
         .journal()
-        .release_lease(&world.lease)
+        .release_lease(world.lease())
         .await
         .unwrap();
     let error = world
         .executor()
-        .drive(&world.lease, &row)
+        .drive(world.lease(), &row)
         .await
         .expect_err("a stale lease cannot mark the effect attempted");
     assert!(

@@ -2,7 +2,7 @@
 //! marker hand-over, the EPIC roadmap splice, reactions and labels.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::effects_common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use autoforge::effects::DriveOutcome;
 use autoforge::effects::markers::{ROADMAP_END, ROADMAP_START};
 use autoforge::machine::EffectIntent;
 use autoforge_journal::Stage;
-use effects_common::{World, ambiguous, payload_body};
+use common::{World, ambiguous, payload_body};
 use fakehub::FaultKind;
 
 const ISSUE: &str = "/repos/{owner}/{repo}/issues/{number}";
@@ -33,7 +33,7 @@ fn set_labels(add: &[&str], remove: &[&str]) -> EffectIntent {
 }
 
 async fn world_with_issue() -> World {
-    let world = World::new().await;
+    let world = World::with_leased_run().await;
     assert_eq!(world.human_issue("Add widgets", "please").await, 1);
     world
 }
@@ -71,7 +71,7 @@ async fn a_follow_up_someone_else_created_with_our_marker_blocks() {
     let start = forged.find("<!-- ai-follow-up").unwrap();
     let marker = autoforge::publish::render_marker(
         "ai-follow-up",
-        &serde_json::json!({"finding_id": "R1-F2", "pr": "https://github.com/alice/widgets/pull/2"}),
+        &serde_json::json!({"finding_id": "R1-F2", "pr": "https://github.com/octo/widgets/pull/2"}),
     );
     let foreign = world
         .human_issue("copy", &format!("{}{marker}", &forged[..start]))

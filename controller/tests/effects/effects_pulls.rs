@@ -4,7 +4,7 @@
 //! body digest, and merges counted only at the reviewed head.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::effects_common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use autoforge::effects::{DriveOutcome, EffectExecutor, PlanError, PushTransport,
 use autoforge::machine::EffectIntent;
 use autoforge::workspace::{CommitSha, Workspaces};
 use autoforge_journal::{EffectKind, NewEffect, Stage};
-use effects_common::{NAME, OWNER, World, ambiguous, payload_body};
+use common::{NAME, OWNER, World, ambiguous, payload_body};
 use serde_json::json;
 
 const BRANCH: &str = "autoforge/1";
@@ -27,7 +27,7 @@ struct Git {
 
 impl Git {
     async fn new() -> Git {
-        let world = World::new().await;
+        let world = World::with_leased_run().await;
         assert_eq!(world.human_issue("Add widgets", "please").await, 1);
         let state = tempfile::tempdir().unwrap();
         let workspaces = Workspaces::open(state.path()).unwrap();

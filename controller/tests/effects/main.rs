@@ -10,3 +10,4 @@ mod effects_pulls;
 mod publish_bodies;
 mod publish_hostile;
 mod publish_review;
+mod rendered_texts;

@@ -4,25 +4,25 @@
 //! its poller read with.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::metrics_support;
-use crate::common::serve_harness;
+use crate::common;
+use crate::common::exposition;
 
 use std::time::Duration;
 
-use metrics_support::{Sample, parse_exposition};
-use serve_harness::{World, eventually};
+use common::{World, eventually};
+use exposition::{Sample, parse_exposition};
 
 async fn scrape(world: &World) -> Vec<Sample> {
     let response = world
         .http
-        .get(format!("{}/metrics", world.serve_url))
+        .get(format!("{}/metrics", world.serve_url()))
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), reqwest::StatusCode::OK);
     let text = response.text().await.unwrap();
     assert!(
-        !text.contains(serve_harness::WEBHOOK_SECRET),
+        !text.contains(common::WEBHOOK_SECRET),
         "a secret leaked into the exposition"
     );
     parse_exposition(&text).unwrap_or_else(|error| panic!("{error}\n{text}"))

@@ -6,8 +6,8 @@
 //! compared as deltas; only the poller test sets the active-runs gauge.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::effects_common;
-use crate::common::metrics_support;
+use crate::common;
+use crate::common::exposition;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +20,7 @@ use autoforge::intake::{Dispatcher, GitHubAccess, Poller};
 use autoforge::machine::{EffectIntent, Reply};
 use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{Journal, NewDelivery, NewRun};
-use metrics_support::{scrape, value_of};
+use exposition::{scrape, value_of};
 use secrecy::SecretString;
 use serde_json::json;
 
@@ -170,7 +170,7 @@ async fn a_poller_pass_sets_active_runs_per_phase_and_zeroes_emptied_phases() {
 
 #[tokio::test]
 async fn driving_an_effect_counts_its_kind_and_outcome() {
-    let mut world = effects_common::World::new().await;
+    let mut world = common::World::with_leased_run().await;
     assert_eq!(world.human_issue("Add widgets", "please").await, 1);
     let intent = EffectIntent::PostCommandReply {
         thread: 1,

@@ -7,7 +7,7 @@
 //! uses label values (events, installations) no other test here touches.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::metrics_support;
+use crate::common::exposition;
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tower::ServiceExt;
 
-use metrics_support::{Sample, parse_exposition, value_of};
+use exposition::{Sample, parse_exposition, value_of};
 
 const SECRET: &str = "metrics-test-secret";
 

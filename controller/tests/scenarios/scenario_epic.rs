@@ -100,13 +100,14 @@ async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_
     // The splice plans on the body it reads once the updater answered and
     // re-reads it just before writing; slowing issue reads opens a window
     // between the two for the person's edit.
-    s.world.hub.set_faults(vec![FaultRule {
-        method: Some("GET".into()),
-        route: Some("/repos/{owner}/{repo}/issues/{number}".into()),
-        kind: FaultKind::Latency { ms: 5000 },
-        probability: None,
-        count: Some(4),
-    }]);
+    s.world.hub.set_faults(vec![
+        FaultRule::on(
+            "GET",
+            "/repos/{owner}/{repo}/issues/{number}",
+            FaultKind::Latency { ms: 5000 },
+        )
+        .times(4),
+    ]);
     s.release("update_epic", 1);
     eventually(Duration::from_secs(60), "the splice planned", || async {
         (run.effect_count(EffectKind::SpliceEpicRoadmap).await > 0).then_some(())

@@ -7,7 +7,7 @@
 use crate::common::scenario;
 
 use autoforge_journal::EffectKind;
-use scenario::{Agents, FaultKind, FaultRule, Phase, Scenario};
+use scenario::{Agents, FaultRule, Phase, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_issue_with_auto_merge_is_merged_once_with_one_status_and_one_review_comment() {
@@ -40,16 +40,9 @@ async fn one_issue_with_auto_merge_is_merged_once_with_one_status_and_one_review
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_every_webhook_dropped_the_poller_still_drives_the_loop_to_done() {
-    let drop_all = FaultRule {
-        method: None,
-        route: None,
-        kind: FaultKind::WebhookDrop,
-        probability: None,
-        count: None,
-    };
     let s = Scenario::new()
         .merge_mode("auto")
-        .faults(vec![drop_all])
+        .faults(vec![FaultRule::drop_all_webhooks()])
         .start()
         .await;
     let issue = s.open_issue("a widget nobody hears about").await;

@@ -81,13 +81,11 @@ async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_
     // Every read of GitHub facts starts with the issue: slowing those
     // reads from now on (the round's own re-read, then the fixer's entry
     // check) opens a window after the round chose FIX.
-    s.world.hub.set_faults(vec![FaultRule {
-        method: Some("GET".into()),
-        route: Some("/repos/{owner}/{repo}/issues/{number}".into()),
-        kind: FaultKind::Latency { ms: 10_000 },
-        probability: None,
-        count: None,
-    }]);
+    s.world.hub.set_faults(vec![FaultRule::on(
+        "GET",
+        "/repos/{owner}/{repo}/issues/{number}",
+        FaultKind::Latency { ms: 10_000 },
+    )]);
     eventually(Duration::from_secs(60), "the run in FIX", || async {
         (run.phases().await.last().map(String::as_str) == Some("FIX")).then_some(())
     })

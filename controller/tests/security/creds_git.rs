@@ -17,8 +17,7 @@ use fakehub::world::UserKind;
 use secrecy::{ExposeSecret, SecretString};
 use tempfile::TempDir;
 
-use crate::common::support;
-use support::git;
+use crate::common::git::git;
 
 const OWNER: &str = "octo";
 const NAME: &str = "widgets";

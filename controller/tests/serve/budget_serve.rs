@@ -4,11 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::serve_harness;
+use crate::common;
 
 use std::time::Duration;
 
-use serve_harness::{World, WorldOptions, agent_command, agent_path, eventually};
+use common::{World, WorldOptions, agent_command, agent_script, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_agents_report_more_tokens_than_its_budget_blocks_before_the_next_launch() {
@@ -38,7 +38,7 @@ commands = ["true"]
             "reports_tokens.sh",
             &[
                 "600",
-                &agent_path("phase_implement.sh"),
+                &agent_script("phase_implement.sh"),
                 "good",
                 "{hub}/octo/widgets/issues/1"
             ]
@@ -56,7 +56,7 @@ commands = ["true"]
     let run = world.run_for(issue).await;
 
     let blocked = eventually(Duration::from_secs(60), "the run BLOCKED", || async {
-        let row = world.journal().get_run(run).await.unwrap()?;
+        let row = world.db.journal().get_run(run).await.unwrap()?;
         (row.phase == "BLOCKED").then_some(row)
     })
     .await;
@@ -66,7 +66,7 @@ commands = ["true"]
         .to_owned();
     assert!(reason.contains("600 tokens"), "{reason}");
     assert!(reason.contains("tokens_per_run"), "{reason}");
-    let launches = world.journal().list_launches(run).await.unwrap();
+    let launches = world.db.journal().list_launches(run).await.unwrap();
     let roles: Vec<&str> = launches.iter().map(|l| l.role.as_str()).collect();
     assert_eq!(roles, ["implement"], "the reviewer never started");
     assert_eq!(

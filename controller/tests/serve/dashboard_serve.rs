@@ -3,11 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::serve_harness;
+use crate::common;
 
 use std::time::Duration;
 
-use serve_harness::{World, eventually};
+use common::{World, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
@@ -19,7 +19,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
 
     let index = world
         .http
-        .get(format!("{}/", world.serve_url))
+        .get(format!("{}/", world.serve_url()))
         .send()
         .await
         .unwrap();
@@ -34,7 +34,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
         Duration::from_secs(20),
         "the run's first transition",
         || {
-            let url = format!("{}/runs/{run}", world.serve_url);
+            let url = format!("{}/runs/{run}", world.serve_url());
             let http = world.http.clone();
             async move {
                 let html = http.get(url).send().await.ok()?.text().await.ok()?;

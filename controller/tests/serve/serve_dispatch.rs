@@ -446,13 +446,11 @@ async fn a_github_outage_is_retried_with_backoff_then_given_up_with_its_error() 
     writes::add_labels(&api, &repo(), issue, &["autoforge".to_owned()])
         .await
         .unwrap();
-    setup.hub.set_faults(vec![FaultRule {
-        method: Some("GET".into()),
-        route: Some("/repos/{owner}/{repo}/issues/{number}/events".into()),
-        kind: FaultKind::Status { status: 503 },
-        probability: None,
-        count: None,
-    }]);
+    setup.hub.set_faults(vec![FaultRule::on(
+        "GET",
+        "/repos/{owner}/{repo}/issues/{number}/events",
+        FaultKind::Status { status: 503 },
+    )]);
     let stored = setup.ingest("issues", "labeled").await;
     let guid = stored[0].delivery_id.clone();
     setup.dispatch_due().await;

@@ -3,13 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::serve_harness;
+use crate::common;
 
 use std::time::Duration;
 
 use autoforge_journal::{RunFilter, RunId};
+use common::{POLL_SECONDS, World, WorldOptions, eventually};
 use fakehub::{FaultKind, FaultRule};
-use serve_harness::{POLL_SECONDS, World, WorldOptions, eventually};
 
 const PERMISSION_ROUTE: &str = "/repos/{owner}/{repo}/collaborators/{username}/permission";
 
@@ -19,6 +19,7 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
         let repository = repository.clone();
         async move {
             world
+                .db
                 .journal()
                 .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
                 .await
@@ -30,13 +31,7 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
 }
 
 fn webhook_rule(kind: FaultKind, event: &str) -> FaultRule {
-    FaultRule {
-        method: None,
-        route: Some(event.to_owned()),
-        kind,
-        probability: None,
-        count: Some(1),
-    }
+    FaultRule::on_webhook(event, kind).times(1)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -51,6 +46,7 @@ async fn trigger_label_by_an_admin_starts_a_run_and_by_a_triage_user_is_refused(
     world.add_label(&reader, refused_issue, "autoforge").await;
     let refusal = eventually(Duration::from_secs(15), "the refusal", || async {
         world
+            .db
             .journal()
             .list_audit_events_of_kind("trigger_refused", 10)
             .await
@@ -72,14 +68,19 @@ async fn trigger_label_by_an_admin_starts_a_run_and_by_a_triage_user_is_refused(
     let issue = world.open_issue(&admin, "from an admin").await;
     world.add_label(&admin, issue, "autoforge").await;
     let run_id = wait_for_run(&world, issue).await;
-    let events = world.journal().list_run_events(run_id).await.unwrap();
+    let events = world.db.journal().list_run_events(run_id).await.unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].event["kind"], "started");
     assert_eq!(events[0].event["labeled_by"], "ada");
 
     // The reader's issue never got a run, and the decision came from the
     // permission endpoint, not from the payload.
-    let runs = world.journal().list_runs(RunFilter::All, 10).await.unwrap();
+    let runs = world
+        .db
+        .journal()
+        .list_runs(RunFilter::All, 10)
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 1);
     assert!(world.requests_to(PERMISSION_ROUTE).len() >= 2);
 }
@@ -104,11 +105,18 @@ async fn a_duplicated_delivery_is_stored_and_processed_once() {
         .count();
     assert!(sent_twice >= 1);
     assert_eq!(
-        world.journal().list_run_events(run_id).await.unwrap().len(),
+        world
+            .db
+            .journal()
+            .list_run_events(run_id)
+            .await
+            .unwrap()
+            .len(),
         1
     );
     assert_eq!(
         world
+            .db
             .journal()
             .list_runs(RunFilter::All, 10)
             .await
@@ -134,6 +142,7 @@ async fn a_dropped_label_delivery_is_recovered_within_one_poll_interval() {
         "the poller to find the labelled issue",
         || async {
             world
+                .db
                 .journal()
                 .active_run_for_issue(&world.repository(), i64::try_from(issue).unwrap())
                 .await
@@ -146,7 +155,13 @@ async fn a_dropped_label_delivery_is_recovered_within_one_poll_interval() {
     // Whether the poller or the redelivery got there first, it acted once.
     tokio::time::sleep(Duration::from_secs(POLL_SECONDS + 1)).await;
     assert_eq!(
-        world.journal().list_run_events(run_id).await.unwrap().len(),
+        world
+            .db
+            .journal()
+            .list_run_events(run_id)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }
@@ -169,6 +184,7 @@ async fn commands_in_code_blocks_and_quotes_are_ignored_and_a_plain_one_is_accep
     let plain = world.comment(&owner, issue, "/autoforge status").await;
     let decisions = eventually(Duration::from_secs(15), "the status decision", || async {
         let decisions = world
+            .db
             .journal()
             .list_command_decisions(run_id)
             .await
@@ -185,7 +201,7 @@ async fn commands_in_code_blocks_and_quotes_are_ignored_and_a_plain_one_is_accep
             .iter()
             .all(|d| d.comment_id != i64::try_from(hidden).unwrap())
     );
-    let events = world.journal().list_run_events(run_id).await.unwrap();
+    let events = world.db.journal().list_run_events(run_id).await.unwrap();
     let kinds: Vec<_> = events.iter().map(|e| e.event["kind"].clone()).collect();
     assert_eq!(kinds, ["started", "command"]);
     assert_eq!(events[1].event["verb"], "status");
@@ -202,6 +218,7 @@ async fn a_command_by_a_read_user_is_refused_and_recorded() {
     world.comment(&reader, issue, "/autoforge stop").await;
     let decisions = eventually(Duration::from_secs(15), "the refusal", || async {
         let decisions = world
+            .db
             .journal()
             .list_command_decisions(run_id)
             .await
@@ -213,6 +230,7 @@ async fn a_command_by_a_read_user_is_refused_and_recorded() {
     assert!(!decisions[0].accepted);
     // The refusal is queued for the run to answer; no command is.
     let kinds: Vec<_> = world
+        .db
         .journal()
         .list_run_events(run_id)
         .await
@@ -228,14 +246,14 @@ async fn serve_answers_probes_refuses_bad_signatures_and_stops_cleanly_on_sigter
     let mut world = World::start().await;
     let healthz = world
         .http
-        .get(format!("{}/healthz", world.serve_url))
+        .get(format!("{}/healthz", world.serve_url()))
         .send()
         .await
         .unwrap();
     assert_eq!(healthz.status(), 200);
     let unsigned = world
         .http
-        .post(format!("{}/webhook", world.serve_url))
+        .post(format!("{}/webhook", world.serve_url()))
         .header("x-github-event", "ping")
         .header("x-github-delivery", "forged-1")
         .header("x-hub-signature-256", format!("sha256={}", "0".repeat(64)))
@@ -246,6 +264,7 @@ async fn serve_answers_probes_refuses_bad_signatures_and_stops_cleanly_on_sigter
     assert_eq!(unsigned.status(), 401);
     assert!(
         world
+            .db
             .journal()
             .get_delivery("forged-1")
             .await
@@ -255,15 +274,13 @@ async fn serve_answers_probes_refuses_bad_signatures_and_stops_cleanly_on_sigter
 
     // A redelivery carries the same GUID: stored once, answered 200.
     let body = br#"{"zen":"redelivered","hook_id":1}"#;
-    let signature = autoforge::webhook::sign_body(
-        &secrecy::SecretString::from(serve_harness::WEBHOOK_SECRET),
-        body,
-    );
+    let signature =
+        autoforge::webhook::sign_body(&secrecy::SecretString::from(common::WEBHOOK_SECRET), body);
     let mut statuses = Vec::new();
     for _ in 0..2 {
         let response = world
             .http
-            .post(format!("{}/webhook", world.serve_url))
+            .post(format!("{}/webhook", world.serve_url()))
             .header("x-github-event", "ping")
             .header("x-github-delivery", "again-1")
             .header("x-hub-signature-256", &signature)
@@ -280,6 +297,7 @@ async fn serve_answers_probes_refuses_bad_signatures_and_stops_cleanly_on_sigter
         "the ping to be processed",
         || async {
             world
+                .db
                 .journal()
                 .get_delivery("again-1")
                 .await
@@ -310,8 +328,8 @@ async fn a_delivery_redelivered_by_github_is_processed_once() {
     let client = autoforge::github::GitHubClient::new(
         world.hub.base_url(),
         autoforge::github::GitHubAuth::App {
-            app_id: world.app_id,
-            private_key_pem: world.app_key.clone(),
+            app_id: world.app_id(),
+            private_key_pem: world.app_key(),
         },
     )
     .unwrap();
@@ -330,7 +348,13 @@ async fn a_delivery_redelivered_by_github_is_processed_once() {
     assert_eq!(answered, 200, "a known delivery id is a duplicate");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
-        world.journal().list_run_events(run_id).await.unwrap().len(),
+        world
+            .db
+            .journal()
+            .list_run_events(run_id)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }
@@ -342,7 +366,7 @@ async fn serve_runs_on_its_managed_postgres_and_stops_it_on_sigterm() {
         ..WorldOptions::default()
     })
     .await;
-    let data_dir = world.state.path().join("postgres");
+    let data_dir = world.state_dir().join("postgres");
     assert!(
         data_dir.exists(),
         "the managed cluster lives under the state dir"
@@ -378,7 +402,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_refuses_to_start_without_a_webhook_secret() {
     let state = tempfile::tempdir().unwrap();
-    let output = serve_harness::serve_command(state.path())
+    let output = common::serve_command(state.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .output()
@@ -407,7 +431,7 @@ async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
         let owner = owner.clone();
         async move {
             let comments = world
-                .api(&owner, reqwest::Method::GET, &path, serde_json::Value::Null)
+                .rest_as(&owner, reqwest::Method::GET, &path, serde_json::Value::Null)
                 .await;
             let found: Vec<serde_json::Value> = comments
                 .as_array()
@@ -436,7 +460,7 @@ async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
     // The comment is visible on GitHub a moment before the executor's
     // read-back marks the effect observed: wait for the journal to settle.
     let effects = eventually(Duration::from_secs(20), "the effects observed", || async {
-        let effects = world.journal().list_effects(run_id).await.unwrap();
+        let effects = world.db.journal().list_effects(run_id).await.unwrap();
         (!effects.is_empty()
             && effects
                 .iter()
@@ -451,6 +475,7 @@ async fn serve_drives_a_started_run_to_implement_with_one_status_comment() {
         "the status comment went through the journal: {effects:?}"
     );
     let run = world
+        .db
         .journal()
         .get_run(run_id)
         .await
@@ -504,7 +529,7 @@ async fn serve_pushes_the_implementers_branch_with_an_installation_token_and_ope
         let owner = owner.clone();
         async move {
             let pulls = world
-                .api(&owner, reqwest::Method::GET, &path, serde_json::Value::Null)
+                .rest_as(&owner, reqwest::Method::GET, &path, serde_json::Value::Null)
                 .await;
             let pulls = pulls.as_array().cloned().unwrap_or_default();
             (!pulls.is_empty()).then_some(pulls)
@@ -526,7 +551,7 @@ async fn serve_pushes_the_implementers_branch_with_an_installation_token_and_ope
     // The repository is private and serve holds only the App's key, so the
     // fetch and the push went through with an installation token.
     let pushed = world
-        .api(
+        .rest_as(
             &owner,
             reqwest::Method::GET,
             &format!("/repos/{}/branches/{branch}", world.repository()),
@@ -537,7 +562,7 @@ async fn serve_pushes_the_implementers_branch_with_an_installation_token_and_ope
     assert_eq!(pulls[0]["head"]["sha"].as_str(), Some(head));
 
     let run = eventually(Duration::from_secs(30), "the run in REVIEW", || async {
-        let run = world.journal().get_run(run_id).await.unwrap()?;
+        let run = world.db.journal().get_run(run_id).await.unwrap()?;
         (run.phase == "REVIEW").then_some(run)
     })
     .await;
@@ -546,7 +571,7 @@ async fn serve_pushes_the_implementers_branch_with_an_installation_token_and_ope
     // Still exactly one PR after the driver had time for another pass.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let again = world
-        .api(
+        .rest_as(
             &owner,
             reqwest::Method::GET,
             &pulls_path,

@@ -5,18 +5,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::serve_harness;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;
 
 use autoforge_journal::{EffectKind, RunId, Stage};
+use common::{OWNER, Person, REPO, World, WorldOptions, eventually};
 use serde_json::Value;
-use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 async fn wait_for_run(world: &World, issue: u64) -> RunId {
     eventually(Duration::from_secs(15), "a run for the issue", || async {
         world
+            .db
             .journal()
             .active_run_for_issue(&world.repository(), i64::try_from(issue).unwrap())
             .await
@@ -29,7 +30,7 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
 async fn wait_for_phase(world: &World, run_id: RunId, phase: &str, within: Duration) {
     let what = format!("the run in {phase}");
     eventually(within, &what, || async {
-        let run = world.journal().get_run(run_id).await.unwrap()?;
+        let run = world.db.journal().get_run(run_id).await.unwrap()?;
         // A new run's row says IMPLEMENT before the driver has written its
         // document; the document's own phase is the one that counts.
         (run.phase == phase && run.state["phase"] == phase).then_some(())
@@ -46,6 +47,7 @@ async fn observed_reply(
     let identity = format!("autoforge-reply:command_comment_id={comment_id}");
     eventually(Duration::from_secs(30), "the command's reply", || async {
         world
+            .db
             .journal()
             .list_effects(run_id)
             .await
@@ -65,6 +67,7 @@ async fn effects_for_comment(
 ) -> usize {
     let suffix = format!("={comment_id}");
     world
+        .db
         .journal()
         .list_effects(run_id)
         .await
@@ -77,7 +80,7 @@ async fn effects_for_comment(
 async fn comments_on(world: &World, person: &Person, thread: u64) -> Vec<Value> {
     let path = format!("/repos/{OWNER}/{REPO}/issues/{thread}/comments");
     let comments = world
-        .api(person, reqwest::Method::GET, &path, Value::Null)
+        .rest_as(person, reqwest::Method::GET, &path, Value::Null)
         .await;
     comments.as_array().cloned().unwrap_or_default()
 }
@@ -98,7 +101,7 @@ async fn reply_on(world: &World, person: &Person, thread: u64, comment_id: u64) 
 async fn eyes_on(world: &World, person: &Person, comment_id: u64) -> usize {
     let path = format!("/repos/{OWNER}/{REPO}/issues/comments/{comment_id}/reactions");
     let reactions = world
-        .api(person, reqwest::Method::GET, &path, Value::Null)
+        .rest_as(person, reqwest::Method::GET, &path, Value::Null)
         .await;
     reactions
         .as_array()
@@ -109,7 +112,7 @@ async fn eyes_on(world: &World, person: &Person, comment_id: u64) -> usize {
 }
 
 async fn run_document(world: &World, run_id: RunId) -> String {
-    let run = world.journal().get_run(run_id).await.unwrap().unwrap();
+    let run = world.db.journal().get_run(run_id).await.unwrap().unwrap();
     serde_json::to_string(&run.state).unwrap()
 }
 
@@ -137,6 +140,7 @@ async fn status_is_answered_with_one_reaction_and_one_reply() {
     );
     assert_eq!(
         world
+            .db
             .journal()
             .get_run(run_id)
             .await
@@ -166,6 +170,7 @@ async fn stop_by_an_operator_stops_the_run_with_a_reaction_and_a_reply() {
     })
     .await;
     let decisions = world
+        .db
         .journal()
         .list_command_decisions(run_id)
         .await
@@ -222,7 +227,7 @@ async fn unblock_by_a_reader_is_refused_unchanged_and_by_an_operator_resumes_in_
     wait_for_phase(&world, run_id, "BLOCKED", Duration::from_secs(90)).await;
     // Let the BLOCKED transition's status edit settle before comparing.
     eventually(Duration::from_secs(20), "the effects settled", || async {
-        let effects = world.journal().list_effects(run_id).await.unwrap();
+        let effects = world.db.journal().list_effects(run_id).await.unwrap();
         effects
             .iter()
             .all(|e| e.stage == Stage::Observed)
@@ -242,6 +247,7 @@ async fn unblock_by_a_reader_is_refused_unchanged_and_by_an_operator_resumes_in_
     assert_eq!(run_document(&world, run_id).await, before);
     assert_eq!(
         world
+            .db
             .journal()
             .get_run(run_id)
             .await
@@ -256,6 +262,7 @@ async fn unblock_by_a_reader_is_refused_unchanged_and_by_an_operator_resumes_in_
         "a refused command gets no reaction"
     );
     let decisions = world
+        .db
         .journal()
         .list_command_decisions(run_id)
         .await
@@ -285,6 +292,7 @@ async fn unblock_by_a_reader_is_refused_unchanged_and_by_an_operator_resumes_in_
 
     // The run's PR thread reaches the run too.
     let pr = world
+        .db
         .journal()
         .run_pull_request(run_id)
         .await
@@ -380,7 +388,7 @@ async fn removing_the_label_during_implement_kills_the_agents_process_group_and_
     assert!(!live_members_of(group).is_empty());
 
     world
-        .api(
+        .rest_as(
             &owner,
             reqwest::Method::DELETE,
             &format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge"),
@@ -396,14 +404,14 @@ async fn removing_the_label_during_implement_kills_the_agents_process_group_and_
         || async { live_members_of(group).is_empty().then_some(()) },
     )
     .await;
-    let launches = world.journal().list_launches(run_id).await.unwrap();
+    let launches = world.db.journal().list_launches(run_id).await.unwrap();
     assert_eq!(launches.len(), 1, "the agent was not launched again");
 }
 
 async fn labels_of(world: &World, person: &Person, issue: u64) -> Vec<String> {
     let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}");
     let read = world
-        .api(person, reqwest::Method::GET, &path, Value::Null)
+        .rest_as(person, reqwest::Method::GET, &path, Value::Null)
         .await;
     read["labels"]
         .as_array()
@@ -443,6 +451,7 @@ async fn status_labels_follow_the_phase_when_enabled() {
         "{labels:?}"
     );
     let label_writes = world
+        .db
         .journal()
         .list_effects(run_id)
         .await

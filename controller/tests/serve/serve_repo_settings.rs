@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::serve_harness;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use autoforge_journal::RunId;
 use base64::Engine;
+use common::{OWNER, Person, REPO, World, WorldOptions, eventually};
 use serde_json::{Value, json};
-use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 const SETTINGS: &str = ".github/autoforge.toml";
 
@@ -93,7 +93,7 @@ async fn put_file(world: &World, person: &Person, branch: &str, path: &str, text
         body["sha"] = json!(sha);
     }
     world
-        .api(
+        .rest_as(
             person,
             reqwest::Method::PUT,
             &format!("/repos/{OWNER}/{REPO}/contents/{path}"),
@@ -146,7 +146,7 @@ async fn open_pr_changing_settings(world: &World, person: &Person, text: &str) {
         &["-c", &header, "push", "-q", "origin", "contributor"],
     );
     world
-        .api(
+        .rest_as(
             person,
             reqwest::Method::POST,
             &format!("/repos/{OWNER}/{REPO}/pulls"),
@@ -158,6 +158,7 @@ async fn open_pr_changing_settings(world: &World, person: &Person, text: &str) {
 async fn wait_for_run(world: &World, issue: u64) -> RunId {
     eventually(Duration::from_secs(15), "a run for the issue", || async {
         world
+            .db
             .journal()
             .active_run_for_issue(&world.repository(), i64::try_from(issue).unwrap())
             .await
@@ -170,7 +171,7 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
 async fn wait_for_phase(world: &World, run_id: RunId, phase: &str) -> Value {
     let what = format!("the run in {phase}");
     eventually(Duration::from_secs(90), &what, || async {
-        let run = world.journal().get_run(run_id).await.unwrap()?;
+        let run = world.db.journal().get_run(run_id).await.unwrap()?;
         // A new run's row says IMPLEMENT before the driver has written its
         // document; the document's own phase is the one that counts.
         (run.phase == phase && run.state["phase"] == phase).then_some(run.state)
@@ -181,7 +182,7 @@ async fn wait_for_phase(world: &World, run_id: RunId, phase: &str) -> Value {
 async fn status_comment(world: &World, person: &Person, issue: u64) -> String {
     let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}/comments");
     let comments = world
-        .api(person, reqwest::Method::GET, &path, Value::Null)
+        .rest_as(person, reqwest::Method::GET, &path, Value::Null)
         .await;
     comments
         .as_array()
@@ -237,6 +238,7 @@ async fn settings_are_read_from_the_default_branch_and_a_later_edit_changes_noth
         json!(["true"])
     );
     let validations = world
+        .db
         .journal()
         .list_validations(run_id, None)
         .await
@@ -322,6 +324,7 @@ async fn an_invalid_settings_file_blocks_the_run_with_the_reason_in_the_status_c
     assert!(comment.contains("**BLOCKED**"), "{comment}");
     assert!(
         world
+            .db
             .journal()
             .list_launches(run_id)
             .await
@@ -365,7 +368,7 @@ async fn the_repository_may_pick_another_of_the_operators_profiles_for_a_role() 
         state["repository_settings"]["agents"]["implement"],
         json!("scripted")
     );
-    let launches = world.journal().list_launches(run_id).await.unwrap();
+    let launches = world.db.journal().list_launches(run_id).await.unwrap();
     assert_eq!(launches.len(), 1, "one launch, of the chosen profile");
     assert_eq!(launches[0].profile, "scripted");
 }

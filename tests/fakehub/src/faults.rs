@@ -67,6 +67,59 @@ pub struct FaultRule {
     pub count: Option<u32>,
 }
 
+impl FaultRule {
+    /// `kind` on every `method` request to the route template `route`
+    /// (`/repos/{owner}/{repo}/issues/{number}`), without limit.
+    pub fn on(method: &str, route: &str, kind: FaultKind) -> FaultRule {
+        FaultRule {
+            method: Some(method.to_owned()),
+            route: Some(route.to_owned()),
+            kind,
+            probability: None,
+            count: None,
+        }
+    }
+
+    /// `kind` (a webhook fault) on every delivery of the event `event`.
+    pub fn on_webhook(event: &str, kind: FaultKind) -> FaultRule {
+        FaultRule {
+            method: None,
+            route: Some(event.to_owned()),
+            kind,
+            probability: None,
+            count: None,
+        }
+    }
+
+    /// Every webhook delivery, of any event, is recorded as failed and
+    /// never sent.
+    pub fn drop_all_webhooks() -> FaultRule {
+        FaultRule {
+            method: None,
+            route: None,
+            kind: FaultKind::WebhookDrop,
+            probability: None,
+            count: None,
+        }
+    }
+
+    /// The rule fires `count` times, then retires.
+    pub fn times(self, count: u32) -> FaultRule {
+        FaultRule {
+            count: Some(count),
+            ..self
+        }
+    }
+
+    /// The rule fires on a match with chance `probability` (0.0 to 1.0).
+    pub fn with_probability(self, probability: f64) -> FaultRule {
+        FaultRule {
+            probability: Some(probability),
+            ..self
+        }
+    }
+}
+
 /// The active rules and the seeded RNG that decides probabilistic ones.
 #[derive(Debug)]
 pub struct Faults {
@@ -179,5 +232,29 @@ mod tests {
         assert!(f.for_request("POST", "issues").is_empty());
         assert_eq!(f.for_webhook("issues"), vec![FaultKind::WebhookDrop]);
         assert!(f.for_webhook("push").is_empty());
+    }
+
+    #[test]
+    fn constructed_rules_match_what_their_names_say() {
+        let mut f = Faults::new(1);
+        f.set(vec![
+            FaultRule::on("GET", "/user", FaultKind::Status { status: 503 }).times(1),
+            FaultRule::drop_all_webhooks(),
+        ]);
+        assert!(f.for_request("POST", "/user").is_empty());
+        assert_eq!(
+            f.for_request("get", "/user"),
+            vec![FaultKind::Status { status: 503 }]
+        );
+        assert!(f.for_request("GET", "/user").is_empty());
+        assert_eq!(f.for_webhook("push"), vec![FaultKind::WebhookDrop]);
+        assert_eq!(f.for_webhook("issues"), vec![FaultKind::WebhookDrop]);
+        let mut one = Faults::new(1);
+        one.set(vec![FaultRule::on_webhook(
+            "issues",
+            FaultKind::WebhookDuplicate,
+        )]);
+        assert!(one.for_webhook("push").is_empty());
+        assert_eq!(one.for_webhook("issues"), vec![FaultKind::WebhookDuplicate]);
     }
 }

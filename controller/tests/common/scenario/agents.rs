@@ -15,10 +15,7 @@ pub struct Agents {
     held: Vec<(&'static str, Vec<u32>)>,
 }
 
-/// The path of a script in `tests/agents/`.
-fn script(name: &str) -> String {
-    format!("{}/../tests/agents/{name}", env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::git::agent_script as script;
 
 impl Agents {
     /// A good implementer for issue #1 and a clean reviewer; no fixer and

@@ -14,14 +14,16 @@ impl Running {
     pub async fn get(&self, path: &str) -> Value {
         let path = format!("/repos/{OWNER}/{REPO}{path}");
         self.world
-            .api(&self.owner, Method::GET, &path, Value::Null)
+            .rest_as(&self.owner, Method::GET, &path, Value::Null)
             .await
     }
 
     /// `POST /repos/octo/widgets{path}` as the owner.
     pub async fn post(&self, path: &str, body: Value) -> Value {
         let path = format!("/repos/{OWNER}/{REPO}{path}");
-        self.world.api(&self.owner, Method::POST, &path, body).await
+        self.world
+            .rest_as(&self.owner, Method::POST, &path, body)
+            .await
     }
 
     /// Every PR, open or closed.
@@ -66,13 +68,7 @@ impl Running {
 
     /// How many merge requests fakehub answered for the PR.
     pub fn merge_requests(&self, pr: u64) -> usize {
-        let path = format!("/repos/{OWNER}/{REPO}/pulls/{pr}/merge");
-        self.world
-            .hub
-            .requests()
-            .iter()
-            .filter(|r| r.method == "PUT" && r.path == path)
-            .count()
+        self.world.merge_requests(pr)
     }
 
     /// A person merges the PR at its current head, as a human would.
@@ -80,7 +76,7 @@ impl Running {
         let read = self.get(&format!("/pulls/{pr}")).await;
         let path = format!("/repos/{OWNER}/{REPO}/pulls/{pr}/merge");
         self.world
-            .api(
+            .rest_as(
                 person,
                 Method::PUT,
                 &path,
@@ -93,23 +89,13 @@ impl Running {
     pub async fn edit_issue_body(&self, person: &Person, issue: u64, body: &str) {
         let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}");
         self.world
-            .api(person, Method::PATCH, &path, json!({ "body": body }))
+            .rest_as(person, Method::PATCH, &path, json!({ "body": body }))
             .await;
     }
 
     /// An external CI reports a completed check on `sha`.
     pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
-        self.world
-            .hub
-            .add_check(&fakehub::control::CheckSpec {
-                owner: OWNER.into(),
-                repo: REPO.into(),
-                sha: sha.into(),
-                name: name.into(),
-                status: Some("completed".into()),
-                conclusion: Some(conclusion.into()),
-            })
-            .expect("fakehub records the check");
+        self.world.add_check(sha, name, conclusion);
     }
 
     /// A person clones the repository, commits `file` on top of `branch`

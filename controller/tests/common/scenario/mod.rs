@@ -20,11 +20,9 @@
 //! leaves its prompt in the scenario's evidence folder and a scenario can
 //! hold a launch until it has changed GitHub under it.
 //!
-//! Included with `mod scenario;` by the `scenario_*` test files.
+//! Used as `crate::common::scenario` by the `scenario_*` tests.
 
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
-
-pub use super::serve_harness;
 
 mod agents;
 mod github;
@@ -32,12 +30,12 @@ mod github;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use super::{OWNER, Person, REPO, World, WorldOptions, eventually};
 pub use agents::Agents;
 pub use autoforge::machine::{Phase, RunState};
 use autoforge_journal::{RunFilter, RunId, Stage};
 pub use fakehub::{FaultKind, FaultRule};
 use serde_json::Value;
-pub use serve_harness::{OWNER, Person, REPO, World, WorldOptions, eventually};
 
 /// How long a scenario waits for any one thing before it fails; generous
 /// for two shared cores, far above what a passing scenario takes.
@@ -231,7 +229,7 @@ impl Running {
     /// The run working on `issue`: started for it, or an EPIC's run that
     /// moved to it (waits for one to exist).
     pub async fn run_of(&self, issue: u64) -> RunRef<'_> {
-        let journal = self.world.journal();
+        let journal = self.world.db.journal();
         let id = eventually(PATIENCE, &format!("a run for #{issue}"), || async move {
             let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
             runs.into_iter()
@@ -288,7 +286,7 @@ impl Running {
 impl RunRef<'_> {
     /// The run's state document as the journal holds it now.
     pub async fn state(&self) -> RunState {
-        let run = self.s.world.journal().get_run(self.id).await.unwrap();
+        let run = self.s.world.db.journal().get_run(self.id).await.unwrap();
         serde_json::from_value(run.expect("the run exists").state).expect("a run state document")
     }
 
@@ -299,7 +297,7 @@ impl RunRef<'_> {
 
     /// `reaches` with its own patience, for a run that must settle soon.
     pub async fn reaches_within(&self, phase: Phase, patience: Duration) -> RunState {
-        let journal = self.s.world.journal();
+        let journal = self.s.world.db.journal();
         let run = self.id;
         let what = format!("the run in {} with every effect settled", phase.as_str());
         let reached = tokio::time::timeout(patience, async {
@@ -339,6 +337,7 @@ impl RunRef<'_> {
         let events = self
             .s
             .world
+            .db
             .journal()
             .list_audit_events(self.id)
             .await
@@ -358,6 +357,7 @@ impl RunRef<'_> {
         let run = self
             .s
             .world
+            .db
             .journal()
             .get_run(self.id)
             .await
@@ -386,6 +386,7 @@ impl RunRef<'_> {
     pub async fn command_decisions(&self) -> Vec<autoforge_journal::CommandDecision> {
         self.s
             .world
+            .db
             .journal()
             .list_command_decisions(self.id)
             .await
@@ -395,7 +396,14 @@ impl RunRef<'_> {
     /// The kinds of the effects the journal planned for the run, with
     /// how many of each.
     pub async fn effect_count(&self, kind: autoforge_journal::EffectKind) -> usize {
-        let effects = self.s.world.journal().list_effects(self.id).await.unwrap();
+        let effects = self
+            .s
+            .world
+            .db
+            .journal()
+            .list_effects(self.id)
+            .await
+            .unwrap();
         effects.iter().filter(|e| e.kind == kind).count()
     }
 }
@@ -416,7 +424,7 @@ impl Running {
     /// `comment` (it reached the journal and the dispatcher finished it).
     pub async fn comment_delivery_processed(&self, comment: u64) {
         let hub = &self.world.hub;
-        let journal = self.world.journal();
+        let journal = self.world.db.journal();
         eventually(
             PATIENCE,
             &format!("delivery of comment {comment} processed"),

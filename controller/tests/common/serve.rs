@@ -1,11 +1,7 @@
-//! A reusable end-to-end harness: fakehub as GitHub, a fresh journal
-//! database, and the real `autoforge serve` binary as a child process with
-//! a controlled environment, its webhook URL registered with fakehub's App.
+//! The real `autoforge serve` in the world: a child process with a
+//! controlled environment, its webhook URL registered with fakehub's App.
 //! Tests act as people through fakehub's REST API and assert on the journal
 //! and on fakehub's request log.
-//!
-//! Included with `mod serve_harness;` by the `serve_*` test files; compiled
-//! alone it is an empty test binary.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,36 +11,32 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use autoforge_journal::Journal;
 use autoforge_journal::testing::TestDatabase;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
-pub const OWNER: &str = "octo";
-pub const REPO: &str = "widgets";
+use super::git::agent_script;
+use super::world::{NAME, OWNER, Person, World, eventually};
+
 pub const APP_SLUG: &str = "autoforge-e2e";
 pub const WEBHOOK_SECRET: &str = "e2e-webhook-secret";
 pub const POLL_SECONDS: u64 = 5;
 
-/// One running world: fakehub, the database and `autoforge serve`.
-pub struct World {
-    pub hub: fakehub::Handle,
-    pub db: TestDatabase,
-    pub serve: Child,
+/// The serve process of a world and what restarting it needs.
+pub struct Served {
+    child: Child,
     /// `http://127.0.0.1:PORT` of the serve process.
-    pub serve_url: String,
-    pub owner_token: String,
-    pub http: reqwest::Client,
+    url: String,
     /// The App's id and private key, to act as the App (e.g. redeliver).
-    pub app_id: u64,
-    pub app_key: secrecy::SecretString,
-    pub state: tempfile::TempDir,
+    app_id: u64,
+    app_key: secrecy::SecretString,
+    state: tempfile::TempDir,
     /// How serve was started, to start it again after a crash.
-    pub options: WorldOptions,
+    options: WorldOptions,
     port: u16,
 }
 
-/// Variations of the world.
+/// Variations of the served world.
 #[derive(Debug, Clone, Default)]
 pub struct WorldOptions {
     /// No `DATABASE_URL`: serve starts its managed Postgres under the state dir.
@@ -55,13 +47,6 @@ pub struct WorldOptions {
     /// Extra environment for the first serve process only (a restart
     /// names its own), e.g. `AUTOFORGE_CRASH_AT`.
     pub env: Vec<(String, String)>,
-}
-
-/// A person acting on fakehub with their own token.
-#[derive(Clone)]
-pub struct Person {
-    pub login: String,
-    pub token: String,
 }
 
 /// A port nobody listens on right now; the serve process binds it next.
@@ -77,30 +62,15 @@ impl World {
     }
 
     pub async fn start_with(options: WorldOptions) -> World {
-        let db = TestDatabase::fresh().await;
-        let hub = fakehub::start(fakehub::Config::default())
-            .await
-            .expect("start fakehub");
-        let owner = hub
-            .create_user(OWNER, fakehub::world::UserKind::User)
-            .expect("create the owner");
-        hub.create_repo(&fakehub::RepoSpec {
-            owner: OWNER.into(),
-            name: REPO.into(),
-            default_branch: "main".into(),
-            private: true,
-            files: [("README.md".to_owned(), "widgets\n".to_owned())].into(),
-            required_checks: vec![],
-        })
-        .await
-        .expect("create the repository");
+        let mut world = World::empty().await;
+        let hub = &world.hub;
         let port = free_port();
-        let serve_url = format!("http://127.0.0.1:{port}");
+        let url = format!("http://127.0.0.1:{port}");
         let app = hub
             .create_app(&fakehub::NewApp {
                 slug: APP_SLUG.into(),
                 owner: Some(OWNER.into()),
-                webhook_url: Some(format!("{serve_url}/webhook")),
+                webhook_url: Some(format!("{url}/webhook")),
                 webhook_secret: Some(WEBHOOK_SECRET.into()),
                 permissions: [
                     ("issues", "write"),
@@ -122,7 +92,7 @@ impl World {
             app.id,
             &fakehub::NewInstallation {
                 account: OWNER.into(),
-                repositories: vec![REPO.into()],
+                repositories: vec![NAME.into()],
             },
         )
         .expect("install the app");
@@ -134,24 +104,48 @@ impl World {
             let toml = toml.replace("{hub}", hub.base_url());
             std::fs::write(state.path().join("autoforge.toml"), toml).expect("write the config");
         }
-        let mut command = full_serve_command(&hub, &db, &options, state.path(), app.id, port);
+        let mut command = full_serve_command(hub, &world.db, &options, state.path(), app.id, port);
         command.envs(options.env.iter().map(|(k, v)| (k, v)));
-        let serve = spawn_and_wait_for_listening(command);
-        let world = World {
-            hub,
-            db,
-            serve,
-            serve_url,
-            owner_token: owner.token.expose_secret().to_owned(),
-            http: reqwest::Client::new(),
+        let child = spawn_and_wait_for_listening(command);
+        world.served = Some(Served {
+            child,
+            url,
             app_id: app.id,
             app_key: secrecy::SecretString::from(app.private_key_pem.expose_secret().to_owned()),
             state,
             options,
             port,
-        };
+        });
         world.wait_ready().await;
         world
+    }
+
+    fn served(&self) -> &Served {
+        self.served.as_ref().expect("a world made by World::start")
+    }
+
+    fn served_mut(&mut self) -> &mut Served {
+        self.served.as_mut().expect("a world made by World::start")
+    }
+
+    /// `http://127.0.0.1:PORT` of the serve process.
+    pub fn serve_url(&self) -> &str {
+        &self.served().url
+    }
+
+    /// The App's id, to act as the App.
+    pub fn app_id(&self) -> u64 {
+        self.served().app_id
+    }
+
+    /// The App's private key, to act as the App.
+    pub fn app_key(&self) -> secrecy::SecretString {
+        self.served().app_key.clone()
+    }
+
+    /// serve's state directory.
+    pub fn state_dir(&self) -> &Path {
+        self.served().state.path()
     }
 
     /// Waits up to `timeout` for the serve process to end by itself (a
@@ -162,7 +156,7 @@ impl World {
     ) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Ok(Some(status)) = self.serve.try_wait() {
+            if let Ok(Some(status)) = self.served_mut().child.try_wait() {
                 return Some(status);
             }
             if Instant::now() > deadline {
@@ -176,18 +170,22 @@ impl World {
     /// replica), on its own port and state directory; GitHub's webhooks
     /// still go to the first. The caller ends it.
     pub async fn start_replica(&self, state_dir: &Path) -> Child {
-        std::fs::copy(self.state.path().join("app.pem"), state_dir.join("app.pem"))
-            .expect("copy the App key");
-        let config = self.state.path().join("autoforge.toml");
+        let served = self.served();
+        std::fs::copy(
+            served.state.path().join("app.pem"),
+            state_dir.join("app.pem"),
+        )
+        .expect("copy the App key");
+        let config = served.state.path().join("autoforge.toml");
         if config.exists() {
             std::fs::copy(&config, state_dir.join("autoforge.toml")).expect("copy the config");
         }
         let command = full_serve_command(
             &self.hub,
             &self.db,
-            &self.options,
+            &served.options,
             state_dir,
-            self.app_id,
+            served.app_id,
             free_port(),
         );
         spawn_and_wait_for_listening(command)
@@ -197,46 +195,21 @@ impl World {
     /// (after the previous process ended), with `env` added.
     pub async fn restart_serve(&mut self, env: &[(&str, &str)]) {
         assert!(
-            !matches!(self.serve.try_wait(), Ok(None)),
+            !matches!(self.served_mut().child.try_wait(), Ok(None)),
             "the previous serve process is still running"
         );
+        let served = self.served();
         let mut command = full_serve_command(
             &self.hub,
             &self.db,
-            &self.options,
-            self.state.path(),
-            self.app_id,
-            self.port,
+            &served.options,
+            served.state.path(),
+            served.app_id,
+            served.port,
         );
         command.envs(env.iter().copied());
-        self.serve = spawn_and_wait_for_listening(command);
+        self.served_mut().child = spawn_and_wait_for_listening(command);
         self.wait_ready().await;
-    }
-
-    pub fn journal(&self) -> &Journal {
-        self.db.journal()
-    }
-
-    pub fn owner(&self) -> Person {
-        Person {
-            login: OWNER.into(),
-            token: self.owner_token.clone(),
-        }
-    }
-
-    /// A new user with `permission` (`read`, `write`, `admin`, …) on the repository.
-    pub fn person(&self, login: &str, permission: &str) -> Person {
-        let user = self
-            .hub
-            .create_user(login, fakehub::world::UserKind::User)
-            .expect("create a user");
-        self.hub
-            .set_collaborator(OWNER, REPO, login, permission)
-            .expect("grant a permission");
-        Person {
-            login: login.into(),
-            token: user.token.expose_secret().to_owned(),
-        }
     }
 
     async fn wait_ready(&self) {
@@ -244,7 +217,7 @@ impl World {
         loop {
             let ready = self
                 .http
-                .get(format!("{}/readyz", self.serve_url))
+                .get(format!("{}/readyz", self.serve_url()))
                 .send()
                 .await
                 .is_ok_and(|r| r.status() == 200);
@@ -259,35 +232,12 @@ impl World {
         }
     }
 
-    /// A REST call to fakehub as `person`; panics unless it succeeds.
-    pub async fn api(
-        &self,
-        person: &Person,
-        method: reqwest::Method,
-        path: &str,
-        body: Value,
-    ) -> Value {
-        let response = self
-            .http
-            .request(method, format!("{}{path}", self.hub.base_url()))
-            .header("authorization", format!("token {}", person.token))
-            .header("user-agent", "autoforge-e2e")
-            .json(&body)
-            .send()
-            .await
-            .expect("fakehub answers");
-        let status = response.status();
-        let text = response.text().await.expect("body");
-        assert!(status.is_success(), "{path}: {status} {text}");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    }
-
     pub async fn open_issue(&self, person: &Person, title: &str) -> u64 {
         let issue = self
-            .api(
+            .rest_as(
                 person,
                 reqwest::Method::POST,
-                &format!("/repos/{OWNER}/{REPO}/issues"),
+                &format!("/repos/{OWNER}/{NAME}/issues"),
                 json!({"title": title, "body": "please"}),
             )
             .await;
@@ -295,10 +245,10 @@ impl World {
     }
 
     pub async fn add_label(&self, person: &Person, issue: u64, label: &str) {
-        self.api(
+        self.rest_as(
             person,
             reqwest::Method::POST,
-            &format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels"),
+            &format!("/repos/{OWNER}/{NAME}/issues/{issue}/labels"),
             json!({"labels": [label]}),
         )
         .await;
@@ -306,10 +256,10 @@ impl World {
 
     pub async fn comment(&self, person: &Person, issue: u64, body: &str) -> u64 {
         let comment = self
-            .api(
+            .rest_as(
                 person,
                 reqwest::Method::POST,
-                &format!("/repos/{OWNER}/{REPO}/issues/{issue}/comments"),
+                &format!("/repos/{OWNER}/{NAME}/issues/{issue}/comments"),
                 json!({"body": body}),
             )
             .await;
@@ -322,7 +272,8 @@ impl World {
         eventually(Duration::from_secs(20), "a run for the issue", || {
             let repository = repository.clone();
             async move {
-                self.journal()
+                self.db
+                    .journal()
                     .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
                     .await
                     .unwrap()
@@ -332,42 +283,23 @@ impl World {
         .await
     }
 
-    /// The full name the journal uses.
-    pub fn repository(&self) -> String {
-        format!("{OWNER}/{REPO}")
-    }
-
-    /// Requests fakehub answered whose route matches `route`.
-    pub fn requests_to(&self, route: &str) -> Vec<fakehub::world::RequestRecord> {
-        self.hub
-            .requests()
-            .into_iter()
-            .filter(|r| r.route == route)
-            .collect()
-    }
-
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        terminate(&mut self.serve)
+        terminate(&mut self.served_mut().child)
     }
 }
 
-impl Drop for World {
+impl Drop for Served {
     fn drop(&mut self) {
-        if matches!(self.serve.try_wait(), Ok(None)) {
-            let _status = terminate(&mut self.serve);
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _status = terminate(&mut self.child);
         }
     }
 }
 
-/// The path of a scripted agent in `tests/agents/`.
-pub fn agent_path(script: &str) -> String {
-    format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"))
-}
-
 /// A TOML argv array running the scripted agent `script` with `args`.
 pub fn agent_command(script: &str, args: &[&str]) -> String {
-    let mut argv = vec![format!("\"{}\"", agent_path(script))];
+    let mut argv = vec![format!("\"{}\"", agent_script(script))];
     argv.extend(args.iter().map(|a| format!("\"{a}\"")));
     format!("[{}]", argv.join(", "))
 }
@@ -456,21 +388,5 @@ pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
             return child.wait().expect("wait for the killed child");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Polls `check` every 100 ms until it returns `Some` or `timeout` passes.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

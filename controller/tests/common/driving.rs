@@ -1,7 +1,7 @@
-//! Shared harness of the driver tests: a fakehub with one user and one
-//! repository holding a few issues, a fresh journal database, and drivers
-//! wired to both. Runs are created the way the dispatcher creates them: an
-//! empty state document plus a `Started` run event, in one transaction.
+//! The driver's side of the world: drivers wired to its fakehub and
+//! journal, scripted agent catalogs, and runs created the way the dispatcher
+//! creates them: an empty state document plus a `Started` run event, in one
+//! transaction.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,88 +16,19 @@ use autoforge::driver::{
     AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess, RunHooks,
     StepRetryPolicy,
 };
-use autoforge::github::{
-    BackoffPolicy as HttpRetry, ClientOptions, GitHubApi, GitHubAuth, GitHubClient, IssueComment,
-    RepoName,
-};
+use autoforge::github::{GitHubApi, IssueComment};
 use autoforge::intake::RunSignal;
 use autoforge::redact::Redactor;
 use autoforge::validation::{ValidationCommand, ValidationLimits};
 use autoforge::workspace::Workspaces;
-use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{EventSource, NewRun, NewRunEvent, RunId};
-use fakehub::RepoSpec;
-use fakehub::world::UserKind;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
-pub const OWNER: &str = "alice";
-pub const NAME: &str = "widgets";
-pub const REPOSITORY: &str = "alice/widgets";
-
-pub struct World {
-    pub hub: fakehub::Handle,
-    pub db: TestDatabase,
-    pub api: GitHubApi,
-    pub repo: RepoName,
-    pub token: SecretString,
-}
+use super::git::agent_script;
+use super::world::{NAME, OWNER, REPOSITORY, World};
 
 impl World {
-    /// A world with `issues` open issues, numbered from 1.
-    pub async fn new(issues: u64) -> World {
-        let hub = fakehub::start(fakehub::Config::default()).await.unwrap();
-        let alice = hub.create_user(OWNER, UserKind::User).unwrap();
-        let files = BTreeMap::from([("README.md".to_owned(), "hello\n".to_owned())]);
-        hub.create_repo(&RepoSpec {
-            owner: OWNER.into(),
-            name: NAME.into(),
-            default_branch: "main".into(),
-            private: true,
-            files,
-            required_checks: vec![],
-        })
-        .await
-        .unwrap();
-        let options = ClientOptions {
-            retry: HttpRetry {
-                max_attempts: 2,
-                base_delay: Duration::from_millis(5),
-                max_delay: Duration::from_millis(10),
-            },
-            request_timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        let api = GitHubClient::with_options(
-            hub.base_url(),
-            GitHubAuth::Token(alice.token.clone()),
-            options,
-        )
-        .unwrap()
-        .installation(0)
-        .unwrap();
-        let repo: RepoName = REPOSITORY.parse().unwrap();
-        for number in 1..=issues {
-            let created = autoforge::github::writes::create_issue(
-                &api,
-                &repo,
-                &format!("Issue {number}"),
-                "please do it",
-                &[],
-            )
-            .await
-            .unwrap();
-            assert_eq!(created.number, number);
-        }
-        World {
-            hub,
-            db: TestDatabase::fresh().await,
-            api,
-            repo,
-            token: alice.token.clone(),
-        }
-    }
-
     pub fn config(&self, worker: &str) -> DriverConfig {
         DriverConfig {
             lease_ttl: Duration::from_secs(30),
@@ -262,15 +193,6 @@ impl World {
         .await;
         comment
     }
-
-    /// Answered API writes (anything but GET), the control API excluded.
-    pub fn all_writes(&self) -> usize {
-        self.hub
-            .requests()
-            .iter()
-            .filter(|r| r.method != "GET" && !r.path.starts_with("/_fakehub"))
-            .count()
-    }
 }
 
 /// A scripted IMPLEMENT agent (`tests/agents/phase_implement.sh`) in `mode`
@@ -286,10 +208,7 @@ pub fn implementer(mode: &str) -> AgentCatalog {
 /// The well-behaved implementer plus a scripted reviewer
 /// (`tests/agents/phase_review.sh MODE 1`) for the first round.
 pub fn implementer_and_reviewer(review_mode: &str) -> AgentCatalog {
-    let reviewer = format!(
-        "{}/../tests/agents/phase_review.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let reviewer = agent_script("phase_review.sh");
     catalog(
         json!({
             "implementer": implement_profile("good"),
@@ -305,10 +224,7 @@ pub fn implementer_and_reviewer(review_mode: &str) -> AgentCatalog {
 }
 
 fn implement_profile(mode: &str) -> Value {
-    let script = format!(
-        "{}/../tests/agents/phase_implement.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let script = agent_script("phase_implement.sh");
     let issue_url = format!("https://github.com/{REPOSITORY}/issues/1");
     json!({
         "command": [script, mode, issue_url],
@@ -414,30 +330,6 @@ impl World {
         }
     }
 
-    /// A completed check run named `name` on `sha` with `conclusion`.
-    pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
-        self.hub
-            .add_check(&fakehub::control::CheckSpec {
-                owner: OWNER.into(),
-                repo: NAME.into(),
-                sha: sha.into(),
-                name: name.into(),
-                status: Some("completed".into()),
-                conclusion: Some(conclusion.into()),
-            })
-            .unwrap();
-    }
-
-    /// Answered `PUT …/merge` requests on pull request `pr`.
-    pub fn merge_requests(&self, pr: u64) -> usize {
-        let path = format!("/repos/{REPOSITORY}/pulls/{pr}/merge");
-        self.hub
-            .requests()
-            .iter()
-            .filter(|r| r.method == "PUT" && r.path == path)
-            .count()
-    }
-
     /// A driver like [`World::publishing_driver`] whose runs use `mode`.
     pub fn merging_driver(
         &self,
@@ -459,8 +351,7 @@ impl World {
 
 /// A script of `tests/agents/` as a profile: `args` follow the script.
 pub fn script_profile(script: &str, args: &[&str]) -> Value {
-    let path = format!("{}/../tests/agents/{script}", env!("CARGO_MANIFEST_DIR"));
-    let mut command = vec![path];
+    let mut command = vec![agent_script(script)];
     command.extend(args.iter().map(|a| (*a).to_owned()));
     json!({
         "command": command,
@@ -559,20 +450,7 @@ impl World {
 
     /// One REST call as the repository owner; it must succeed.
     async fn rest(&self, method: reqwest::Method, path: &str, body: Value) {
-        use secrecy::ExposeSecret;
-        let url = format!("{}{path}", self.hub.base_url().trim_end_matches('/'));
-        let answer = reqwest::Client::new()
-            .request(method, url)
-            .header(
-                "authorization",
-                format!("token {}", self.token.expose_secret()),
-            )
-            .header("user-agent", "autoforge-tests")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(answer.status().is_success(), "{path}: {}", answer.status());
+        self.rest_as(&self.owner(), method, path, body).await;
     }
 }
 

@@ -1,72 +1,37 @@
-//! Shared harness of the effect executor tests: a fakehub with one user and
-//! one repository, a fresh journal database with one leased run, and helpers
-//! to journal planned effects and drive them.
+//! The effect executor's side of the world: one run, leased by the test,
+//! whose transitions journal planned effects, and helpers to drive them
+//! and to inject faults.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use autoforge::effects::{DriveOutcome, EffectExecutor, PlanContext, plan};
-use autoforge::github::{
-    BackoffPolicy, ClientOptions, GitHubApi, GitHubAuth, GitHubClient, RepoName,
-};
 use autoforge::machine::EffectIntent;
-use autoforge_journal::testing::TestDatabase;
 use autoforge_journal::{Effect, EffectId, Lease, NewEffect, NewRun, RunId};
-use fakehub::world::UserKind;
-use fakehub::{FaultKind, FaultRule, RepoSpec};
-use secrecy::{ExposeSecret, SecretString};
+use fakehub::{FaultKind, FaultRule};
+use secrecy::ExposeSecret;
 use serde_json::json;
 
-pub const OWNER: &str = "alice";
-pub const NAME: &str = "widgets";
+use super::world::{OWNER, REPOSITORY, World};
 
-pub struct World {
-    pub hub: fakehub::Handle,
-    pub db: TestDatabase,
-    pub api: GitHubApi,
-    pub repo: RepoName,
-    pub token: SecretString,
-    pub lease: Lease,
-    pub run_id: RunId,
+/// The run of [`World::with_leased_run`] and the version its next
+/// transition commits on.
+pub struct LeasedRun {
+    lease: Lease,
+    run_id: RunId,
     version: i64,
 }
 
 impl World {
-    pub async fn new() -> World {
-        let hub = fakehub::start(fakehub::Config::default()).await.unwrap();
-        let alice = hub.create_user(OWNER, UserKind::User).unwrap();
-        let files = BTreeMap::from([("README.md".to_owned(), "hello\n".to_owned())]);
-        hub.create_repo(&RepoSpec {
-            owner: OWNER.into(),
-            name: NAME.into(),
-            default_branch: "main".into(),
-            private: true,
-            files,
-            required_checks: vec![],
-        })
-        .await
-        .unwrap();
-        let options = ClientOptions {
-            retry: BackoffPolicy {
-                max_attempts: 2,
-                base_delay: Duration::from_millis(5),
-                max_delay: Duration::from_millis(10),
-            },
-            request_timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        let token = alice.token.clone();
-        let api =
-            GitHubClient::with_options(hub.base_url(), GitHubAuth::Token(token.clone()), options)
-                .unwrap()
-                .installation(0)
-                .unwrap();
-        let db = TestDatabase::fresh().await;
-        let run = db
-            .journal()
+    /// An empty world with one run in IMPLEMENT for issue #1, leased by
+    /// the test, so effects can be journalled and driven for it.
+    pub async fn with_leased_run() -> World {
+        let mut world = World::empty().await;
+        let journal = world.db.journal();
+        let run = journal
             .create_run(&NewRun {
-                repository: format!("{OWNER}/{NAME}"),
+                repository: REPOSITORY.into(),
                 epic: None,
                 issue: 1,
                 phase: "IMPLEMENT".into(),
@@ -74,22 +39,33 @@ impl World {
             })
             .await
             .unwrap();
-        let lease = db
-            .journal()
+        let lease = journal
             .acquire_lease_for(run.id, "effects-test", Duration::from_secs(300))
             .await
             .unwrap()
             .expect("lease");
-        World {
-            hub,
-            db,
-            api,
-            repo: format!("{OWNER}/{NAME}").parse().unwrap(),
-            token,
+        world.leased = Some(LeasedRun {
             lease,
             run_id: run.id,
             version: run.version,
-        }
+        });
+        world
+    }
+
+    fn leased(&self) -> &LeasedRun {
+        self.leased
+            .as_ref()
+            .expect("a world made by World::with_leased_run")
+    }
+
+    /// The test's lease on its run.
+    pub fn lease(&self) -> &Lease {
+        &self.leased().lease
+    }
+
+    /// The leased run.
+    pub fn run_id(&self) -> RunId {
+        self.leased().run_id
     }
 
     pub fn executor(&self) -> EffectExecutor {
@@ -108,7 +84,7 @@ impl World {
 
     pub fn plan_context<'a>(&'a self, bodies: &'a BTreeMap<u64, String>) -> PlanContext<'a> {
         PlanContext {
-            run_id: self.run_id,
+            run_id: self.run_id(),
             repo: &self.repo,
             html_base: "https://github.com",
             default_branch: "main",
@@ -119,13 +95,22 @@ impl World {
 
     /// Commits a transition carrying `effects` and returns their rows.
     pub async fn journal(&mut self, effects: Vec<NewEffect>) -> Vec<Effect> {
+        let leased = self.leased();
         let mut tx = self.db.journal().begin().await.unwrap();
         let (version, ids) = tx
-            .commit_transition(&self.lease, self.version, "IMPLEMENT", &json!({}), &effects)
+            .commit_transition(
+                &leased.lease,
+                leased.version,
+                "IMPLEMENT",
+                &json!({}),
+                &effects,
+            )
             .await
             .unwrap();
         tx.commit().await.unwrap();
-        self.version = version;
+        if let Some(leased) = self.leased.as_mut() {
+            leased.version = version;
+        }
         let mut rows = Vec::new();
         for id in ids {
             rows.push(self.row(id).await);
@@ -145,34 +130,14 @@ impl World {
     /// Drives the current row of `id` once.
     pub async fn drive(&self, executor: &EffectExecutor, id: EffectId) -> DriveOutcome {
         let row = self.row(id).await;
-        executor.drive(&self.lease, &row).await.expect("drive")
-    }
-
-    /// Answered API writes (anything but GET) to routes matching `route`.
-    pub fn writes_to(&self, method: &str, route_suffix: &str) -> usize {
-        self.hub
-            .requests()
-            .iter()
-            .filter(|r| r.method == method && r.route.ends_with(route_suffix))
-            .count()
-    }
-
-    /// Every API write of any kind (the control API excluded).
-    pub fn all_writes(&self) -> usize {
-        self.hub
-            .requests()
-            .iter()
-            .filter(|r| r.method != "GET" && !r.path.starts_with("/_fakehub"))
-            .count()
+        executor.drive(self.lease(), &row).await.expect("drive")
     }
 
     pub fn fault(&self, method: &str, route: &str, kind: FaultKind, count: Option<u32>) {
-        self.hub.set_faults(vec![FaultRule {
-            method: Some(method.into()),
-            route: Some(route.into()),
-            kind,
-            probability: None,
-            count,
+        let rule = FaultRule::on(method, route, kind);
+        self.hub.set_faults(vec![match count {
+            Some(count) => rule.times(count),
+            None => rule,
         }]);
     }
 
@@ -180,7 +145,7 @@ impl World {
         self.hub.set_faults(Vec::new());
     }
 
-    /// Creates an issue as alice, outside the executor (test setup or a
+    /// Creates an issue as the owner, outside the executor (test setup or a
     /// human acting on GitHub).
     pub async fn human_issue(&self, title: &str, body: &str) -> u64 {
         autoforge::github::writes::create_issue(&self.api, &self.repo, title, body, &[])

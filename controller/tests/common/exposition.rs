@@ -1,8 +1,6 @@
 //! A strict reader of the Prometheus text exposition for the `metrics_*`
 //! tests: every line must be a well-formed comment or sample, and series
 //! are looked up by name and exact label set.
-//!
-//! Included with `mod metrics_support;` by the `metrics_*` test files.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;

@@ -1,6 +1,5 @@
-//! Helpers shared by the integration tests that drive real git and the
-//! scripted agents under `tests/agents/`.
-// Each test binary compiles its own copy and uses only some of these.
+//! Real git, the scripted agents under `tests/agents/`, and child runs of
+//! the test binary itself.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};

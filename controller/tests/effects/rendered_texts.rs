@@ -1,0 +1,157 @@
+//! The texts the controller writes to GitHub, pinned as snapshots: the
+//! review comment, the status comment, command replies, the EPIC progress
+//! comment and a follow-up issue's body, each rendered by the product's
+//! own function from fixed inputs. A change to any of them shows up as a
+//! snapshot diff to review, not as a silent change on every repository.
+
+use autoforge::effects::{reply_text, status_text};
+use autoforge::machine::{Classification, Finding, ReviewSections};
+use autoforge::machine::{LastValidation, MergeMode, Phase, Reply, StatusSnapshot};
+use autoforge::publish::bodies::{compose_follow_up_body, compose_progress_comment};
+use autoforge::publish::{ReviewRender, render_review_comment};
+
+const HEAD: &str = "1111111111111111111111111111111111111111";
+const MERGE_BASE: &str = "2222222222222222222222222222222222222222";
+const ISSUE_URL: &str = "https://github.com/octo/widgets/issues/3";
+const PR_URL: &str = "https://github.com/octo/widgets/pull/7";
+
+fn sections() -> ReviewSections {
+    ReviewSections {
+        spec: "Meets the issue.".into(),
+        standards: "One helper is named after its caller.".into(),
+        assessment: "Sound; one rename.".into(),
+        observations: "None.".into(),
+        verification: "Ran `cargo test`.".into(),
+        summary: "One nit, one follow-up.".into(),
+    }
+}
+
+fn findings() -> Vec<Finding> {
+    vec![
+        Finding {
+            id: "R2-F1".into(),
+            classification: Classification::Nit,
+            title: "Rename the helper".into(),
+            location: "src/count.rs:4".into(),
+            required_resolution: "Call it `count_words`.".into(),
+        },
+        Finding {
+            id: "R2-F2".into(),
+            classification: Classification::NonBlocked,
+            title: "Count words in other scripts".into(),
+            location: "src/count.rs:9".into(),
+            required_resolution: "Split on Unicode word boundaries.".into(),
+        },
+    ]
+}
+
+fn status(phase: Phase) -> StatusSnapshot {
+    StatusSnapshot {
+        phase,
+        round: 2,
+        pr: Some(7),
+        blocked_reason: None,
+        failure: None,
+        waiting_for: "nothing".into(),
+        last_validation: Some(LastValidation {
+            sha: HEAD.into(),
+            passed: true,
+            failed_index: None,
+        }),
+        merge_mode: MergeMode::OnCommand,
+        blocked_from: None,
+    }
+}
+
+#[test]
+fn review_comment_with_findings() {
+    let findings = findings();
+    let sections = sections();
+    let text = render_review_comment(&ReviewRender {
+        round: 2,
+        reviewed_head_sha: HEAD,
+        base_ref: "main",
+        merge_base_sha: MERGE_BASE,
+        needs_fix_round: true,
+        findings: &findings,
+        sections: &sections,
+    })
+    .expect("a publishable review comment");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn review_comment_of_a_clean_round() {
+    let sections = sections();
+    let text = render_review_comment(&ReviewRender {
+        round: 3,
+        reviewed_head_sha: HEAD,
+        base_ref: "main",
+        merge_base_sha: MERGE_BASE,
+        needs_fix_round: false,
+        findings: &[],
+        sections: &sections,
+    })
+    .expect("a publishable review comment");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn status_comment_ready_for_merge() {
+    let text = status_text(&status(Phase::ReadyForMerge)).expect("a publishable status");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn status_comment_blocked() {
+    let mut blocked = status(Phase::Blocked);
+    blocked.blocked_reason = Some("validation failed 3 times in FIX".into());
+    blocked.blocked_from = Some(Phase::Fix);
+    blocked.last_validation = Some(LastValidation {
+        sha: HEAD.into(),
+        passed: false,
+        failed_index: Some(1),
+    });
+    insta::assert_snapshot!(status_text(&blocked).expect("a publishable status"));
+}
+
+#[test]
+fn command_replies() {
+    let accepted = reply_text(&Reply::Accepted {
+        command: "merge".into(),
+        detail: "merging the reviewed head".into(),
+    })
+    .expect("a publishable reply");
+    let refused = reply_text(&Reply::Refused {
+        command: "merge".into(),
+        reason: "the run is not ready for merge".into(),
+    })
+    .expect("a publishable reply");
+    let status = reply_text(&Reply::Status {
+        status: status(Phase::Review),
+    })
+    .expect("a publishable reply");
+    insta::assert_snapshot!(format!("{accepted}\n\n---\n\n{refused}\n\n---\n\n{status}"));
+}
+
+#[test]
+fn epic_progress_comment() {
+    let text = compose_progress_comment(
+        "Word counting is merged; sentence counting is next.",
+        ISSUE_URL,
+        PR_URL,
+    )
+    .expect("a publishable progress comment");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn follow_up_issue_body() {
+    let text = compose_follow_up_body(
+        "Count words in scripts without spaces between them.",
+        "R2-F2",
+        PR_URL,
+    )
+    .expect("a publishable follow-up body");
+    insta::assert_snapshot!(text);
+}

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::GlobalArgs;
-use crate::config::{self, Environment, Origin};
+use crate::config::{self, Config, Environment, Origin};
+use crate::sandbox::{SandboxMode, describe_launch, describe_validation};
 
 /// Prints the embedded schema to stdout, byte for byte as shipped.
 pub(super) fn schema() -> anyhow::Result<ExitCode> {
@@ -37,11 +38,35 @@ pub(super) fn check(global: &GlobalArgs, file: Option<&Path>) -> ExitCode {
                 Origin::File(path) => println!("ok: {}", path.display()),
                 Origin::EnvironmentOnly => println!("ok: no config file, environment only"),
             }
+            print_sandboxes(&loaded);
             ExitCode::SUCCESS
         }
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The effective sandbox of every profile and of the validation commands:
+/// what a launch would see, with the per-launch paths named by placeholders.
+fn print_sandboxes(config: &Config) {
+    let agents = &config.settings.agents;
+    if agents.sandbox == SandboxMode::Off {
+        println!(
+            "warning: agents.sandbox = \"off\": agents and validation run without any sandbox"
+        );
+    }
+    for (name, profile) in &agents.profiles {
+        let policy = profile.sandbox.policy(agents.sandbox);
+        let program = profile.command.first().map(String::as_str).unwrap_or("");
+        println!("profile {name}:");
+        for line in describe_launch(&policy, program) {
+            println!("  {line}");
+        }
+    }
+    println!("validation commands:");
+    for line in describe_validation(agents.sandbox) {
+        println!("  {line}");
     }
 }

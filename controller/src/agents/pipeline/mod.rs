@@ -304,6 +304,8 @@ async fn attempt_once(
         log_dir,
         redactor,
     );
+    let context_dir = request.launch_dir.join("context");
+    launch.read_context = Some(&context_dir);
     launch.cancel = request.cancel;
     launch.heartbeat = request.heartbeat;
     launch.kill_grace = request.kill_grace;

@@ -72,7 +72,7 @@ fn install_agents(dir: &Path) {
 
 /// The operator config: the hostile implementer and the demo's honest
 /// reviewer, fixer and EPIC updater, all without network.
-fn config(agents: &Path, state: &Path) -> String {
+fn config(agents: &Path, state: &Path, sandbox: &str) -> String {
     let a = agents.display();
     let s = state.display();
     let profile = |name: &str, command: &str| {
@@ -81,7 +81,7 @@ fn config(agents: &Path, state: &Path) -> String {
              max_runtime_seconds = 120\n\n[agents.profiles.{name}.sandbox]\nnetwork = \"none\"\n\n"
         )
     };
-    let mut text = String::from("[agents]\nsandbox = \"bubblewrap\"\n\n");
+    let mut text = format!("[agents]\nsandbox = \"{sandbox}\"\n\n");
     text += &profile(
         "hostile",
         &format!("[\"{a}/hostile_implement.sh\", \"{s}\", \"{{output}}\"]"),
@@ -183,17 +183,29 @@ fn processes_with(needle: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_hostile_agent_reaches_nothing_of_the_controller_and_the_epic_still_finishes() {
+/// The two tests look for the same escaping process; one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A scratch directory with the agents, decoys and config, and the demo's
+/// output after running it with `agents.sandbox = sandbox`.
+fn hostile_demo(sandbox: &str) -> (tempfile::TempDir, PathBuf, Output) {
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let agents = scratch.path().join("agents");
     let state = scratch.path().join("state");
     install_agents(&agents);
     plant_decoys(&state);
     let config_file = scratch.path().join("hostile.toml");
-    std::fs::write(&config_file, config(&agents, &state)).unwrap();
-
+    std::fs::write(&config_file, config(&agents, &state, sandbox)).unwrap();
     let output = run_demo(scratch.path(), &config_file, &state);
+    (scratch, state, output)
+}
+
+#[test]
+fn a_hostile_agent_reaches_nothing_of_the_controller_and_the_epic_still_finishes() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (scratch, state, output) = hostile_demo("bubblewrap");
     let transcript = format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
         output.status,
@@ -260,4 +272,47 @@ fn a_hostile_agent_reaches_nothing_of_the_controller_and_the_epic_still_finishes
     assert_eq!(effects["create_pr"]["observed"], 3, "{report:#}");
     assert_eq!(effects["merge_pr"]["observed"], 3, "{report:#}");
     assert_eq!(effects["create_issue"]["observed"], 1, "{report:#}");
+}
+
+#[test]
+fn without_the_sandbox_the_same_agent_reaches_the_controller() {
+    // The control: the probes of the hostile agent can succeed, so their
+    // failure above is the sandbox's doing.
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (_scratch, state, output) = hostile_demo("off");
+    // Without the PID namespace the escaped process outlives the launch
+    // (`env -i` also hides it from the launch-tag sweep): end it here.
+    for line in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(pid) = line.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(line.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(ESCAPEE) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let logs: String = launch_logs(&state)
+        .into_iter()
+        .map(|(_, text)| text)
+        .filter(|text| text.contains("ATTACK "))
+        .collect();
+    let shown = format!("{logs}\n{}", String::from_utf8_lossy(&output.stderr));
+    for attack in [
+        "read_app_key",
+        "read_demo_config",
+        "list_other_mirror",
+        "list_state_dir",
+        "write_state_dir",
+        "see_controller",
+    ] {
+        assert!(
+            logs.contains(&format!("ATTACK {attack} SUCCEEDED")),
+            "{attack} was blocked without a sandbox: {shown}"
+        );
+    }
 }

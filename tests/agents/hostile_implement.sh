@@ -75,6 +75,8 @@ attempt plant_alternates sh -c "echo /tmp > '$common/objects/info/alternates'"
 
 # The final-message file pointed at a secret.
 attempt symlink_output sh -c "rm -f '$out' && ln -s '$state/app.pem' '$out'"
+# Had it worked, the answer below would be written through the link.
+rm -f "$out" 2>/dev/null
 
 # Writes outside the worktree.
 attempt write_beside_worktree sh -c 'echo x > "$PWD/../planted"'

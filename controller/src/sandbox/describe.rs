@@ -17,11 +17,11 @@ pub fn describe_launch(policy: &SandboxPolicy, program: &str) -> Vec<String> {
         ("<launch dir>/tmp (TMPDIR)", Access::ReadWrite),
         ("<worktree> (read-only for the reviewer)", Access::ReadWrite),
         (
-            "<mirror> without config, hooks, info, refs",
+            "<mirror> (config, hooks, info, refs; worktrees/ emptied)",
             Access::ReadOnly,
         ),
         (
-            "<mirror>/worktrees/<issue> and <mirror>/objects",
+            "<mirror>/worktrees/<issue> and <mirror>/objects (not objects/info)",
             Access::ReadWrite,
         ),
         ("<read-context folder>", Access::ReadOnly),

@@ -32,6 +32,18 @@ pub use probe::{ProbeError, probe, startup_check};
 /// The bubblewrap executable, looked up on `PATH`.
 pub const BWRAP: &str = "bwrap";
 
+/// `bwrap` as found on the controller's own `PATH` (not the child's, which
+/// a profile may change), so the start-up probe and every launch run the
+/// same program.
+pub fn bwrap_program() -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(BWRAP))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from(BWRAP))
+}
+
 /// Whether launches are sandboxed at all (`agents.sandbox`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -205,7 +217,7 @@ impl Sandbox {
                 command
             }
             SandboxMode::Bubblewrap => {
-                let mut command = Command::new(BWRAP);
+                let mut command = Command::new(bwrap_program());
                 command
                     .args(self.bwrap_args(cwd))
                     .arg(program)

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 
 pub use describe::{describe_launch, describe_validation};
-pub use mounts::{Access, Mount, git_mounts, system_mounts};
+pub use mounts::{Access, Mount, dot_dot_dirs, git_mounts, system_mounts};
 pub use probe::{ProbeError, probe, startup_check};
 
 /// The bubblewrap executable, looked up on `PATH`.

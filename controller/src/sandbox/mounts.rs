@@ -32,6 +32,9 @@ pub enum Mount {
     },
     /// An empty, private, writable directory.
     Tmpfs(PathBuf),
+    /// An empty directory on the (read-only) root, so that a path spelled
+    /// `a/b/../c` resolves inside as it does outside.
+    Dir(PathBuf),
     /// A symlink `link` → `target` (merged-`/usr` systems link `/bin`).
     Symlink { target: PathBuf, link: PathBuf },
     /// A minimal `/dev` (null, zero, random, tty, pts…).
@@ -78,9 +81,10 @@ impl Mount {
                 two(flag, path, path);
             }
             Self::Symlink { target, link } => two("--symlink", target, link),
-            Self::Tmpfs(path) | Self::Dev(path) | Self::Proc(path) => {
+            Self::Tmpfs(path) | Self::Dir(path) | Self::Dev(path) | Self::Proc(path) => {
                 let flag = match self {
                     Self::Tmpfs(_) => "--tmpfs",
+                    Self::Dir(_) => "--dir",
                     Self::Dev(_) => "--dev",
                     _ => "--proc",
                 };
@@ -107,6 +111,7 @@ impl fmt::Display for Mount {
                 write!(f, "{kind} {}{note}", path.display())
             }
             Self::Tmpfs(path) => write!(f, "empty      {}", path.display()),
+            Self::Dir(path) => write!(f, "directory  {}", path.display()),
             Self::Symlink { target, link } => {
                 write!(f, "symlink    {} -> {}", link.display(), target.display())
             }
@@ -259,6 +264,23 @@ pub fn git_mounts(workdir: &Path, access: Access) -> Result<Vec<Mount>, GitViewE
     }
 }
 
+/// The directories a lexical path such as `/x/controller/../tests/a.sh`
+/// walks through before each `..` (here `/x/controller`), which must exist
+/// inside for the path to resolve there.
+pub fn dot_dot_dirs(path: &Path) -> Vec<Mount> {
+    use std::path::Component;
+    let mut dirs = Vec::new();
+    let mut walked = PathBuf::new();
+    let components: Vec<Component<'_>> = path.components().collect();
+    for (index, component) in components.iter().enumerate() {
+        walked.push(component);
+        if components.get(index + 1) == Some(&Component::ParentDir) && walked.is_absolute() {
+            dirs.push(Mount::Dir(walked.clone()));
+        }
+    }
+    dirs
+}
+
 /// `a/b/../c` → `a/c` without touching the filesystem (git writes
 /// `commondir` as `../..`).
 fn normalize(path: &Path) -> PathBuf {
@@ -286,6 +308,15 @@ mod tests {
             normalize(Path::new("/s/repos/o/r.git/worktrees/7/../..")),
             PathBuf::from("/s/repos/o/r.git")
         );
+    }
+
+    #[test]
+    fn a_path_through_dot_dot_needs_the_directories_before_each() {
+        assert_eq!(
+            dot_dot_dirs(Path::new("/r/controller/../tests/agents/a.sh")),
+            [Mount::Dir("/r/controller".into())]
+        );
+        assert!(dot_dot_dirs(Path::new("/r/tests/a.sh")).is_empty());
     }
 
     #[test]

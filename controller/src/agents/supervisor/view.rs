@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::agents::profile::Role;
-use crate::sandbox::{Access, Mount, Sandbox, git_mounts};
+use crate::sandbox::{Access, Mount, Sandbox, dot_dot_dirs, git_mounts};
 
 use super::{LaunchError, LaunchRequest};
 
@@ -74,6 +74,11 @@ pub(super) fn launch_sandbox(
     }
     if let Some(dir) = program_dir(program, request.workdir, dirs.log_dir)? {
         sandbox.push(Mount::bind(&dir, Access::ReadOnly));
+        // Arguments may name files beside the program with the path as the
+        // profile spelled it (`…/controller/../tests/agents/x.sh`).
+        if let Some(given) = request.profile.command.first() {
+            sandbox.extend(dot_dot_dirs(Path::new(given)));
+        }
     }
     sandbox.add_policy_binds();
     Ok(sandbox)

@@ -19,6 +19,7 @@ pub mod machine;
 pub mod metrics;
 pub mod publish;
 pub mod redact;
+pub mod sandbox;
 pub mod serve;
 pub mod validation;
 pub mod webhook;

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::GlobalArgs;
-use crate::config::{self, Environment, Origin};
+use crate::config::{self, Config, Environment, Origin};
+use crate::sandbox::{SandboxMode, describe_launch, describe_validation, system_mounts};
 
 /// Prints the embedded schema to stdout, byte for byte as shipped.
 pub(super) fn schema() -> anyhow::Result<ExitCode> {
@@ -37,6 +38,7 @@ pub(super) fn check(global: &GlobalArgs, file: Option<&Path>) -> ExitCode {
                 Origin::File(path) => println!("ok: {}", path.display()),
                 Origin::EnvironmentOnly => println!("ok: no config file, environment only"),
             }
+            print_sandboxes(&loaded);
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -44,4 +46,42 @@ pub(super) fn check(global: &GlobalArgs, file: Option<&Path>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The effective sandbox of every profile and of the validation commands:
+/// what a launch would see, with the per-launch paths named by placeholders.
+/// The fixed system view is shown once; nothing is shown without profiles.
+fn print_sandboxes(config: &Config) {
+    let agents = &config.settings.agents;
+    if agents.profiles.is_empty() {
+        return;
+    }
+    if agents.sandbox == SandboxMode::Off {
+        println!(
+            "warning: agents.sandbox = \"off\": agents and validation run without any sandbox"
+        );
+        return;
+    }
+    println!("sandbox: bubblewrap; every launch sees:");
+    for mount in system_mounts() {
+        println!("  {mount}");
+    }
+    let fixed = system_mounts().len();
+    let print_own = |title: String, lines: Vec<String>| {
+        // The first line names mode and network, then the fixed view.
+        let network = lines.first().map(String::as_str).unwrap_or_default();
+        println!("{title} ({network}), in addition:");
+        for line in lines.iter().skip(1 + fixed) {
+            println!("  {line}");
+        }
+    };
+    for (name, profile) in &agents.profiles {
+        let policy = profile.sandbox.policy(agents.sandbox);
+        let program = profile.command.first().map(String::as_str).unwrap_or("");
+        print_own(format!("profile {name}"), describe_launch(&policy, program));
+    }
+    print_own(
+        "validation commands".to_owned(),
+        describe_validation(agents.sandbox),
+    );
 }

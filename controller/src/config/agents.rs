@@ -14,16 +14,21 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::problem::Problem;
+use super::sandbox::ProfileSandbox;
 use crate::agents::profile::{
     AgentCatalog, ProfileError, ProfileSpec, ReviewRole, RoleRouting, RoutingError,
 };
 use crate::machine::AgentPhase;
+use crate::sandbox::SandboxMode;
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentSettings {
     pub profiles: BTreeMap<String, AgentProfile>,
     pub roles: AgentRoles,
+    /// Whether launches run in the bubblewrap sandbox; `off` only where the
+    /// host cannot run it.
+    pub sandbox: SandboxMode,
 }
 
 /// How to launch one coding-agent CLI, as written in the file.
@@ -46,6 +51,8 @@ pub struct AgentProfile {
     /// Checked by `agents::profile::UsagePattern` before typing.
     #[serde(default)]
     pub usage_pattern: Option<String>,
+    #[serde(default)]
+    pub sandbox: ProfileSandbox,
 }
 
 fn default_idle_timeout() -> u64 {
@@ -113,7 +120,8 @@ pub(crate) type PointedProblem = (String, &'static str, String);
 
 impl AgentProfile {
     /// The runtime spec of this profile: `env` split into values to set and
-    /// names to remove.
+    /// names to remove, sandboxed (the global switch is applied by
+    /// [`AgentSettings::catalog`]).
     pub fn to_spec(&self) -> ProfileSpec {
         let mut env = BTreeMap::new();
         let mut env_remove = Vec::new();
@@ -133,6 +141,7 @@ impl AgentProfile {
             idle_timeout_seconds: self.idle_timeout_seconds,
             max_runtime_seconds: self.max_runtime_seconds,
             usage_pattern: self.usage_pattern.clone(),
+            sandbox: self.sandbox.policy(SandboxMode::Bubblewrap),
         }
     }
 }
@@ -169,7 +178,16 @@ impl AgentSettings {
                         .to_owned(),
                 ));
             }
-            match crate::agents::profile::AgentProfile::from_spec(name, profile.to_spec()) {
+            for (field, path) in profile.sandbox.relative_paths() {
+                problems.push((
+                    format!("/agents/profiles/{}/sandbox/{field}", escape(name)),
+                    "absolute-path",
+                    format!("`{}` must be an absolute path", path.display()),
+                ));
+            }
+            let mut spec = profile.to_spec();
+            spec.sandbox.mode = self.sandbox;
+            match crate::agents::profile::AgentProfile::from_spec(name, spec) {
                 Ok(built) => {
                     profiles.insert(name.clone(), built);
                 }

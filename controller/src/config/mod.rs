@@ -18,6 +18,7 @@ mod checks;
 mod env;
 mod problem;
 mod repo;
+mod sandbox;
 mod schema;
 mod secrets;
 mod settings;
@@ -40,6 +41,7 @@ pub use repo::{
     RepositoryAgents, RepositoryLabels, RepositorySettings, RepositorySettingsError,
     RepositoryValidation, parse_repository_settings,
 };
+pub use sandbox::ProfileSandbox;
 pub use schema::{SCHEMA_TEXT, schema};
 pub use secrets::{DatabaseSource, GithubAuth};
 pub use settings::{

@@ -6,6 +6,7 @@
 //! validation and publish path a coding-agent CLI would. Which issue gets
 //! the review findings and which issues form the EPIC are passed as
 //! arguments, because the agents' environment is cleared by the supervisor.
+//! They run in the sandbox without network, like the demo's validation.
 
 use std::path::{Path, PathBuf};
 
@@ -81,6 +82,11 @@ impl DemoAgents {
                 "max_runtime_seconds".into(),
                 toml::Value::Integer(MAX_RUNTIME_SECONDS),
             );
+            // They need no network; their directory is bound read-only
+            // because it holds their program.
+            let mut sandbox = toml::Table::new();
+            sandbox.insert("network".into(), toml::Value::String("none".into()));
+            profile.insert("sandbox".into(), toml::Value::Table(sandbox));
             profiles.insert(name.into(), toml::Value::Table(profile));
         };
         add("demo-implement", "implement.sh", Vec::new());

@@ -282,6 +282,9 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
         webhook_secret: &secret,
         agents,
     })?;
+    // Before anything else starts: serve would refuse anyway, but its
+    // reason would be lost in the demo's "stopped during start-up".
+    crate::sandbox::startup_check(config.settings.agents.sandbox).await?;
     let timeline = timeline::Timeline::new(started);
     timeline.say(&format!(
         "fakehub at {}, repository {}, EPIC #{} with issues {}",

@@ -13,6 +13,7 @@ use secrecy::SecretString;
 use tokio::sync::Notify;
 
 use crate::intake::JournalInbox;
+use crate::sandbox::SandboxMode;
 use crate::webhook::webhook_router;
 
 /// Every route `serve` answers. `wakeup` is notified for each new delivery.
@@ -26,8 +27,15 @@ pub fn router(journal: Journal, webhook_secret: SecretString, wakeup: Arc<Notify
         .merge(crate::metrics::metrics_router())
 }
 
-async fn ready(State(journal): State<Journal>) -> (StatusCode, &'static str) {
+async fn ready(
+    State(journal): State<Journal>,
+    sandbox: Option<axum::Extension<SandboxMode>>,
+) -> (StatusCode, &'static str) {
     match journal.migrations_current().await {
+        Ok(true) if sandbox.is_some_and(|s| s.0 == SandboxMode::Off) => (
+            StatusCode::OK,
+            "ready; agents.sandbox is off: agents run unsandboxed",
+        ),
         Ok(true) => (StatusCode::OK, "ready"),
         Ok(false) => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -58,6 +58,10 @@ pub async fn serve_on(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    // Agents and validation commands start only inside the sandbox: a host
+    // where bubblewrap cannot work must not take runs.
+    let sandbox = config.settings.agents.sandbox;
+    crate::sandbox::startup_check(sandbox).await?;
     let access = GitHubAccess::connect(config).await?;
     if !access.is_app() && access.configured_repositories.is_empty() {
         tracing::warn!(
@@ -101,7 +105,9 @@ pub async fn serve_on(
             config.dashboard_token.clone(),
         ),
     );
-    let app = router(journal, secret, wakeup).merge(dashboard);
+    let app = router(journal, secret, wakeup)
+        .merge(dashboard)
+        .layer(axum::Extension(sandbox));
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

@@ -4,7 +4,9 @@
 //! Commands run in order in the export directory, each in its own process
 //! group with the same allow-listed, credential-free environment and the
 //! same group kill as agents (the supervisor's process pieces, not a second
-//! copy). Each yields a [`ValidationRecord`]; the first one that does not
+//! copy), inside the bubblewrap sandbox with no network: they see the
+//! system read-only, the export read-write and an empty `/tmp` as HOME and
+//! TMPDIR, nothing of the state directory besides. Each yields a [`ValidationRecord`]; the first one that does not
 //! pass ends the run. Whether a failure is final for its SHA is for the
 //! caller to enforce by never asking again for the same commit.
 
@@ -14,12 +16,14 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::process::Command;
+use std::ffi::OsString;
 
 use crate::agents::supervisor::capture::{CaptureLimits, OutputSink};
 use crate::agents::supervisor::environment::base_environment;
 use crate::agents::supervisor::process::{LaunchExit, RunLimits, run_in_group};
+use crate::agents::supervisor::view::resolve_program;
 use crate::redact::Redactor;
+use crate::sandbox::{Access, Mount, Sandbox, SandboxMode, SandboxPolicy};
 
 pub use candidate::{Candidate, CandidateError, CandidateVerdict, validate_candidate};
 
@@ -100,6 +104,8 @@ pub struct ValidationLimits {
     pub kill_grace: Duration,
     /// Bytes of output kept per command.
     pub tail_bytes: usize,
+    /// Whether the commands run in the sandbox (`agents.sandbox`).
+    pub sandbox: SandboxMode,
 }
 
 impl ValidationLimits {
@@ -108,6 +114,7 @@ impl ValidationLimits {
             timeout,
             kill_grace: Duration::from_secs(5),
             tail_bytes: 64 * 1024,
+            sandbox: SandboxMode::Bubblewrap,
         }
     }
 }
@@ -170,25 +177,29 @@ async fn run_one(
         output_tail: redactor.redact(&reason).into_owned(),
         exit: None,
     };
-    let mut process = match command {
-        ValidationCommand::Shell(line) => {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(line);
-            c
-        }
+    let (program, args): (OsString, Vec<OsString>) = match command {
+        ValidationCommand::Shell(line) => ("sh".into(), vec!["-c".into(), line.into()]),
         ValidationCommand::Argv(argv) => match argv.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args);
-                c
-            }
+            Some((program, args)) => (program.into(), args.iter().map(OsString::from).collect()),
             None => return not_started("empty validation command".into()),
         },
     };
-    process
-        .current_dir(export_dir)
-        .env_clear()
-        .envs(base_environment());
+    let mut sandbox = Sandbox::new(SandboxPolicy::validation(limits.sandbox));
+    sandbox.push(Mount::bind(export_dir, Access::ReadWrite));
+    let mut env = base_environment();
+    if limits.sandbox == SandboxMode::Bubblewrap {
+        // The controller's HOME is not there; the sandbox's empty /tmp is.
+        for name in ["HOME", "TMPDIR"] {
+            env.insert(name.to_owned(), "/tmp".into());
+        }
+    }
+    let path_var = env.get("PATH").map(|p| p.as_os_str());
+    let program = match resolve_program(&program, export_dir, path_var) {
+        Ok(program) => program,
+        Err(e) => return not_started(format!("could not start `{shown}`: {e}")),
+    };
+    let mut process = sandbox.command(program.as_os_str(), &args, export_dir);
+    process.env_clear().envs(env);
     let mut sink = OutputSink::merged(
         CaptureLimits {
             head_bytes: 0,

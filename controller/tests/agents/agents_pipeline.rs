@@ -82,9 +82,11 @@ fn issue(number: u64) -> IssueRef {
 }
 
 /// One profile, `scripted`, serving every role, built through the config
-/// layer's conversion like the real controller does.
-fn catalog(command: Vec<String>, idle: u64, wall: u64) -> AgentCatalog {
+/// layer's conversion like the real controller does. `sandbox` is the
+/// global `agents.sandbox` switch.
+fn catalog(command: Vec<String>, idle: u64, wall: u64, sandbox: &str) -> AgentCatalog {
     let settings: AgentSettings = serde_json::from_value(json!({
+        "sandbox": sandbox,
         "profiles": {"scripted": {
             "command": command,
             "env": {"VENDOR_API_KEY": "vendor-secret-value-0042"},
@@ -134,6 +136,11 @@ struct Run<'a> {
     wall: u64,
     cancel: Option<&'a CancelToken>,
     heartbeat: Option<&'a watch::Sender<Heartbeat>>,
+    /// `off` for the tests that read a pid file the agent wrote: a pid from
+    /// inside the sandbox's PID namespace means nothing on the host. They
+    /// prove the group kill that remains without the sandbox; the
+    /// sandboxed kill is proven in `sandbox_launch.rs`.
+    sandbox: &'static str,
 }
 
 impl<'a> Run<'a> {
@@ -152,6 +159,7 @@ impl<'a> Run<'a> {
             wall: 120,
             cancel: None,
             heartbeat: None,
+            sandbox: "bubblewrap",
         }
     }
 
@@ -171,6 +179,7 @@ impl<'a> Run<'a> {
             wall: 120,
             cancel: None,
             heartbeat: None,
+            sandbox: "bubblewrap",
         }
     }
 
@@ -179,7 +188,7 @@ impl<'a> Run<'a> {
     }
 
     async fn try_go(self) -> Result<PhaseReport, PipelineError> {
-        let catalog = catalog(self.command, self.idle, self.wall);
+        let catalog = catalog(self.command, self.idle, self.wall, self.sandbox);
         let prompts = PromptSet::embedded();
         let context = ContextFiles {
             issue: Some(ContextDoc {
@@ -335,6 +344,7 @@ fn fix_run<'a>(repo: &'a Repo, ids: &[&str]) -> Run<'a> {
         wall: 120,
         cancel: None,
         heartbeat: None,
+        sandbox: "bubblewrap",
     }
 }
 
@@ -443,6 +453,7 @@ async fn cancelling_a_running_agent_kills_its_group_and_reports_cancelled() {
     let (heartbeat, beats) = watch::channel(Heartbeat::default());
     let run = Run {
         command: script("sleeper_with_grandchild.sh", &[pidfile.to_str().unwrap()]),
+        sandbox: "off",
         cancel: Some(&cancel),
         heartbeat: Some(&heartbeat),
         ..Run::implement(&repo, "unused")
@@ -577,7 +588,15 @@ async fn a_commit_message_closing_another_issue_is_refused_by_the_commit_policy(
 async fn a_reviewer_that_edits_the_worktree_voids_its_result() {
     let repo = Repo::new().await;
     let command = script("edits_worktree_reviewer.sh", &[]);
-    let report = Run::review(&repo, command, 1).go().await;
+    // The sandbox mounts a reviewer's worktree read-only, so the edit
+    // cannot happen there; the fingerprint is the second line, tested
+    // here without the first.
+    let report = Run {
+        sandbox: "off",
+        ..Run::review(&repo, command, 1)
+    }
+    .go()
+    .await;
     assert_eq!(report.outcome, PhaseOutcome::ReviewerMovedWorktree);
     assert_eq!(
         report.launches.len(),
@@ -617,6 +636,7 @@ async fn a_silent_agent_times_out_and_its_process_group_dies() {
     let pidfile = repo.state.path().join("grandchild.pid");
     let report = Run {
         command: script("sleeper_with_grandchild.sh", &[pidfile.to_str().unwrap()]),
+        sandbox: "off",
         idle: 1,
         wall: 30,
         ..Run::implement(&repo, "unused")

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use autoforge::redact::Redactor;
+use autoforge::sandbox::SandboxMode;
 use autoforge::validation::{
     ValidationCommand, ValidationLimits, ValidationOutcome, run_validation, run_validation_with,
 };
@@ -109,10 +110,14 @@ async fn a_command_over_its_timeout_is_recorded_and_its_group_killed() {
         "sh -c 'trap \"\" TERM; while :; do sleep 1; done' & echo $! > {}; echo started; wait",
         pidfile.display()
     );
+    // The pid file names a host pid only outside the sandbox's PID
+    // namespace: this proves the group kill, the fallback with the sandbox
+    // off (the sandboxed kill is proven in `sandbox_launch.rs`).
     let limits = ValidationLimits {
         timeout: Duration::from_secs(1),
         kill_grace: Duration::from_millis(200),
         tail_bytes: 1024,
+        sandbox: SandboxMode::Off,
     };
     let records = run_validation_with(
         &[shell(&line), shell("true")],
@@ -145,6 +150,7 @@ async fn the_output_tail_is_redacted_and_bounded() {
         timeout: Duration::from_secs(30),
         kill_grace: Duration::from_millis(200),
         tail_bytes: 512,
+        sandbox: SandboxMode::Bubblewrap,
     };
     let records = run_validation_with(&[shell(&line)], dir.path(), limits, &redactor).await;
     let tail = &records[0].output_tail;

@@ -205,7 +205,7 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
     let before = wt.fingerprint().await.unwrap();
 
     let script = agent_script("edits_worktree_reviewer.sh");
-    let profile = AgentProfile::from_spec(
+    let mut profile = AgentProfile::from_spec(
         "reviewer",
         ProfileSpec {
             command: vec![script],
@@ -215,6 +215,9 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
         },
     )
     .unwrap();
+    // The fingerprint is the second line behind the sandbox, which mounts
+    // the reviewer's worktree read-only: test it without the first.
+    profile.sandbox.mode = autoforge::sandbox::SandboxMode::Off;
     let redactor = Redactor::new();
     let request = LaunchRequest::new(
         &profile,

@@ -255,6 +255,7 @@ pub fn agent_runtime(state_dir: &std::path::Path) -> AgentRuntime {
             timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(1),
             tail_bytes: 4096,
+            sandbox: autoforge::sandbox::SandboxMode::Bubblewrap,
         },
         redactor: Redactor::new(),
         kill_grace: Duration::from_secs(1),
@@ -415,11 +416,14 @@ impl World {
 pub fn epic_catalog(counter: &std::path::Path, next: &[&str]) -> AgentCatalog {
     let mut epic_args = vec!["sequence", counter.to_str().unwrap()];
     epic_args.extend_from_slice(next);
+    let mut epic = script_profile("phase_update_epic.sh", &epic_args);
+    // The counter sits outside the worktree: bound into the sandbox.
+    epic["sandbox"] = json!({"read_write": [counter.parent().unwrap()]});
     let settings: AgentSettings = serde_json::from_value(json!({
         "profiles": {
             "implementer": script_profile("phase_implement.sh", &["per_issue", "-"]),
             "reviewer": script_profile("phase_review.sh", &["clean", "1"]),
-            "epic": script_profile("phase_update_epic.sh", &epic_args),
+            "epic": epic,
         },
         "roles": {
             "implement": "implementer",

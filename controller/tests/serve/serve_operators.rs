@@ -190,6 +190,11 @@ fn gated_validation_config(pass_flag: &Path) -> String {
     );
     format!(
         r#"
+# The gate is a file on the host, which the sandbox hides from validation
+# by design; this test is about operator commands, not the sandbox.
+[agents]
+sandbox = "off"
+
 [agents.profiles.scripted]
 command = ["{script}", "good", "{{hub}}/octo/widgets/issues/1"]
 idle_timeout_seconds = 60
@@ -315,6 +320,11 @@ fn sleeping_agent_config(pid_file: &Path) -> String {
     );
     format!(
         r#"
+# The pid file names a host process only outside the sandbox's PID
+# namespace; the sandboxed kill is proven in `sandbox_launch.rs`.
+[agents]
+sandbox = "off"
+
 [agents.profiles.sleeper]
 command = ["{script}", "{pid}"]
 idle_timeout_seconds = 600

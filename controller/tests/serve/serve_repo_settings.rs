@@ -46,6 +46,10 @@ command = ["{gated}", "good", "{{hub}}/octo/widgets/issues/1"]
 idle_timeout_seconds = 60
 max_runtime_seconds = 120
 
+# The wrapper lives in the scratch directory; the agent it starts, here.
+[agents.profiles.scripted.sandbox]
+read_only = ["{agents_dir}"]
+
 [agents.roles]
 implement = "scripted"
 
@@ -56,7 +60,8 @@ timeout_seconds = 60
 [limits]
 validation_failures_per_phase = 1
 "#,
-        gated = gated.display()
+        gated = gated.display(),
+        agents_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/agents"),
     )
 }
 

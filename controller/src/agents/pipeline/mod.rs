@@ -288,6 +288,8 @@ async fn attempt_once(
     };
     let workdir: &Path = request.worktree.path();
     let mut launch = LaunchRequest::new(profile, request.phase, prompt, workdir, log_dir, redactor);
+    let context_dir = request.launch_dir.join("context");
+    launch.read_context = Some(&context_dir);
     launch.cancel = request.cancel;
     launch.heartbeat = request.heartbeat;
     launch.kill_grace = request.kill_grace;

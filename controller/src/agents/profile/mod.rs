@@ -25,6 +25,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_name};
+use crate::sandbox::SandboxPolicy;
 
 pub use routing::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange, RoutingError};
 pub use usage::UsagePattern;
@@ -46,6 +47,8 @@ pub struct ProfileSpec {
     pub idle_timeout_seconds: u64,
     pub max_runtime_seconds: u64,
     pub usage_pattern: Option<String>,
+    /// The sandbox this profile's launches run in.
+    pub sandbox: SandboxPolicy,
 }
 
 /// Why a profile was refused at load time. Messages name the profile and the
@@ -91,6 +94,7 @@ pub struct AgentProfile {
     pub idle_timeout: Duration,
     pub max_runtime: Duration,
     pub usage_pattern: Option<UsagePattern>,
+    pub sandbox: SandboxPolicy,
 }
 
 impl AgentProfile {
@@ -159,6 +163,7 @@ impl AgentProfile {
             idle_timeout: Duration::from_secs(spec.idle_timeout_seconds),
             max_runtime: Duration::from_secs(spec.max_runtime_seconds),
             usage_pattern,
+            sandbox: spec.sandbox,
         })
     }
 

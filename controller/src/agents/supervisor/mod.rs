@@ -11,19 +11,23 @@
 //! Files in the log directory: `prompt.md` (only for `{prompt_file}`
 //! profiles), `final-message.txt` (only for `{output}` profiles, written by
 //! the agent), `output.log` (both streams, redacted, bounded) and
-//! `tail.log` (the redacted stdout and stderr tails, for the dashboard).
+//! `tail.log` (the redacted stdout and stderr tails, for the dashboard),
+//! and `home/` and `tmp/`, the agent's private HOME and TMPDIR.
+//!
+//! The agent runs inside the bubblewrap sandbox ([`view`] says what it
+//! sees), unless the profile's sandbox mode is off.
 
 pub mod capture;
 pub mod environment;
 pub mod escaped;
 pub mod process;
+pub mod view;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::io::AsyncReadExt;
-use tokio::process::Command;
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -50,6 +54,8 @@ pub struct LaunchRequest<'a> {
     pub workdir: &'a Path,
     /// A fresh directory for this launch's files, outside the worktree.
     pub log_dir: PathBuf,
+    /// The read-context folder, shown read-only inside the sandbox.
+    pub read_context: Option<&'a Path>,
     pub redactor: &'a Redactor,
     pub capture: CaptureLimits,
     pub log_limit: u64,
@@ -78,6 +84,7 @@ impl<'a> LaunchRequest<'a> {
             prompt,
             workdir,
             log_dir,
+            read_context: None,
             redactor,
             capture: CaptureLimits::AGENT,
             log_limit: LogFile::DEFAULT_LIMIT,
@@ -140,6 +147,14 @@ pub enum LaunchError {
     },
     #[error("the launch log directory {} lies inside the agent's worktree", .0.display())]
     LogDirInsideWorktree(PathBuf),
+    #[error("cannot work out the git directories of the worktree: {0}")]
+    GitView(#[source] crate::sandbox::mounts::GitViewError),
+    #[error(
+        "the agent program's directory {} holds the worktree or the launch logs; \
+         put the program in a directory of its own",
+        .0.display()
+    )]
+    ProgramDirTooWide(PathBuf),
     #[error("cannot start agent profile `{profile}`: {source}")]
     Spawn {
         profile: String,
@@ -184,18 +199,33 @@ pub async fn launch(request: LaunchRequest<'_>) -> Result<LaunchOutcome, LaunchE
         }
     }
     let argv = profile.argv(prompt_file.as_deref(), output_file.as_deref())?;
-    let env = environment::agent_environment(profile)?;
+    let dirs = view::LaunchDirs::create(log_dir, output_file.as_deref()).map_err(dir_error)?;
+    let mut env = environment::agent_environment(profile)?;
+    // A private HOME and TMPDIR unless the profile names its own (a CLI's
+    // login state in a directory it binds, say).
+    for (name, dir) in [("HOME", &dirs.home), ("TMPDIR", &dirs.tmp)] {
+        if profile.env_value(name).is_none() {
+            env.insert(name.to_owned(), dir.as_os_str().to_owned());
+        }
+    }
     let (program, args) = argv.split_first().ok_or_else(|| {
         LaunchError::Profile(ProfileError::EmptyCommand {
             profile: profile.name.clone(),
         })
     })?;
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(request.workdir)
-        .env_clear()
-        .envs(&env);
+    let spawn_error = |source| LaunchError::Spawn {
+        profile: profile.name.clone(),
+        source,
+    };
+    let program = view::resolve_program(
+        program,
+        request.workdir,
+        env.get("PATH").map(|p| p.as_os_str()),
+    )
+    .map_err(spawn_error)?;
+    let sandbox = view::launch_sandbox(&request, &dirs, &program)?;
+    let mut command = sandbox.command(program.as_os_str(), args, request.workdir);
+    command.env_clear().envs(&env);
 
     let log = LogFile::create(&log_dir.join("output.log"), request.log_limit).map_err(dir_error)?;
     let mut sink =
@@ -278,6 +308,11 @@ async fn read_final_message(path: &Path, redactor: &Redactor) -> Option<String> 
         return None;
     }
     let len = meta.len();
+    // The file is created empty for the sandbox to bind; still empty means
+    // the agent wrote no final message.
+    if len == 0 {
+        return None;
+    }
     if len > FINAL_MESSAGE_LIMIT {
         use tokio::io::AsyncSeekExt;
         file.seek(std::io::SeekFrom::Start(len - FINAL_MESSAGE_LIMIT))

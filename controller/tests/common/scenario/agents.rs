@@ -95,8 +95,11 @@ impl Agents {
         ];
         argv.extend(args.iter().map(|a| a.replace("{evidence}", &evidence)));
         let quoted: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
+        // The evidence directory is where `recorded.sh` leaves prompts and
+        // waits for releases: bound into the sandbox read-write.
         format!(
-            "[agents.profiles.{name}]\ncommand = [{}]\nidle_timeout_seconds = 120\nmax_runtime_seconds = 180\n\n",
+            "[agents.profiles.{name}]\ncommand = [{}]\nidle_timeout_seconds = 120\nmax_runtime_seconds = 180\n\n\
+             [agents.profiles.{name}.sandbox]\nread_write = [{evidence:?}]\n\n",
             quoted.join(", ")
         )
     }

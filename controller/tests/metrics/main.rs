@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod exposition_format;
 mod metrics_e2e;
 mod metrics_loops;
 mod metrics_serve;

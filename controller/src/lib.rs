@@ -1,6 +1,6 @@
 //! autoforge: a self-hosted GitHub App that turns a labelled issue into a
 //! reviewed pull request. The binary in `main.rs` is a thin shell over the
-//! modules declared here; see `ARCHITECTURE.md` in the design folder for the
+//! modules declared here; see `docs/architecture.md` in the repository for the
 //! data flow between them.
 
 pub mod agents;

@@ -1,4 +1,4 @@
-//! `autoforge demo` (issue #7 §5): the whole product in one command with no
+//! `autoforge demo`: the whole product in one command with no
 //! configuration and no network. It starts fakehub in-process as GitHub,
 //! the managed local Postgres under the state directory, and serve's
 //! ingress, dispatcher, poller and driver; seeds a repository with a tiny

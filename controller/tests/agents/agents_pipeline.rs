@@ -1,4 +1,4 @@
-//! The agent phase pipeline end to end (issue 6 §8): scripted agents from
+//! The agent phase pipeline end to end: scripted agents from
 //! `tests/agents/`, well-behaved and hostile, run through `run_phase` in a
 //! real worktree of a mirror fed from a bare repository. Every refusal is
 //! checked to carry a diagnosis free of the agent's own text.

@@ -120,14 +120,32 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
+/// Where the unprivileged demo works. As root, the checkout may sit below a
+/// directory `nobody` cannot traverse (`/root` is 0700), so the scratch
+/// directory and a copy of the binary go below a world-traversable base
+/// instead; it is not under `/tmp` or `/var/tmp`, which are private tmpfs
+/// mounts inside the sandbox.
+fn scratch_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !nix::unistd::geteuid().is_root() {
+        return tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    }
+    let base = Path::new("/var/lib/autoforge-tests");
+    std::fs::create_dir_all(base).unwrap();
+    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
 /// `autoforge demo` as an unprivileged user (as `nobody` when we are root).
 fn run_demo(scratch: &Path, config_file: &Path, state: &Path) -> Output {
     let root = nix::unistd::geteuid().is_root();
     let mut command = if root {
+        // `nobody` runs its own copy: the build's may be out of its reach.
+        let binary = scratch.join("autoforge");
+        std::fs::copy(env!("CARGO_BIN_EXE_autoforge"), &binary).unwrap();
         chown_tree(scratch, NOBODY);
         let mut c = Command::new("runuser");
-        c.args(["-u", "nobody", "--"])
-            .arg(env!("CARGO_BIN_EXE_autoforge"));
+        c.args(["-u", "nobody", "--"]).arg(&binary);
         c
     } else {
         Command::new(env!("CARGO_BIN_EXE_autoforge"))
@@ -189,7 +207,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// A scratch directory with the agents, decoys and config, and the demo's
 /// output after running it with `agents.sandbox = sandbox`.
 fn hostile_demo(sandbox: &str) -> (tempfile::TempDir, PathBuf, Output) {
-    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let scratch = scratch_dir();
     let agents = scratch.path().join("agents");
     let state = scratch.path().join("state");
     install_agents(&agents);

@@ -1,4 +1,4 @@
-//! A small scenario language over the real `autoforge serve` (issue #7 §6).
+//! A small scenario language over the real `autoforge serve`.
 //!
 //! A scenario names its agents and settings, starts the world (fakehub, a
 //! fresh journal, the serve child with signed webhooks), acts as people

@@ -11,11 +11,11 @@
 //! `intended` or `attempted` by a crashed predecessor are reconciled and
 //! settled before any new event is looked at (see [`run_task`]).
 //!
-//! How `serve` starts it: `tokio::spawn(driver::run_from_config(&config,
-//! journal.clone(), loops_stopped.clone()))` next to the dispatcher and the
-//! poller (it builds one [`RepositoryAccess`] per watched repository and a
-//! worker id unique per process); flip the `watch` to `true` on SIGTERM and
-//! await the handle.
+//! How `serve` starts it: `driver::driver_from_config(&config, &access,
+//! journal)` (one [`RepositoryAccess`] per watched repository and a worker
+//! id unique per process), then `tokio::spawn(driver.run(loops_stopped))`
+//! next to the dispatcher and the poller; flip the `watch` to `true` on
+//! SIGTERM and await the handle.
 //!
 //! Merging: the pre-merge gate reads the clean review comment back by the
 //! id and bytes the journal recorded ([`clean_review`]); `auto` merges when
@@ -67,7 +67,7 @@ pub use cancel::{LaunchCancel, RunNotifier};
 pub use error::DriverError;
 pub use retry::{RetryBook, RetryVerdict, StepRetryPolicy};
 pub use run_task::{ObservedShapeError, RunEnd};
-pub use setup::{driver_from_config, run_from_config};
+pub use setup::driver_from_config;
 
 /// How a driver process behaves.
 #[derive(Debug, Clone)]

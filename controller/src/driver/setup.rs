@@ -1,8 +1,8 @@
 //! Building a [`Driver`] from the configuration, for `autoforge serve`.
 //!
-//! `serve` calls [`run_from_config`] on its own task with the journal it
-//! opened and its shutdown `watch`; the call returns once the driver loop
-//! stopped.
+//! `serve` calls [`driver_from_config`] with the journal it opened and the
+//! GitHub access it already connected (so the App or token identity is read
+//! once per process), then runs the driver on its own task.
 //!
 //! Each repository gets a [`GitRemote`] at the `clone_url` the API reports
 //! (so GHES and fakehub work unchanged) with a credential read from the
@@ -15,7 +15,6 @@ use std::time::Duration;
 use anyhow::Context;
 use autoforge_journal::Journal;
 use secrecy::SecretString;
-use tokio::sync::watch;
 
 use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess};
 use crate::agents::prompt::PromptSet;
@@ -119,9 +118,12 @@ fn controller_redactor(config: &Config) -> Redactor {
     redactor
 }
 
-/// The driver for every repository `serve` watches.
-pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Result<Driver> {
-    let access = GitHubAccess::connect(config).await?;
+/// The driver for every repository `serve` watches through `access`.
+pub async fn driver_from_config(
+    config: &Config,
+    access: &GitHubAccess,
+    journal: Journal,
+) -> anyhow::Result<Driver> {
     let login = access.own_login.clone();
     let html = crate::publish::html_base(&config.settings.github.api_url);
     let mut repositories = Vec::new();
@@ -150,17 +152,6 @@ pub async fn driver_from_config(config: &Config, journal: Journal) -> anyhow::Re
         Some(runtime) => driver.with_agents(runtime),
         None => driver,
     })
-}
-
-/// Runs the driver until `shutdown` turns true.
-pub async fn run_from_config(
-    config: &Config,
-    journal: Journal,
-    shutdown: watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let driver = driver_from_config(config, journal).await?;
-    driver.run(shutdown).await;
-    Ok(())
 }
 
 #[cfg(test)]

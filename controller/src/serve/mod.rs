@@ -71,7 +71,7 @@ pub async fn serve_on(
     // The run driver leases the runs the dispatcher and poller start and
     // moves them through the phase machine. Built before anything is served
     // so a configuration it cannot use stops start-up cleanly.
-    let driver = crate::driver::driver_from_config(config, journal.clone())
+    let driver = crate::driver::driver_from_config(config, &access, journal.clone())
         .await
         .context("cannot set up the run driver")?;
     let address = listener.local_addr()?;

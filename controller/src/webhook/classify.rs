@@ -20,7 +20,7 @@ pub struct ClassifyContext<'a> {
     /// `labels.trigger` (default `autoforge`); compared case-insensitively,
     /// as GitHub treats label names.
     pub trigger_label: &'a str,
-    /// The App's slug; its comments (`<slug>[bot]`) are never input.
+    /// The App's slug; comments made through the App are never input.
     pub app_slug: &'a str,
     /// The controller's own login (`<slug>[bot]`, or the token's user with a
     /// personal token); its comments are never input either.
@@ -181,10 +181,9 @@ impl Classifier<'_> {
     /// or as the token's user) and any bot account never give commands.
     fn non_human(&self, account: &Account, via_app: Option<&str>) -> Option<IgnoreReason> {
         let slug = self.context.app_slug;
-        let is_us = |name: &str| !slug.is_empty() && name.eq_ignore_ascii_case(slug);
-        let by_app_login = account.login.strip_suffix("[bot]").is_some_and(&is_us);
-        let by_own_login = is_own_login(&account.login, self.context.own_login);
-        if by_app_login || by_own_login || via_app.is_some_and(is_us) {
+        let via_us =
+            via_app.is_some_and(|name| !slug.is_empty() && name.eq_ignore_ascii_case(slug));
+        if via_us || is_own_login(&account.login, self.context.own_login) {
             return Some(IgnoreReason::CommentByTheApp);
         }
         if account.kind == "Bot" || account.login.to_ascii_lowercase().ends_with("[bot]") {

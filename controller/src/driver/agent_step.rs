@@ -129,7 +129,9 @@ pub(super) struct PhasePlan {
     pub rerequest: Option<ReRequest>,
 }
 
-/// Runs `launch` and returns the `AgentFinished` event for it.
+/// Runs `launch` and returns the `AgentFinished` event for it, or
+/// `IssueTextChanged` without launching when the issue text is not the
+/// one the run accepted.
 pub(super) async fn run_launch(
     shared: &Shared,
     lease: &Lease,
@@ -152,6 +154,21 @@ pub(super) async fn run_launch(
         state.issue
     );
     let read = access.api.issue(&access.repo, state.issue).await?;
+    // Agents work only from the text the run accepted: an edit nobody has
+    // accepted yet (its webhook may still be on its way) blocks instead.
+    let digest = read.text_digest();
+    if state
+        .issue_text
+        .as_ref()
+        .is_some_and(|frozen| *frozen != digest)
+    {
+        return Ok(Event::IssueTextChanged {
+            issue: state.issue,
+            digest,
+            editor: None,
+            by_operator: false,
+        });
+    }
     let issue_doc = ContextDoc {
         facts: vec![
             ("number".to_owned(), state.issue.to_string()),

@@ -1,5 +1,5 @@
 //! Comment effects: `post_comment` (review result, EPIC progress, command
-//! replies — created once, never edited) and `edit_status_comment` (the
+//! replies, notices — created once, never edited) and `edit_status_comment` (the
 //! run's one status comment, created on first use and edited in place).
 //!
 //! Row: target `issue/<n>` (the conversation), payload [`BodyPayload`], no
@@ -17,9 +17,9 @@ use super::markers::{MarkerName, Scan, scan};
 use super::planning::{Draft, PlanError, identity_key};
 use super::protocol::{Holder, Observation, Ownership, Sent, Verdict, read_failed};
 use super::row::{BodyPayload, Marked, NoPrecondition, Row, completion, payload, target_number};
-use super::texts::{reply_text, status_text};
+use super::texts::{notice_text, reply_text, status_text};
 use crate::github::{IssueComment, writes};
-use crate::machine::{Reply, RoundBinding, StatusSnapshot};
+use crate::machine::{Notice, Reply, RoundBinding, StatusSnapshot};
 use crate::publish::bodies::compose_progress_comment;
 
 /// A review result is identified by its round and everything it reviewed.
@@ -41,6 +41,12 @@ struct ProgressKey<'a> {
 #[derive(Serialize)]
 struct ReplyKey {
     command_comment_id: u64,
+}
+
+/// A notice answers one event (e.g. one label removal).
+#[derive(Serialize)]
+struct NoticeKey<'a> {
+    event: &'a str,
 }
 
 /// A run has one status comment.
@@ -119,6 +125,20 @@ pub(crate) fn plan_reply(
     let body = format!("{}\n\n{marker}", reply_text(reply)?);
     let completion = draft.marked(MarkerName::Reply, key);
     comment_row(draft, EffectKind::PostComment, thread, body, completion)
+}
+
+/// The one answer to `event` on `issue`.
+pub(crate) fn plan_notice(
+    draft: Draft<'_>,
+    issue: u64,
+    event: &str,
+    notice: &Notice,
+) -> Result<NewEffect, PlanError> {
+    let key = identity_key(&NoticeKey { event })?;
+    let marker = draft.marker(MarkerName::Notice, &key, true)?;
+    let body = format!("{}\n\n{marker}", notice_text(notice)?);
+    let completion = draft.marked(MarkerName::Notice, key);
+    comment_row(draft, EffectKind::PostComment, issue, body, completion)
 }
 
 /// The run's status comment on `issue`, showing `status`.

@@ -38,6 +38,7 @@ pub enum MarkerName {
     EpicProgress,
     Status,
     Reply,
+    Notice,
 }
 
 /// What a key's value must be.
@@ -77,13 +78,14 @@ const RUN: KeySpec = opt("run", KeyType::Count);
 const WRITE: KeySpec = opt("write", KeyType::Text);
 
 impl MarkerName {
-    pub const ALL: [MarkerName; 6] = [
+    pub const ALL: [MarkerName; 7] = [
         MarkerName::Implementation,
         MarkerName::ReviewResult,
         MarkerName::FollowUp,
         MarkerName::EpicProgress,
         MarkerName::Status,
         MarkerName::Reply,
+        MarkerName::Notice,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -94,6 +96,7 @@ impl MarkerName {
             MarkerName::EpicProgress => "ai-epic-progress",
             MarkerName::Status => "autoforge-status",
             MarkerName::Reply => "autoforge-reply",
+            MarkerName::Notice => "autoforge-notice",
         }
     }
 
@@ -105,6 +108,7 @@ impl MarkerName {
             MarkerName::EpicProgress => EPIC_PROGRESS_KEYS,
             MarkerName::Status => STATUS_KEYS,
             MarkerName::Reply => REPLY_KEYS,
+            MarkerName::Notice => NOTICE_KEYS,
         }
     }
 }
@@ -151,6 +155,7 @@ const EPIC_PROGRESS_KEYS: &[KeySpec] = &[
 ];
 const STATUS_KEYS: &[KeySpec] = &[req("run", KeyType::Count), WRITE];
 const REPLY_KEYS: &[KeySpec] = &[req("command_comment_id", KeyType::Count), RUN, WRITE];
+const NOTICE_KEYS: &[KeySpec] = &[req("event", KeyType::Text), RUN, WRITE];
 
 /// One marker found in a text: its payload and where it sits.
 #[derive(Debug, Clone, PartialEq)]

@@ -48,7 +48,7 @@ pub use executor::{EffectExecutor, PushTransport};
 pub use plan::plan;
 pub use planning::{PlanContext, PlanError};
 pub use push::{PUSH_NAMESPACE, refused_ref};
-pub use texts::{reply_text, status_text};
+pub use texts::{notice_text, reply_text, status_text};
 
 use crate::github::GitHubError;
 use autoforge_journal::{EffectKind, JournalError};

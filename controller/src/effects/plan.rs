@@ -65,6 +65,11 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             comment_id,
             reply,
         } => comments::plan_reply(draft, *thread, *comment_id, reply),
+        EffectIntent::PostNotice {
+            issue,
+            event,
+            notice,
+        } => comments::plan_notice(draft, *issue, event, notice),
         EffectIntent::EditStatusComment { issue, status, .. } => {
             comments::plan_status(draft, *issue, status)
         }

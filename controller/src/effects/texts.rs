@@ -1,8 +1,8 @@
-//! The two bodies no other module renders: the run's status comment and
-//! the reply to an operator command. Their visible text is checked with the
+//! The bodies no other module renders: the run's status comment, the
+//! reply to an operator command and the notices. Their visible text is checked with the
 //! published-text policy like every other body; the marker is added after.
 
-use crate::machine::{MergeMode, Phase, Reply, StatusSnapshot};
+use crate::machine::{MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use crate::publish::review::code_span;
 use crate::publish::{PolicyViolation, check_body};
 
@@ -114,6 +114,24 @@ pub fn reply_text(reply: &Reply) -> Result<String, PolicyViolation> {
         Reply::Status { status } => status_text(status)?,
     };
     check_body("command reply", &text)?;
+    Ok(text)
+}
+
+/// A notice's visible text: the controller's own wording, the login in a
+/// code span (the published-text policy allows no mention).
+pub fn notice_text(notice: &Notice) -> Result<String, PolicyViolation> {
+    let text = match notice {
+        Notice::LabelRemovalRefused { actor, reason } => {
+            let who = actor
+                .as_deref()
+                .map_or_else(|| "Someone".to_owned(), code_span);
+            format!(
+                "{who} removed the trigger label, but the run goes on: {reason}. \
+                 Only an operator's removal (or `/autoforge stop`) stops it."
+            )
+        }
+    };
+    check_body("notice", &text)?;
     Ok(text)
 }
 

@@ -58,6 +58,21 @@ impl Issue {
         self.pull_request.is_some()
     }
 
+    /// A digest of the title and body, the text a run works from: the run
+    /// freezes it at its start and notices any later edit by comparing.
+    /// Both parts are length-prefixed, so no title/body split of one string
+    /// can collide with another.
+    pub fn text_digest(&self) -> String {
+        use sha2::Digest;
+        let body = self.body.as_deref().unwrap_or_default();
+        let mut hasher = sha2::Sha256::new();
+        for part in [self.title.as_str(), body] {
+            hasher.update((part.len() as u64).to_be_bytes());
+            hasher.update(part.as_bytes());
+        }
+        hex::encode(&hasher.finalize()[..16])
+    }
+
     pub fn has_label(&self, name: &str) -> bool {
         self.labels
             .iter()
@@ -278,5 +293,44 @@ mod tests {
             kind: "Bot".into(),
         };
         assert_eq!(account.actor().kind, ActorKind::Bot);
+    }
+
+    fn issue(title: &str, body: Option<&str>) -> Issue {
+        Issue {
+            id: 1,
+            number: 1,
+            title: title.into(),
+            body: body.map(Into::into),
+            state: "open".into(),
+            labels: Vec::new(),
+            user: None,
+            html_url: String::new(),
+            pull_request: None,
+        }
+    }
+
+    #[test]
+    fn the_text_digest_changes_with_title_or_body_and_never_with_the_split() {
+        let original = issue("Add a flag", Some("body"));
+        assert_eq!(
+            original.text_digest(),
+            issue("Add a flag", Some("body")).text_digest()
+        );
+        assert_ne!(
+            original.text_digest(),
+            issue("Add a flag!", Some("body")).text_digest()
+        );
+        assert_ne!(
+            original.text_digest(),
+            issue("Add a flag", Some("body.")).text_digest()
+        );
+        assert_ne!(
+            issue("ab", Some("c")).text_digest(),
+            issue("a", Some("bc")).text_digest()
+        );
+        assert_eq!(
+            issue("t", None).text_digest(),
+            issue("t", Some("")).text_digest()
+        );
     }
 }

@@ -180,13 +180,36 @@ impl GitHubAccess {
         repository: &str,
         issue: u64,
     ) -> anyhow::Result<Option<IssueEvent>> {
+        self.latest_trigger_event(api, repository, issue, "labeled")
+            .await
+    }
+
+    /// The newest `unlabeled` event of the trigger label on an issue: who
+    /// removed it, and an id that identifies the removal.
+    pub async fn latest_trigger_removal(
+        &self,
+        api: &GitHubApi,
+        repository: &str,
+        issue: u64,
+    ) -> anyhow::Result<Option<IssueEvent>> {
+        self.latest_trigger_event(api, repository, issue, "unlabeled")
+            .await
+    }
+
+    async fn latest_trigger_event(
+        &self,
+        api: &GitHubApi,
+        repository: &str,
+        issue: u64,
+        action: &str,
+    ) -> anyhow::Result<Option<IssueEvent>> {
         let repo = repo_name(repository)?;
         let events = api
             .issue_events(&repo, issue)
             .await
             .with_context(|| format!("cannot read the events of {repository}#{issue}"))?;
         Ok(events.into_iter().rev().find(|event| {
-            event.event == "labeled"
+            event.event == action
                 && event
                     .label
                     .as_ref()

@@ -225,11 +225,23 @@ impl Dispatcher {
                     labeling,
                 }
             }
-            Classified::TriggerLabelRemoved { issue, sender } => Sighting::TriggerRemoved {
-                repository: issue.repository,
-                issue: issue.number,
-                by: sender.login,
-            },
+            Classified::TriggerLabelRemoved { issue, sender } => {
+                let api = self.access.api_for(delivery.installation_id)?;
+                let removal = self
+                    .access
+                    .latest_trigger_removal(&api, &issue.repository, issue.number)
+                    .await?
+                    .map_or_else(
+                        || format!("delivery-{}", delivery.delivery_id),
+                        |event| labeling_of_event(event.id),
+                    );
+                Sighting::TriggerRemoved {
+                    repository: issue.repository,
+                    issue: issue.number,
+                    actor: Some(sender),
+                    removal,
+                }
+            }
             Classified::IssueClosed { issue } => Sighting::IssueClosed {
                 repository: issue.repository,
                 issue: issue.number,
@@ -244,9 +256,10 @@ impl Dispatcher {
                     .issue_updated_at()
                     .unwrap_or_else(|| unversioned.clone()),
             },
-            Classified::IssueEdited { issue, .. } => Sighting::IssueEdited {
+            Classified::IssueEdited { issue, editor, .. } => Sighting::IssueEdited {
                 repository: issue.repository,
                 issue: issue.number,
+                editor,
                 updated_at: times
                     .issue_updated_at()
                     .unwrap_or_else(|| unversioned.clone()),

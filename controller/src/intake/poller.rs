@@ -236,10 +236,22 @@ impl Poller {
                 .iter()
                 .any(|label| label.name.eq_ignore_ascii_case(&self.access.trigger_label))
         {
+            let removal = self
+                .access
+                .latest_trigger_removal(api, &run.repository, issue)
+                .await?;
             let sighting = Sighting::TriggerRemoved {
                 repository: run.repository.clone(),
                 issue,
-                by: "(seen by the poller)".to_owned(),
+                actor: removal
+                    .as_ref()
+                    .and_then(|event| event.actor.as_ref())
+                    .map(|account| account.actor()),
+                // Without an event the removal is known only by the run.
+                removal: removal.map_or_else(
+                    || format!("unlabeled-run-{}", run.id.0),
+                    |event| labeling_of_event(event.id),
+                ),
             };
             applied += self.act(&sighting, api).await?;
         }

@@ -10,7 +10,9 @@ use serde_json::json;
 use super::access::GitHubAccess;
 use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
-use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
+use crate::commands::{
+    Actor, Command, CommandParseError, OperatorDecision, RefusalReason, is_own_login,
+};
 use crate::github::GitHubApi;
 
 /// One change, whoever saw it. Each variant builds the same dedupe key from
@@ -25,10 +27,14 @@ pub enum Sighting {
         actor: Actor,
         labeling: String,
     },
+    /// The trigger label was removed by `actor` (`None` when no
+    /// `unlabeled` event names who did); `removal` identifies this removal
+    /// like `labeling` does a labelling.
     TriggerRemoved {
         repository: String,
         issue: u64,
-        by: String,
+        actor: Option<Actor>,
+        removal: String,
     },
     IssueClosed {
         repository: String,
@@ -44,6 +50,7 @@ pub enum Sighting {
         repository: String,
         issue: u64,
         updated_at: String,
+        editor: Actor,
     },
     /// Commands of a new comment (all of them), or those an edit added
     /// (then `actor` is the editor).
@@ -117,6 +124,7 @@ impl Sighting {
                 repository,
                 issue,
                 updated_at,
+                ..
             } => format!("edited:{repository}#{issue}@{updated_at}"),
             Sighting::Commands {
                 repository,
@@ -182,10 +190,11 @@ pub fn body_digest(body: &str) -> String {
     hex::encode(&digest[..8])
 }
 
-/// How a trigger labelling found as a `labeled` issue event is named in
-/// [`Sighting::TriggerLabeled`]; webhook and poller both use it.
-pub fn labeling_of_event(labeled_event_id: u64) -> String {
-    format!("event-{labeled_event_id}")
+/// How a trigger labelling or removal found as a `labeled`/`unlabeled`
+/// issue event is named in [`Sighting::TriggerLabeled`] and
+/// [`Sighting::TriggerRemoved`]; webhook and poller both use it.
+pub fn labeling_of_event(label_event_id: u64) -> String {
+    format!("event-{label_event_id}")
 }
 
 /// Works out what `sighting` does. `None`: it concerns no run and needs no
@@ -220,20 +229,23 @@ pub async fn entries_for(
         Sighting::TriggerRemoved {
             repository,
             issue,
-            by,
+            actor,
+            removal,
         } => {
             let Some(run_id) = run_of(repository, *issue).await? else {
                 return Ok(None);
             };
-            // One stop per run, however often the removal is seen.
-            ChangeEntries::signal(
-                format!("{key}:run-{run_id}"),
-                run_id,
-                RunSignal::TriggerLabelRemoved {
-                    issue: *issue,
-                    by: by.clone(),
-                },
-            )
+            // A removal acted on before costs no permission read.
+            for seen in [format!("{key}:run-{run_id}"), format!("{key}:{removal}")] {
+                if journal.observed_change(&seen).await?.is_some() {
+                    return Ok(Some(ChangeEntries::new(seen, "seen")));
+                }
+            }
+            let decision = match actor {
+                Some(actor) => Some(access.decide(api, repository, actor).await?),
+                None => None,
+            };
+            plan_removal(key, run_id, *issue, actor.as_ref(), removal, decision)?
         }
         Sighting::IssueClosed {
             repository, issue, ..
@@ -252,12 +264,25 @@ pub async fn entries_for(
             ChangeEntries::signal(key, run_id, RunSignal::IssueReopened { issue: *issue })
         }
         Sighting::IssueEdited {
-            repository, issue, ..
+            repository,
+            issue,
+            editor,
+            ..
         } => {
             let Some(run_id) = run_of(repository, *issue).await? else {
                 return Ok(None);
             };
-            ChangeEntries::signal(key, run_id, RunSignal::IssueEdited { issue: *issue })
+            // The run's own writes (an EPIC's roadmap) are its text already.
+            if is_own_login(&editor.login, &access.own_login) {
+                return Ok(Some(ChangeEntries::new(key, "own edit")));
+            }
+            let decision = access.decide(api, repository, editor).await?;
+            let signal = RunSignal::IssueEdited {
+                issue: *issue,
+                editor: Some(editor.login.clone()),
+                by_operator: matches!(decision, OperatorDecision::Allowed { .. }),
+            };
+            ChangeEntries::signal(key, run_id, signal)
         }
         Sighting::Commands {
             repository,
@@ -401,6 +426,64 @@ async fn plan_trigger(
         }
     };
     Ok(change)
+}
+
+/// A trigger label removal on a run's issue. An operator's stops the run
+/// (once per run, however often the removal is seen); anyone else's is
+/// answered once per removal and changes nothing. The controller's own
+/// removals are recorded only.
+fn plan_removal(
+    key: String,
+    run_id: RunId,
+    issue: u64,
+    actor: Option<&Actor>,
+    removal: &str,
+    decision: Option<OperatorDecision>,
+) -> anyhow::Result<ChangeEntries> {
+    let by = actor.map(|a| a.login.clone());
+    let reason = match decision {
+        Some(OperatorDecision::Allowed { .. }) => {
+            let signal = RunSignal::TriggerLabelRemoved {
+                issue,
+                by: by.unwrap_or_default(),
+            };
+            return Ok(ChangeEntries::signal(
+                format!("{key}:run-{run_id}"),
+                run_id,
+                signal,
+            ));
+        }
+        Some(OperatorDecision::Refused {
+            reason: RefusalReason::TheAppItself,
+        }) => {
+            return Ok(ChangeEntries::new(
+                format!("{key}:{removal}"),
+                "own label removal ignored",
+            ));
+        }
+        Some(OperatorDecision::Refused { reason }) => reason.to_string(),
+        None => "who removed it is not known, so it cannot count as an operator's".to_owned(),
+    };
+    let detail = json!({"issue": issue, "actor": by, "removal": removal, "reason": reason});
+    let signal = RunSignal::TriggerRemovalRefused {
+        issue,
+        by,
+        reason,
+        removal: removal.to_owned(),
+    };
+    Ok(
+        ChangeEntries::new(format!("{key}:{removal}"), "label removal refused")
+            .with(Entry::Audit {
+                run_id: Some(run_id),
+                kind: "trigger_removal_refused".to_owned(),
+                detail,
+            })
+            .with(Entry::Signal {
+                run_id,
+                suffix: String::new(),
+                signal,
+            }),
+    )
 }
 
 /// Commands on a thread no active run watches: one refused decision each.
@@ -566,6 +649,95 @@ mod tests {
             decisions,
             [(None, "status", false), (None, "malformed", false)]
         );
+    }
+
+    fn signals_of(change: &ChangeEntries) -> Vec<&RunSignal> {
+        change
+            .entries
+            .iter()
+            .filter_map(|entry| match entry {
+                Entry::Signal { signal, .. } => Some(signal),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_operators_label_removal_stops_the_run_once_per_run() {
+        let allowed = OperatorDecision::Allowed {
+            by: AllowedBy::Permission(Permission::Maintain),
+        };
+        let change = plan_removal(
+            "trigger-removed:a/b#4".into(),
+            RunId(3),
+            4,
+            Some(&alice()),
+            "event-9",
+            Some(allowed),
+        )
+        .unwrap();
+        assert_eq!(change.key, "trigger-removed:a/b#4:run-3");
+        assert!(matches!(
+            signals_of(&change)[..],
+            [RunSignal::TriggerLabelRemoved { issue: 4, by }] if by == "alice"
+        ));
+    }
+
+    #[test]
+    fn a_label_removal_by_someone_else_is_answered_once_per_removal_and_stops_nothing() {
+        let refused = OperatorDecision::Refused {
+            reason: RefusalReason::InsufficientPermission {
+                login: "alice".into(),
+                actual: Permission::Triage,
+                required: Permission::Write,
+            },
+        };
+        let change = plan_removal(
+            "trigger-removed:a/b#4".into(),
+            RunId(3),
+            4,
+            Some(&alice()),
+            "event-9",
+            Some(refused),
+        )
+        .unwrap();
+        assert_eq!(change.key, "trigger-removed:a/b#4:event-9");
+        let signals = signals_of(&change);
+        assert!(
+            matches!(
+                signals[..],
+                [RunSignal::TriggerRemovalRefused { issue: 4, by: Some(by), removal, reason }]
+                    if by == "alice" && removal == "event-9" && reason.contains("`triage`")
+            ),
+            "{signals:?}"
+        );
+        assert!(!signals[0].stops_the_run());
+    }
+
+    #[test]
+    fn a_removal_nobody_is_named_for_does_not_count() {
+        let change = plan_removal("k".into(), RunId(3), 4, None, "unlabeled-run-3", None).unwrap();
+        assert!(matches!(
+            signals_of(&change)[..],
+            [RunSignal::TriggerRemovalRefused { by: None, .. }]
+        ));
+    }
+
+    #[test]
+    fn the_controllers_own_label_removal_is_recorded_without_an_answer() {
+        let own = OperatorDecision::Refused {
+            reason: RefusalReason::TheAppItself,
+        };
+        let change = plan_removal(
+            "k".into(),
+            RunId(3),
+            4,
+            Some(&alice()),
+            "event-9",
+            Some(own),
+        )
+        .unwrap();
+        assert!(change.entries.is_empty());
     }
 
     #[test]

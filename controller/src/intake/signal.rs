@@ -31,10 +31,19 @@ pub enum RunSignal {
         issue: u64,
         labeled_by: String,
     },
-    /// The trigger label was removed: stop the run.
+    /// An operator removed the trigger label: stop the run.
     TriggerLabelRemoved {
         issue: u64,
         by: String,
+    },
+    /// Someone whose removal does not count (not an operator, or not
+    /// known) removed the trigger label: the run goes on and answers them
+    /// once. `removal` identifies the removal.
+    TriggerRemovalRefused {
+        issue: u64,
+        by: Option<String>,
+        reason: String,
+        removal: String,
     },
     IssueClosed {
         issue: u64,
@@ -42,8 +51,14 @@ pub enum RunSignal {
     IssueReopened {
         issue: u64,
     },
+    /// The issue's title or body was edited by `editor` (who was checked
+    /// like an operator: `by_operator`).
     IssueEdited {
         issue: u64,
+        #[serde(default)]
+        editor: Option<String>,
+        #[serde(default)]
+        by_operator: bool,
     },
     /// An accepted operator command. `verb` is one of `commands::VERBS`.
     Command {
@@ -88,8 +103,8 @@ pub enum RunSignal {
 }
 
 impl RunSignal {
-    /// Whether the machine stops the run on this signal (label removal or
-    /// an operator's accepted `/autoforge stop`), so a running agent can be
+    /// Whether the machine stops the run on this signal (an operator's
+    /// label removal or accepted `/autoforge stop`), so a running agent can be
     /// killed before the run's task gets to read it.
     pub fn stops_the_run(&self) -> bool {
         match self {
@@ -149,5 +164,25 @@ mod tests {
             reason: "not an operator".into(),
         };
         assert!(!refused.stops_the_run());
+        let refused_removal = RunSignal::TriggerRemovalRefused {
+            issue: 4,
+            by: Some("rory".into()),
+            reason: "not an operator".into(),
+            removal: "event-9".into(),
+        };
+        assert!(!refused_removal.stops_the_run());
+    }
+
+    #[test]
+    fn an_edit_stored_before_editors_were_recorded_reads_as_unknown() {
+        let stored = serde_json::json!({"kind": "issue_edited", "issue": 3});
+        assert_eq!(
+            serde_json::from_value::<RunSignal>(stored).unwrap(),
+            RunSignal::IssueEdited {
+                issue: 3,
+                editor: None,
+                by_operator: false
+            }
+        );
     }
 }

@@ -62,6 +62,19 @@ pub enum Reply {
     Status { status: StatusSnapshot },
 }
 
+/// A one-time answer to something that happened on an issue and is not a
+/// command: who did it is told what it did (or did not do) to the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "notice", rename_all = "snake_case")]
+pub enum Notice {
+    /// The trigger label was removed by someone whose removal does not
+    /// stop the run.
+    LabelRemovalRefused {
+        actor: Option<String>,
+        reason: String,
+    },
+}
+
 /// One GitHub write the machine wants, with its identity and the data
 /// `publish`/`effects` need to render the exact payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,6 +116,13 @@ pub enum EffectIntent {
         thread: u64,
         comment_id: u64,
         reply: Reply,
+    },
+    /// Answers `event` (see [`Notice`]) on `issue`, once.
+    PostNotice {
+        issue: u64,
+        /// Identifies what is answered, e.g. one label removal.
+        event: String,
+        notice: Notice,
     },
     EditStatusComment {
         issue: u64,
@@ -150,7 +170,8 @@ impl EffectIntent {
             EffectIntent::AdoptPr { .. } => EffectKind::AdoptPr,
             EffectIntent::PostReviewComment { .. }
             | EffectIntent::PostEpicProgress { .. }
-            | EffectIntent::PostCommandReply { .. } => EffectKind::PostComment,
+            | EffectIntent::PostCommandReply { .. }
+            | EffectIntent::PostNotice { .. } => EffectKind::PostComment,
             EffectIntent::EditStatusComment { .. } => EffectKind::EditStatusComment,
             EffectIntent::CreateFollowUpIssue { .. } => EffectKind::CreateIssue,
             EffectIntent::AppendFollowUpMarkers { .. } => EffectKind::AppendIssueMarkers,
@@ -183,6 +204,7 @@ impl EffectIntent {
             EffectIntent::PostCommandReply { comment_id, .. } => {
                 format!("autoforge-reply:command_comment_id={comment_id}")
             }
+            EffectIntent::PostNotice { event, .. } => format!("autoforge-notice:event={event}"),
             EffectIntent::EditStatusComment { run_id, .. } => {
                 format!("autoforge-status:run={run_id}")
             }

@@ -70,6 +70,11 @@ pub struct GitHubFacts {
     pub pr: Option<PrFacts>,
     /// Open PRs on the issue branch without our marker (adoption candidates).
     pub adoptable_prs: Vec<u64>,
+    /// Digest of the issue's title and body as read now
+    /// (`github::Issue::text_digest`); `None` in facts recorded before the
+    /// text was frozen.
+    #[serde(default)]
+    pub issue_text: Option<String>,
 }
 
 /// One effect the driver saw land, with what the read-back showed.
@@ -106,7 +111,7 @@ pub enum Command {
     /// decision is a pure function of these facts.
     Unblock {
         reason: String,
-        facts: GitHubFacts,
+        facts: Box<GitHubFacts>,
     },
     Retry,
     Stop,
@@ -176,6 +181,25 @@ pub struct NextIssueFacts {
     /// (earlier work the implementer continues from).
     #[serde(default)]
     pub branch_head: Option<String>,
+    /// Digest of the issue's title and body as read: frozen for the run's
+    /// work on it when the pick is accepted.
+    #[serde(default)]
+    pub issue_text: Option<String>,
+}
+
+/// The trigger label was removed by someone whose removal does not count
+/// (not an operator, or not known): the run goes on, and they are told so
+/// once per removal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedLabelRemoval {
+    /// The issue the label was removed from.
+    pub issue: u64,
+    /// The login of who removed it, when known.
+    pub actor: Option<String>,
+    pub reason: String,
+    /// Identifies this removal (its `unlabeled` issue event, or the
+    /// delivery): the reply's identity.
+    pub removal: String,
 }
 
 /// An input to [`super::decide`].
@@ -196,6 +220,10 @@ pub enum Event {
         /// The repository's `.github/autoforge.toml` as read from the
         /// default branch; frozen into the run.
         repository_settings: RepositorySettingsRead,
+        /// Digest of the issue's title and body when the run started: the
+        /// text the agents are given until an operator accepts an edit.
+        #[serde(default)]
+        issue_text: Option<String>,
     },
     AgentFinished {
         launch: u32,
@@ -229,6 +257,18 @@ pub enum Event {
     /// with a reply saying why, and nothing else changes.
     CommandRefused(RefusedCommand),
     LabelRemoved,
+    /// See [`RefusedLabelRemoval`].
+    LabelRemovalRefused(RefusedLabelRemoval),
+    /// The run's issue has a title or body other than the one the run
+    /// works from. An operator's edit is accepted as the new text; any
+    /// other blocks the run until an operator unblocks it.
+    IssueTextChanged {
+        issue: u64,
+        digest: String,
+        /// Who edited, when the webhook said so.
+        editor: Option<String>,
+        by_operator: bool,
+    },
     IssueClosed,
     /// A GitHub outage or similar failure while doing the awaited step.
     TransientFailure {
@@ -251,6 +291,8 @@ impl Event {
             Event::Operator(_) => "operator_command",
             Event::CommandRefused(_) => "command_refused",
             Event::LabelRemoved => "label_removed",
+            Event::LabelRemovalRefused(_) => "label_removal_refused",
+            Event::IssueTextChanged { .. } => "issue_text_changed",
             Event::IssueClosed => "issue_closed",
             Event::TransientFailure { .. } => "transient_failure",
             Event::MergeResult(_) => "merge_result",

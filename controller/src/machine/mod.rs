@@ -47,11 +47,12 @@ pub use bounds::{Counters, MergeMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
     Correction, Decision, EffectIntent, EffectKind, LaunchInputs, LaunchRequest, MachineError,
-    Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
+    Notice, Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
 };
 pub use event::{
     ChecksState, Command, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState,
-    NextIssueFacts, OperatorCommand, PrFacts, PrState, RefusedCommand, RepositorySettingsRead,
+    NextIssueFacts, OperatorCommand, PrFacts, PrState, RefusedCommand, RefusedLabelRemoval,
+    RepositorySettingsRead,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
 pub use repository::{

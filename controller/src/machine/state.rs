@@ -221,6 +221,12 @@ pub struct RunState {
     /// edit of the file (or a PR changing it) never changes them.
     #[serde(default)]
     pub repository_settings: RepositorySettings,
+    /// Digest of the issue title and body the run works from: frozen when
+    /// the run (or its current issue) started, replaced only by an
+    /// operator's edit or an operator's unblock. `None` for runs recorded
+    /// before texts were frozen, which adopt the first digest they see.
+    #[serde(default)]
+    pub issue_text: Option<String>,
 }
 
 /// One validation outcome as the status comment shows it (SPEC §15).
@@ -260,6 +266,7 @@ impl RunState {
             settings,
             last_validation: None,
             repository_settings: RepositorySettings::default(),
+            issue_text: None,
         }
     }
 

@@ -152,6 +152,7 @@ mod tests {
             branch_head: None,
             pr,
             adoptable_prs: Vec::new(),
+            issue_text: None,
         }
     }
 

@@ -29,10 +29,13 @@ pub enum Classified {
     IssueReopened {
         issue: RepoIssue,
     },
+    /// The title or body changed; `editor` is who changed it (the
+    /// delivery's sender), to be checked like an operator.
     IssueEdited {
         issue: RepoIssue,
         title_changed: bool,
         body_changed: bool,
+        editor: Actor,
     },
     /// A new comment on an issue or PR (the conversation tab).
     CommentCreated {

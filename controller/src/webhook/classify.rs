@@ -127,6 +127,7 @@ impl Classifier<'_> {
                     issue,
                     title_changed: changes.is_some_and(|c| c.title.is_some()),
                     body_changed: changes.is_some_and(|c| c.body.is_some()),
+                    editor: actor(payload.sender),
                 })
             }
         }

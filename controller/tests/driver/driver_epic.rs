@@ -144,7 +144,10 @@ async fn an_epic_run_moves_its_row_to_the_child_and_a_second_run_on_that_epic_bl
     // Someone labels child #3 too: its run belongs to the same EPIC, which
     // the first run holds, so it blocks and says so; the first is untouched.
     let second = world.start_run(3).await;
-    driver.drive_due_runs(1).await.unwrap();
+    // The first run may be due again too; drive until the second decided.
+    world
+        .drive_until(&driver, second, &["BLOCKED"], Duration::from_secs(30))
+        .await;
     let state = world.state(second).await;
     assert_eq!(state.phase.as_str(), "BLOCKED", "{state:?}");
     let reason = &state.blocked.as_ref().unwrap().reason;

@@ -307,9 +307,9 @@ async fn a_stale_holder_cannot_consume_an_event_it_only_acknowledges() {
     let world = World::new(1).await;
     let run = world.start_run(1).await;
     world.driver("w1").drive_due_runs(5).await.unwrap();
-    // An edit of the issue is acknowledged without a transition.
+    // A reopening of an open issue is acknowledged without a transition.
     world
-        .signal(run, "edited:1", RunSignal::IssueEdited { issue: 1 })
+        .signal(run, "reopened:1", RunSignal::IssueReopened { issue: 1 })
         .await;
     let journal = world.db.journal();
     let stale = journal

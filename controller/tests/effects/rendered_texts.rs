@@ -1,12 +1,12 @@
 //! The texts the controller writes to GitHub, pinned as snapshots: the
-//! review comment, the status comment, command replies, the EPIC progress
+//! review comment, the status comment, command replies, notices, the EPIC progress
 //! comment and a follow-up issue's body, each rendered by the product's
 //! own function from fixed inputs. A change to any of them shows up as a
 //! snapshot diff to review, not as a silent change on every repository.
 
-use autoforge::effects::{reply_text, status_text};
+use autoforge::effects::{notice_text, reply_text, status_text};
 use autoforge::machine::{Classification, Finding, ReviewSections};
-use autoforge::machine::{LastValidation, MergeMode, Phase, Reply, StatusSnapshot};
+use autoforge::machine::{LastValidation, MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use autoforge::publish::bodies::{compose_follow_up_body, compose_progress_comment};
 use autoforge::publish::{ReviewRender, render_review_comment};
 
@@ -132,6 +132,21 @@ fn command_replies() {
     })
     .expect("a publishable reply");
     insta::assert_snapshot!(format!("{accepted}\n\n---\n\n{refused}\n\n---\n\n{status}"));
+}
+
+#[test]
+fn label_removal_notices() {
+    let named = notice_text(&Notice::LabelRemovalRefused {
+        actor: Some("tia".into()),
+        reason: "`tia` has `triage` permission; operators need at least `write`".into(),
+    })
+    .expect("a publishable notice");
+    let unknown = notice_text(&Notice::LabelRemovalRefused {
+        actor: None,
+        reason: "who removed it is not known, so it cannot count as an operator's".into(),
+    })
+    .expect("a publishable notice");
+    insta::assert_snapshot!(format!("{named}\n\n---\n\n{unknown}"));
 }
 
 #[test]

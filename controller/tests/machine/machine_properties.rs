@@ -45,6 +45,7 @@ fn started(settings: &RunSettings, epic: bool) -> Event {
         branch_head: None,
         settings: settings.clone(),
         repository_settings: RepositorySettingsRead::default(),
+        issue_text: None,
     }
 }
 
@@ -106,6 +107,7 @@ fn github_facts(state: &RunState, flavor: u8) -> GitHubFacts {
         branch_head: None,
         pr,
         adoptable_prs,
+        issue_text: None,
     }
 }
 
@@ -307,6 +309,7 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
                 open: !flavor.is_multiple_of(4),
                 base_sha: sha(1),
                 branch_head: None,
+                issue_text: None,
             })
         }
         9 => Event::TransientFailure {
@@ -322,7 +325,7 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
         13 => operator(Command::Status),
         14 => operator(Command::Unblock {
             reason: "go".into(),
-            facts: github_facts(state, flavor),
+            facts: Box::new(github_facts(state, flavor)),
         }),
         _ if flavor < 8 => Event::LabelRemoved,
         _ if flavor < 16 => operator(Command::Stop),

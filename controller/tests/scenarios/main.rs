@@ -9,4 +9,5 @@ mod scenario_epic;
 mod scenario_happy;
 mod scenario_merge;
 mod scenario_review;
+mod scenario_trust;
 mod scenario_validation;

@@ -153,6 +153,7 @@ fn issue_closed_reopened_and_edited_are_reported() {
             issue: hello_world(1),
             title_changed: false,
             body_changed: true,
+            editor: codertocat(),
         }
     );
 }

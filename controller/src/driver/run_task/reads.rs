@@ -54,9 +54,12 @@ impl RunTask<'_> {
             Awaiting::NextIssueCheck { issue } => {
                 // A pick that does not exist, or is a pull request, is no
                 // open issue: the machine rejects it and asks again.
-                let open = match api.issue(repo, *issue).await {
-                    Ok(read) => read.is_open() && !read.is_pull_request(),
-                    Err(GitHubError::Status { status: 404, .. }) => false,
+                let (open, issue_text) = match api.issue(repo, *issue).await {
+                    Ok(read) => (
+                        read.is_open() && !read.is_pull_request(),
+                        Some(read.text_digest()),
+                    ),
+                    Err(GitHubError::Status { status: 404, .. }) => (false, None),
                     Err(other) => return Err(other.into()),
                 };
                 let (_, base_sha) = default_branch_head(api, repo).await?;
@@ -67,6 +70,7 @@ impl RunTask<'_> {
                     open,
                     base_sha,
                     branch_head: branch_head(api, repo, &branch).await?,
+                    issue_text,
                 })
             }
             _ => return Ok(None),
@@ -103,6 +107,8 @@ impl RunTask<'_> {
         )
         .await?;
         let branch = crate::machine::RunState::branch_for(scope.issue);
+        // Frozen now: the text the operator started the run on.
+        let issue_text = api.issue(repo, scope.issue).await?.text_digest();
         Ok(Event::Started {
             repository: self.access.repo.to_string(),
             issue: scope.issue,
@@ -112,6 +118,7 @@ impl RunTask<'_> {
             branch_head: branch_head(api, repo, &branch).await?,
             settings: self.state.settings.clone(),
             repository_settings,
+            issue_text: Some(issue_text),
         })
     }
 
@@ -178,6 +185,7 @@ pub(in crate::driver) async fn read_facts(
         branch_head,
         pr,
         adoptable_prs: adoptable,
+        issue_text: Some(issue.text_digest()),
     })
 }
 

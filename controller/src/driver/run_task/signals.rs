@@ -1,7 +1,7 @@
 //! Step 3 of a run task: a run event the observers stored becomes what the
 //! machine decides on. Events that only say "something on GitHub changed"
-//! carry nothing the machine can use until a fresh read; starting a run and
-//! an unblock read first, the rest are fed as they are.
+//! carry nothing the machine can use until a fresh read; starting a run, an
+//! unblock and an issue edit read first, the rest are fed as they are.
 
 use autoforge_journal::RunEvent;
 use serde_json::json;
@@ -10,7 +10,9 @@ use super::RunTask;
 use super::reads::read_facts;
 use crate::driver::error::DriverError;
 use crate::intake::RunSignal;
-use crate::machine::{Awaiting, Command, Event, OperatorCommand, RefusedCommand};
+use crate::machine::{
+    Awaiting, Command, Event, OperatorCommand, RefusedCommand, RefusedLabelRemoval,
+};
 
 impl RunTask<'_> {
     /// Step 3: one run event from the observers.
@@ -49,8 +51,25 @@ impl RunTask<'_> {
                     thread,
                     comment_id,
                     actor,
-                    command: Command::Unblock { reason, facts },
+                    command: Command::Unblock {
+                        reason,
+                        facts: Box::new(facts),
+                    },
                 });
+                self.apply(event, Some(stored.id)).await
+            }
+            SignalAction::ReadIssueText {
+                issue,
+                editor,
+                by_operator,
+            } => {
+                let read = self.access.api.issue(&self.access.repo, issue).await?;
+                let event = Event::IssueTextChanged {
+                    issue,
+                    digest: read.text_digest(),
+                    editor,
+                    by_operator,
+                };
                 self.apply(event, Some(stored.id)).await
             }
             SignalAction::Start { .. } | SignalAction::Ignore => {
@@ -76,6 +95,13 @@ pub enum SignalAction {
         actor: String,
         reason: String,
     },
+    /// The issue was edited: read its text now, then feed
+    /// `IssueTextChanged` (the machine ignores a text it already has).
+    ReadIssueText {
+        issue: u64,
+        editor: Option<String>,
+        by_operator: bool,
+    },
     /// Nothing the machine decides on (yet): acknowledge it.
     Ignore,
 }
@@ -87,6 +113,26 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
     match signal {
         RunSignal::Started { issue, .. } => SignalAction::Start { issue: *issue },
         RunSignal::TriggerLabelRemoved { .. } => SignalAction::Feed(Box::new(Event::LabelRemoved)),
+        RunSignal::TriggerRemovalRefused {
+            issue,
+            by,
+            reason,
+            removal,
+        } => SignalAction::Feed(Box::new(Event::LabelRemovalRefused(RefusedLabelRemoval {
+            issue: *issue,
+            actor: by.clone(),
+            reason: reason.clone(),
+            removal: removal.clone(),
+        }))),
+        RunSignal::IssueEdited {
+            issue,
+            editor,
+            by_operator,
+        } => SignalAction::ReadIssueText {
+            issue: *issue,
+            editor: editor.clone(),
+            by_operator: *by_operator,
+        },
         RunSignal::IssueClosed { .. } => SignalAction::Feed(Box::new(Event::IssueClosed)),
         RunSignal::Command {
             verb,
@@ -129,7 +175,6 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             reason: reason.clone(),
         }))),
         RunSignal::IssueReopened { .. }
-        | RunSignal::IssueEdited { .. }
         | RunSignal::PrHeadMoved { .. }
         | RunSignal::PrClosed { .. }
         | RunSignal::PrReopened { .. }

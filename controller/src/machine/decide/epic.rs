@@ -179,6 +179,7 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
     turn.state.switch_to_issue(facts.issue);
     turn.state.base_sha.clone_from(&facts.base_sha);
     turn.state.prior_branch_head.clone_from(&facts.branch_head);
+    turn.state.issue_text.clone_from(&facts.issue_text);
     if let Some(epic) = turn.state.epic.as_mut() {
         epic.finished_issue = None;
         epic.finished_pr = None;

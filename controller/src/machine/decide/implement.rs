@@ -20,6 +20,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             branch_head,
             settings,
             repository_settings,
+            issue_text,
         },
     ) = (&state.awaiting, event)
     else {
@@ -35,6 +36,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.prior_branch_head.clone_from(branch_head);
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
+    s.issue_text.clone_from(issue_text);
     let unusable = match repository_settings {
         RepositorySettingsRead::Valid { settings: chosen } => {
             if let Some(status) = chosen.labels.status {

@@ -12,6 +12,7 @@ mod implement;
 mod merge;
 mod operator;
 mod review;
+mod trust;
 mod turn;
 
 use super::agent_result::{AgentOutcome, AgentResult, PhaseResult};
@@ -30,6 +31,9 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
     match event {
         Event::Operator(command) => return operator::decide(state, command),
         Event::CommandRefused(refused) => return Ok(operator::refused_before(state, refused)),
+        Event::LabelRemovalRefused(refused) => {
+            return Ok(trust::label_removal_refused(state, refused));
+        }
         _ => {}
     }
     if state.phase.is_terminal() {
@@ -41,6 +45,17 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
     let mut turn = Turn::new(state);
     match event {
         Event::LabelRemoved => turn.stop()?,
+        Event::IssueTextChanged {
+            issue,
+            digest,
+            editor,
+            by_operator,
+        } => {
+            return trust::text_changed(state, *issue, digest, editor.as_deref(), *by_operator);
+        }
+        Event::GitHubObserved { facts } if trust::unaccepted_text_in(state, facts) => {
+            turn.block(trust::edit_reason(None))?;
+        }
         Event::EffectConflict { identity, reason } if state.phase != Phase::Blocked => {
             turn.block(format!("effect {identity} ended in conflict: {reason}"))?;
         }

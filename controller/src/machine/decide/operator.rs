@@ -149,6 +149,11 @@ pub(super) fn decide(
             Err(refusal) => Ok(refused(state, command, Refusal::Unblock(refusal))),
             Ok(target) => {
                 turn.state.blocked = None;
+                // The operator looked at the issue as it is now: its text
+                // is the one the run works from from here on.
+                if let Some(read) = &facts.issue_text {
+                    turn.state.issue_text = Some(read.clone());
+                }
                 if target == Phase::Review && !turn.state.review.open_findings.is_empty() {
                     let review = &mut turn.state.review;
                     let head = review

@@ -340,6 +340,7 @@ fn starting_on_the_epic_itself_blocks() {
         branch_head: None,
         settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
+        issue_text: None,
     };
     let decision = decide(&state, &started).expect("legal");
     assert_eq!(decision.next.phase, Phase::Blocked);
@@ -358,6 +359,7 @@ fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
         branch_head: Some(sha(7)),
         settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
+        issue_text: None,
     };
     let decision = decide(&state, &started).expect("legal");
     let launch = decision

@@ -37,6 +37,7 @@ fn next_issue(issue: u64, open: bool) -> Event {
         open,
         base_sha: sha(50),
         branch_head: None,
+        issue_text: None,
     })
 }
 
@@ -199,6 +200,7 @@ fn pick_in_another_repository_is_rejected() {
         open: true,
         base_sha: sha(50),
         branch_head: None,
+        issue_text: None,
     }));
     assert_eq!(run.state.counters.next_issue_rejections, 1);
 }

@@ -10,6 +10,7 @@ mod merge;
 mod operator;
 mod review;
 mod surfaces;
+mod trust;
 
 use crate::machine::*;
 
@@ -43,6 +44,7 @@ pub(super) fn facts(pr: Option<PrFacts>) -> GitHubFacts {
         branch_head: None,
         pr,
         adoptable_prs: Vec::new(),
+        issue_text: None,
     }
 }
 
@@ -83,6 +85,7 @@ impl Run {
             branch_head: None,
             settings,
             repository_settings: RepositorySettingsRead::default(),
+            issue_text: None,
         };
         let last = decide(&state, &started).expect("legal");
         Run {

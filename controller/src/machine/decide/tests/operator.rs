@@ -22,7 +22,7 @@ fn blocked_in_fix() -> Run {
 fn unblock(facts: GitHubFacts) -> Event {
     command(Command::Unblock {
         reason: "fixed the branch".into(),
-        facts,
+        facts: Box::new(facts),
     })
 }
 

@@ -126,6 +126,7 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
         branch_head: None,
         settings: RunSettings::default(),
         repository_settings: read,
+        issue_text: None,
     };
     decide(&state, &started).expect("legal")
 }
@@ -170,7 +171,7 @@ fn unusable_repository_settings_block_the_run_with_the_reason_and_unblock_is_ref
     };
     let refusal = run.refuse(command(Command::Unblock {
         reason: "fixed it".into(),
-        facts: facts(None),
+        facts: Box::new(facts(None)),
     }));
     assert!(
         matches!(refusal, Refusal::Unblock(UnblockRefusal::NeverStarted)),

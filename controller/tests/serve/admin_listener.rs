@@ -99,6 +99,57 @@ async fn with_the_sandbox_off_the_dashboard_and_readyz_say_so() {
     }
 }
 
+/// A world whose admin listener binds every address (`0.0.0.0`, a free
+/// port), with `env` added; requests still go over loopback.
+async fn world_with_public_admin(env: &[(&str, &str)]) -> (World, String) {
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    env.push(("AUTOFORGE_SERVER_ADMIN_LISTEN".into(), "0.0.0.0:0".into()));
+    let world = World::start_with(WorldOptions {
+        env,
+        ..WorldOptions::default()
+    })
+    .await;
+    let admin = world.admin_url().replace("0.0.0.0", "127.0.0.1");
+    (world, admin)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn off_loopback_without_a_token_neither_dashboard_nor_metrics_is_served() {
+    let (world, admin) = world_with_public_admin(&[]).await;
+    for path in ["/", "/metrics"] {
+        let url = format!("{admin}{path}");
+        assert_eq!(
+            status(&world, reqwest::Method::GET, url).await,
+            404,
+            "{path}"
+        );
+    }
+    let url = format!("{admin}/readyz");
+    assert_eq!(status(&world, reqwest::Method::GET, url).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn off_loopback_metrics_and_pages_need_the_dashboard_token_as_bearer() {
+    let token = "scrape-me-7c1f";
+    let (world, admin) = world_with_public_admin(&[("AUTOFORGE_DASHBOARD_TOKEN", token)]).await;
+    for path in ["/", "/metrics"] {
+        let bare = world.http.get(format!("{admin}{path}")).send().await;
+        assert_eq!(bare.unwrap().status(), 401, "{path}");
+        let scraped = world
+            .http
+            .get(format!("{admin}{path}"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(scraped.status(), 200, "{path}");
+        assert!(!scraped.text().await.unwrap().contains(token));
+    }
+}
+
 #[test]
 fn serve_refuses_one_address_for_both_listeners() {
     let state = tempfile::tempdir().unwrap();

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use super::GlobalArgs;
 use crate::config::{self, Config, Environment, Origin};
+use crate::dashboard::DashboardAccess;
 use crate::sandbox::{SandboxMode, describe_launch, describe_validation, system_mounts};
 
 /// Prints the embedded schema to stdout, byte for byte as shipped.
@@ -38,6 +39,7 @@ pub(super) fn check(global: &GlobalArgs, file: Option<&Path>) -> ExitCode {
                 Origin::File(path) => println!("ok: {}", path.display()),
                 Origin::EnvironmentOnly => println!("ok: no config file, environment only"),
             }
+            print_listeners(&loaded);
             print_sandboxes(&loaded);
             ExitCode::SUCCESS
         }
@@ -46,6 +48,24 @@ pub(super) fn check(global: &GlobalArgs, file: Option<&Path>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Where serve will listen, and who gets the dashboard and `/metrics`.
+fn print_listeners(config: &Config) {
+    let server = &config.settings.server;
+    let access = DashboardAccess::for_listener(
+        &server.admin_listen.to_string(),
+        config.dashboard_token.clone(),
+    );
+    println!(
+        "webhook listener: {} (/webhook, /healthz, /readyz)",
+        server.listen
+    );
+    println!(
+        "admin listener: {} (dashboard, /metrics, /healthz, /readyz); dashboard and /metrics {}",
+        server.admin_listen,
+        access.describe()
+    );
 }
 
 /// The effective sandbox of every profile and of the validation commands:

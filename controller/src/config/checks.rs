@@ -10,7 +10,7 @@ use super::agents::pointer_to_key;
 use super::env::Provenance;
 use super::problem::Problem;
 use super::schema::dotted_key;
-use super::settings::Settings;
+use super::settings::{ServerSettings, Settings};
 use crate::agents::profile::{RoundRange, UsagePattern};
 
 /// Values that must parse as something richer than the schema knows.
@@ -23,14 +23,19 @@ pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem>
         );
     };
 
-    if let Some(listen) = doc.pointer("/server/listen").and_then(Value::as_str)
-        && listen.parse::<std::net::SocketAddr>().is_err()
-    {
-        report(
-            "/server/listen",
-            "socket-address",
-            format!("`{listen}` is not IP:PORT, e.g. 127.0.0.1:8080"),
-        );
+    for (pointer, example) in [
+        ("/server/listen", "127.0.0.1:8080"),
+        ("/server/admin_listen", "127.0.0.1:8081"),
+    ] {
+        if let Some(listen) = doc.pointer(pointer).and_then(Value::as_str)
+            && listen.parse::<std::net::SocketAddr>().is_err()
+        {
+            report(
+                pointer,
+                "socket-address",
+                format!("`{listen}` is not IP:PORT, e.g. {example}"),
+            );
+        }
     }
     if let Some(url) = doc.pointer("/github/api_url").and_then(Value::as_str)
         && let Err(message) = check_http_url(url)
@@ -82,22 +87,48 @@ fn check_http_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// Consistency between sections of the typed settings: the agent section
-/// must convert into the runtime catalog, for the configured round cap.
+/// Consistency between keys of the typed settings: the two listeners must
+/// not share a socket, and the agent section must convert into the runtime
+/// catalog, for the configured round cap.
 pub(crate) fn check_cross_references(settings: &Settings, provenance: &Provenance) -> Vec<Problem> {
-    let Err(problems) = settings
+    let mut found = Vec::new();
+    if let Some(message) = listeners_collide(&settings.server) {
+        found.push((
+            "/server/admin_listen".to_owned(),
+            "distinct-listeners",
+            message,
+        ));
+    }
+    if let Err(problems) = settings
         .agents
         .catalog_pointed(settings.limits.review_rounds)
-    else {
-        return Vec::new();
-    };
-    problems
+    {
+        found.extend(problems);
+    }
+    found
         .into_iter()
         .map(|(pointer, rule, message)| {
             Problem::new(pointer_to_key(&pointer), rule, message)
                 .with_env_var(provenance.var_for(&pointer))
         })
         .collect()
+}
+
+/// Why the webhook and admin listeners cannot both be bound, if they
+/// cannot: the same port on the same address, or on an address that
+/// includes the other (`0.0.0.0`, `[::]`). Port 0 lets the system pick a
+/// free port for each, so it never collides.
+fn listeners_collide(server: &ServerSettings) -> Option<String> {
+    let (webhook, admin) = (server.listen, server.admin_listen);
+    let overlapping =
+        webhook.ip() == admin.ip() || webhook.ip().is_unspecified() || admin.ip().is_unspecified();
+    (webhook.port() != 0 && webhook.port() == admin.port() && overlapping).then(|| {
+        format!(
+            "the admin listener `{admin}` would share a socket with the webhook listener \
+             `{webhook}` (server.listen); give it its own port, so that what publishes \
+             /webhook does not also publish the dashboard and /metrics"
+        )
+    })
 }
 
 /// Warnings about settings that are valid but leave features unusable.
@@ -142,6 +173,35 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].key, "server.listen");
         assert_eq!(problems[0].rule, "socket-address");
+    }
+
+    #[test]
+    fn admin_listen_address_must_be_ip_and_port() {
+        let problems = check_values(
+            &json!({"server": {"admin_listen": "admin:8081"}}),
+            &Provenance::default(),
+        );
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].key, "server.admin_listen");
+        assert_eq!(problems[0].rule, "socket-address");
+    }
+
+    #[test]
+    fn the_admin_listener_cannot_share_the_webhook_listeners_socket() {
+        let refused = |listen: &str, admin: &str| {
+            let problems = cross(json!({"server": {"listen": listen, "admin_listen": admin}}));
+            problems
+                .iter()
+                .any(|p| p.key == "server.admin_listen" && p.rule == "distinct-listeners")
+        };
+        assert!(refused("127.0.0.1:8080", "127.0.0.1:8080"));
+        assert!(refused("0.0.0.0:9000", "127.0.0.1:9000"));
+        assert!(refused("127.0.0.1:9000", "[::]:9000"));
+        assert!(!refused("127.0.0.1:8080", "127.0.0.1:8081"));
+        assert!(!refused("0.0.0.0:8080", "127.0.0.1:8081"));
+        assert!(!refused("10.0.0.1:8080", "127.0.0.1:8080"));
+        assert!(!refused("127.0.0.1:0", "127.0.0.1:0"));
+        assert!(cross(json!({})).is_empty(), "the defaults differ");
     }
 
     #[test]

@@ -446,6 +446,19 @@ mod tests {
     }
 
     #[test]
+    fn the_admin_listener_has_its_own_variable() {
+        let env = Environment::from_pairs([("AUTOFORGE_SERVER_ADMIN_LISTEN", "127.0.0.1:9091")]);
+        let mut doc = json!({});
+        let provenance = apply_overrides(&mut doc, &env);
+        assert_eq!(doc["server"]["admin_listen"], json!("127.0.0.1:9091"));
+        assert_eq!(doc["server"].get("listen"), None);
+        assert_eq!(
+            provenance.var_for("/server/admin_listen"),
+            Some("AUTOFORGE_SERVER_ADMIN_LISTEN")
+        );
+    }
+
+    #[test]
     fn ipv6_listen_address_is_not_mistaken_for_json() {
         let env = Environment::from_pairs([("AUTOFORGE_SERVER_LISTEN", "[::1]:8080")]);
         let mut doc = json!({});

@@ -100,13 +100,18 @@ impl Default for WebhookSettings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerSettings {
+    /// The webhook listener: `/webhook` and the probes, nothing else.
     pub listen: SocketAddr,
+    /// The admin listener: the dashboard, `/metrics` and the probes. Kept
+    /// apart so that whatever publishes `/webhook` does not publish these.
+    pub admin_listen: SocketAddr,
 }
 
 impl Default for ServerSettings {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 8081)),
         }
     }
 }
@@ -403,6 +408,7 @@ mod tests {
     fn empty_document_deserialises_to_the_defaults() {
         let settings: Settings = serde_json::from_value(json!({})).expect("defaults");
         assert_eq!(settings.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(settings.server.admin_listen.to_string(), "127.0.0.1:8081");
         assert_eq!(settings.webhook.max_body_bytes, 26_214_400);
         assert_eq!(settings.merge.mode, MergeMode::Never);
         assert_eq!(settings.operators.min_permission, Permission::Write);

@@ -1,14 +1,16 @@
 //! The read-only dashboard (SPEC §15): `/` lists runs with phase and age,
 //! `/runs/{id}` shows one run's timeline of transitions, its GitHub writes
 //! (stage, attempts, links), agent launches (profile, exit, duration,
-//! tokens, log tail) and validations.
+//! tokens, log tail) and validations. Every page carries a warning banner
+//! while `agents.sandbox` is off.
 //!
-//! Who may look (SPEC §17): the pages show issue titles' runs, agent logs
-//! and refusal reasons, so they are served openly only when `serve`
-//! listens on a loopback address. On any other address they need the
+//! Who may look (SPEC §17): the pages show runs, agent logs and refusal
+//! reasons, so [`DashboardAccess`] serves them openly only when the admin
+//! listener is on a loopback address. On any other address they need the
 //! access token (`AUTOFORGE_DASHBOARD_TOKEN`), sent as a bearer token or
 //! as the password of HTTP basic authentication (what a phone's browser
-//! can prompt for); without a token they are not served at all.
+//! can prompt for); without a token they are not served at all. `serve`
+//! puts `/metrics` behind the same guard.
 
 mod pages;
 mod view;
@@ -29,7 +31,10 @@ use sha2::{Digest, Sha256};
 
 pub use pages::Links;
 
-/// Who may see the dashboard.
+use crate::sandbox::SandboxMode;
+
+/// Who may see the dashboard (and whatever else [`DashboardAccess::guard`]
+/// wraps, such as `/metrics`).
 #[derive(Clone)]
 pub enum DashboardAccess {
     /// Loopback listener: whoever can reach it is on this machine.
@@ -41,7 +46,7 @@ pub enum DashboardAccess {
 }
 
 impl DashboardAccess {
-    /// The rule of SPEC §17 for a server bound to `listen`.
+    /// The rule of SPEC §17 for the admin listener bound to `listen`.
     pub fn for_listener(listen: &str, token: Option<SecretString>) -> DashboardAccess {
         match token {
             Some(token) => DashboardAccess::Token(token),
@@ -49,6 +54,44 @@ impl DashboardAccess {
             None => DashboardAccess::Disabled,
         }
     }
+
+    /// One line for `config check` and start-up logs: who gets the pages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            DashboardAccess::Open => "served without a token (loopback address)",
+            DashboardAccess::Token(_) => "served to requests carrying AUTOFORGE_DASHBOARD_TOKEN",
+            DashboardAccess::Disabled => {
+                "not served: the address is not loopback and AUTOFORGE_DASHBOARD_TOKEN is not set"
+            }
+        }
+    }
+
+    /// `routes` under this rule: as they are, behind the token check, or
+    /// replaced by nothing (every path then answers 404).
+    pub fn guard(self, routes: Router) -> Router {
+        match self {
+            DashboardAccess::Open => routes,
+            DashboardAccess::Token(token) => routes.layer(middleware::from_fn_with_state(
+                Arc::new(token),
+                require_token,
+            )),
+            DashboardAccess::Disabled => {
+                tracing::warn!(
+                    "the dashboard and /metrics are off: the admin listener is on a \
+                     non-loopback address and AUTOFORGE_DASHBOARD_TOKEN is not set"
+                );
+                Router::new()
+            }
+        }
+    }
+}
+
+/// What every page needs besides its own data.
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub links: Links,
+    /// `Off` puts the unsandboxed-agents banner on every page.
+    pub sandbox: SandboxMode,
 }
 
 /// `127.0.0.1:8080`, `[::1]:8080` or `localhost:8080`.
@@ -64,39 +107,25 @@ fn is_loopback(listen: &str) -> bool {
 #[derive(Clone)]
 struct Dashboard {
     journal: Journal,
-    links: Arc<Links>,
+    site: Arc<Site>,
 }
 
-/// The dashboard's routes; empty when `access` is [`DashboardAccess::Disabled`].
-pub fn dashboard_router(journal: Journal, links: Links, access: DashboardAccess) -> Router {
-    let token = match access {
-        DashboardAccess::Disabled => {
-            tracing::warn!(
-                "the dashboard is off: serve listens on a non-loopback address and \
-                 AUTOFORGE_DASHBOARD_TOKEN is not set"
-            );
-            return Router::new();
-        }
-        DashboardAccess::Open => None,
-        DashboardAccess::Token(token) => Some(Arc::new(token)),
-    };
+/// The dashboard's routes, unguarded: wrap them in
+/// [`DashboardAccess::guard`] before serving them.
+pub fn dashboard_router(journal: Journal, site: Site) -> Router {
     let state = Dashboard {
         journal,
-        links: Arc::new(links),
+        site: Arc::new(site),
     };
-    let routes = Router::new()
+    Router::new()
         .route("/", get(index))
         .route("/runs/{id}", get(run))
-        .with_state(state);
-    match token {
-        None => routes,
-        Some(token) => routes.layer(middleware::from_fn_with_state(token, require_token)),
-    }
+        .with_state(state)
 }
 
 async fn index(State(dashboard): State<Dashboard>) -> Response {
     match view::load_index(&dashboard.journal).await {
-        Ok(runs) => Html(pages::index(&runs, &dashboard.links, chrono::Utc::now()).into_string())
+        Ok(runs) => Html(pages::index(&runs, &dashboard.site, chrono::Utc::now()).into_string())
             .into_response(),
         Err(error) => unavailable(&error),
     }
@@ -108,7 +137,7 @@ async fn run(State(dashboard): State<Dashboard>, Path(id): Path<String>) -> Resp
     };
     match view::load_run(&dashboard.journal, RunId(id)).await {
         Ok(Some(detail)) => {
-            Html(pages::run(&detail, &dashboard.links, chrono::Utc::now()).into_string())
+            Html(pages::run(&detail, &dashboard.site, chrono::Utc::now()).into_string())
                 .into_response()
         }
         Ok(None) => (StatusCode::NOT_FOUND, "no such run").into_response(),
@@ -135,7 +164,7 @@ async fn require_token(
     }
     let mut refused = (
         StatusCode::UNAUTHORIZED,
-        "the dashboard needs its access token",
+        "this page needs the dashboard access token",
     )
         .into_response();
     refused.headers_mut().insert(

@@ -5,7 +5,9 @@
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
 
+use super::Site;
 use super::view::{RunDetail, RunSummary};
+use crate::sandbox::SandboxMode;
 
 /// Where links to GitHub point (`https://github.com` for github.com).
 #[derive(Debug, Clone)]
@@ -33,9 +35,26 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1rem;max-width
 table{border-collapse:collapse;width:100%;font-size:.9rem}\
 th,td{border-bottom:1px solid #ddd;padding:.3rem .4rem;text-align:left;vertical-align:top}\
 .scroll{overflow-x:auto}code,pre{font-size:.8rem}pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem}\
-.BLOCKED,.FAILED{color:#b00}.DONE{color:#070}.STOPPED{color:#777}";
+.BLOCKED,.FAILED{color:#b00}.DONE{color:#070}.STOPPED{color:#777}\
+.unsandboxed{border:2px solid #b00;background:#fff0f0;padding:.5rem .8rem}";
 
-fn page(title: &str, now: DateTime<Utc>, body: Markup) -> Markup {
+/// Shown on every page while agents run outside the sandbox: whoever
+/// looks at runs should know that a prompt-injected agent could have
+/// reached everything the controller can.
+fn unsandboxed_banner() -> Markup {
+    html! {
+        div.unsandboxed role="alert" {
+            strong { "Agents run unsandboxed." }
+            " " code { "agents.sandbox = \"off\"" } " is set, so agent launches and validation \
+            commands run as plain processes of the controller and can read everything it can \
+            (its database, keys and every repository mirror). To turn the sandbox back on, \
+            remove the setting (or set " code { "agents.sandbox = \"bubblewrap\"" } ") and \
+            restart; " code { "autoforge config check" } " shows what each launch would see."
+        }
+    }
+}
+
+fn page(title: &str, site: &Site, now: DateTime<Utc>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -49,6 +68,7 @@ fn page(title: &str, now: DateTime<Utc>, body: Markup) -> Markup {
             }
             body {
                 p { a href="/" { "autoforge" } " · rendered " (now.format("%Y-%m-%d %H:%M:%S UTC")) }
+                @if site.sandbox == SandboxMode::Off { (unsandboxed_banner()) }
                 (body)
             }
         }
@@ -73,10 +93,12 @@ pub fn age(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
 }
 
 /// `/`: every run, newest first.
-pub fn index(runs: &[RunSummary], links: &Links, now: DateTime<Utc>) -> Markup {
+pub fn index(runs: &[RunSummary], site: &Site, now: DateTime<Utc>) -> Markup {
     let active = runs.iter().filter(|r| r.active).count();
+    let links = &site.links;
     page(
         "runs",
+        site,
         now,
         html! {
             h1 { "Runs" }
@@ -112,10 +134,12 @@ fn duration(ms: Option<i64>) -> String {
 }
 
 /// `/runs/{id}`: one run's timeline, writes, launches and validations.
-pub fn run(detail: &RunDetail, links: &Links, now: DateTime<Utc>) -> Markup {
+pub fn run(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
     let run = &detail.summary;
+    let links = &site.links;
     page(
         &format!("run {}", run.id),
+        site,
         now,
         html! {
             h1 { "Run #" (run.id) " · " span class=(run.phase) { (run.phase) } }
@@ -205,9 +229,12 @@ mod tests {
         }
     }
 
-    fn links() -> Links {
-        Links {
-            html_base: "https://github.com/".into(),
+    fn site(sandbox: SandboxMode) -> Site {
+        Site {
+            links: Links {
+                html_base: "https://github.com/".into(),
+            },
+            sandbox,
         }
     }
 
@@ -222,12 +249,59 @@ mod tests {
 
     #[test]
     fn the_index_links_each_run_and_its_issue() {
-        let html = index(&[summary()], &links(), at(90)).into_string();
+        let html = index(&[summary()], &site(SandboxMode::Bubblewrap), at(90)).into_string();
         assert!(html.contains(r#"href="/runs/7""#), "{html}");
         assert!(html.contains(r#"href="https://github.com/acme/widgets/issues/12""#));
         assert!(html.contains(r#"href="https://github.com/acme/widgets/issues/3""#));
         assert!(html.contains("1 active, 1 shown"));
         assert!(!html.contains("<script"));
+    }
+
+    fn detail() -> RunDetail {
+        RunDetail {
+            summary: summary(),
+            round: None,
+            pr: None,
+            blocked_reason: None,
+            failure: None,
+            timeline: Vec::new(),
+            effects: Vec::new(),
+            launches: Vec::new(),
+            validations: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_page_warns_while_agents_run_unsandboxed() {
+        let off = site(SandboxMode::Off);
+        for html in [
+            index(&[summary()], &off, at(90)).into_string(),
+            index(&[], &off, at(90)).into_string(),
+            run(&detail(), &off, at(90)).into_string(),
+        ] {
+            assert!(
+                html.contains(r#"class="unsandboxed" role="alert""#),
+                "{html}"
+            );
+            assert!(html.contains("Agents run unsandboxed."), "{html}");
+            assert!(
+                html.contains("agents.sandbox = &quot;bubblewrap&quot;"),
+                "{html}"
+            );
+        }
+        let on = site(SandboxMode::Bubblewrap);
+        for html in [
+            index(&[summary()], &on, at(90)).into_string(),
+            run(&detail(), &on, at(90)).into_string(),
+        ] {
+            assert!(!html.contains("Agents run unsandboxed"), "{html}");
+            assert!(!html.contains(r#"role="alert""#), "{html}");
+        }
+    }
+
+    #[test]
+    fn the_unsandboxed_banner_reads_as_written() {
+        insta::assert_snapshot!(unsandboxed_banner().into_string());
     }
 
     #[test]
@@ -255,7 +329,7 @@ mod tests {
             launches: Vec::new(),
             validations: Vec::new(),
         };
-        let html = run(&detail, &links(), at(60)).into_string();
+        let html = run(&detail, &site(SandboxMode::Bubblewrap), at(60)).into_string();
         assert!(!html.contains("<script>alert"), "{html}");
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(!html.contains("<img src=x"));

@@ -11,10 +11,17 @@ use serde_json::json;
 use std::time::Duration;
 use tower::ServiceExt;
 
-fn links() -> Links {
-    Links {
-        html_base: "https://github.example".into(),
+fn site() -> Site {
+    Site {
+        links: Links {
+            html_base: "https://github.example".into(),
+        },
+        sandbox: SandboxMode::Bubblewrap,
     }
+}
+
+fn guarded(db: &TestDatabase, access: DashboardAccess) -> Router {
+    access.guard(dashboard_router(db.journal().clone(), site()))
 }
 
 /// A run that went IMPLEMENT → BLOCKED with one observed comment and one
@@ -107,7 +114,7 @@ async fn a_run_page_shows_its_transitions_writes_launches_and_blocked_reason() {
     let db = TestDatabase::fresh().await;
     let logs = tempfile::tempdir().unwrap();
     let id = seeded(&db, logs.path()).await;
-    let app = dashboard_router(db.journal().clone(), links(), DashboardAccess::Open);
+    let app = guarded(&db, DashboardAccess::Open);
 
     let (status, html) = get(&app, "/", None).await;
     assert_eq!(status, StatusCode::OK);
@@ -132,7 +139,7 @@ async fn a_run_page_shows_its_transitions_writes_launches_and_blocked_reason() {
 #[tokio::test]
 async fn unknown_and_malformed_run_ids_are_told_apart() {
     let db = TestDatabase::fresh().await;
-    let app = dashboard_router(db.journal().clone(), links(), DashboardAccess::Open);
+    let app = guarded(&db, DashboardAccess::Open);
     assert_eq!(
         get(&app, "/runs/999999", None).await.0,
         StatusCode::NOT_FOUND
@@ -150,7 +157,7 @@ async fn unknown_and_malformed_run_ids_are_told_apart() {
 async fn with_a_token_every_page_needs_it_as_bearer_or_basic_password() {
     let db = TestDatabase::fresh().await;
     let token = SecretString::from("s3cret-token".to_owned());
-    let app = dashboard_router(db.journal().clone(), links(), DashboardAccess::Token(token));
+    let app = guarded(&db, DashboardAccess::Token(token));
     let (status, body) = get(&app, "/", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(!body.contains("s3cret"));
@@ -177,8 +184,8 @@ async fn with_a_token_every_page_needs_it_as_bearer_or_basic_password() {
 #[tokio::test]
 async fn a_public_listener_without_a_token_serves_no_dashboard() {
     let db = TestDatabase::fresh().await;
-    let access = DashboardAccess::for_listener("0.0.0.0:8080", None);
-    let app = dashboard_router(db.journal().clone(), links(), access);
+    let access = DashboardAccess::for_listener("0.0.0.0:8081", None);
+    let app = guarded(&db, access);
     assert_eq!(get(&app, "/", None).await.0, StatusCode::NOT_FOUND);
 }
 

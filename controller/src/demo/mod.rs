@@ -16,6 +16,7 @@ mod settings;
 mod timeline;
 mod world;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ use autoforge_journal::Run;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::config::{Config, ServerSettings};
 use crate::database::OpenDatabase;
 pub use agents::DemoAgents;
 pub use report::{DemoReport, ReportedRun, RequestSummary};
@@ -261,10 +262,17 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
     let hub = fakehub::start(fakehub::Config::default())
         .await
         .context("cannot start fakehub")?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .context("cannot bind a local port for the controller")?;
-    let serve_url = format!("http://{}", listener.local_addr()?);
+    // Both listeners on free loopback ports: several demos (and a real
+    // serve on the default ports) can run side by side.
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let listeners = crate::serve::Listeners::bind(&ServerSettings {
+        listen: loopback,
+        admin_listen: loopback,
+    })
+    .await
+    .context("cannot bind local ports for the controller")?;
+    let serve_url = format!("http://{}", listeners.webhook.local_addr()?);
+    let admin_url = format!("http://{}", listeners.admin.local_addr()?);
     let secret = SecretString::from(format!("demo-{}", uuid::Uuid::new_v4().simple()));
     let world = world::seed(&hub, &format!("{serve_url}/webhook"), &secret).await?;
     let key_file = state.path().join("app.pem");
@@ -311,13 +319,14 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
         world: &world,
         state: state.path(),
         serve_url: &serve_url,
+        admin_url: &admin_url,
     };
     let outcome = demo
         .drive(
             Arc::new(config),
             &database,
             secret,
-            listener,
+            listeners,
             timeline,
             &mut signals,
         )
@@ -337,7 +346,10 @@ struct Demo<'a> {
     hub: &'a fakehub::Handle,
     world: &'a DemoWorld,
     state: &'a Path,
+    /// The webhook listener.
     serve_url: &'a str,
+    /// The admin listener: dashboard and metrics.
+    admin_url: &'a str,
 }
 
 impl Demo<'_> {
@@ -346,7 +358,7 @@ impl Demo<'_> {
         config: Arc<Config>,
         database: &OpenDatabase,
         secret: SecretString,
-        listener: tokio::net::TcpListener,
+        listeners: crate::serve::Listeners,
         mut timeline: timeline::Timeline,
         signals: &mut StopSignals,
     ) -> anyhow::Result<DemoEnd> {
@@ -360,7 +372,7 @@ impl Demo<'_> {
             let config = Arc::clone(&config);
             let journal = journal.clone();
             tokio::spawn(async move {
-                crate::serve::serve_on(&config, journal, secret, listener, async {
+                crate::serve::serve_on(&config, journal, secret, listeners, async {
                     let _ignored = stopped.await;
                 })
                 .await
@@ -418,7 +430,10 @@ impl Demo<'_> {
         timeline: &mut timeline::Timeline,
     ) -> anyhow::Result<DemoEnd> {
         self.wait_ready(serve).await?;
-        timeline.say(&format!("controller ready at {}", self.serve_url));
+        timeline.say(&format!(
+            "controller ready: webhook at {}, dashboard at {}/",
+            self.serve_url, self.admin_url
+        ));
         world::label_epic(self.hub, self.world, &config.settings.labels.trigger).await?;
         timeline.say(&format!(
             "{} labelled EPIC #{} `{}`",
@@ -487,8 +502,9 @@ impl Demo<'_> {
             "  repository            {}",
             self.hub.git_url(world::OPERATOR, world::REPOSITORY)
         );
-        println!("  dashboard             {}/", self.serve_url);
-        println!("  metrics               {}/metrics", self.serve_url);
+        println!("  webhook               {}/webhook", self.serve_url);
+        println!("  dashboard             {}/", self.admin_url);
+        println!("  metrics               {}/metrics", self.admin_url);
         println!("  state directory       {}", self.state.display());
         println!(
             "  operator token        in {} (curl -H \"Authorization: token $(cat FILE)\" …)",

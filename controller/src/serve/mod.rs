@@ -1,23 +1,27 @@
 //! `autoforge serve`: the process wiring. It opens the database, binds the
-//! listener and runs the intake loops (dispatcher, poller), the run driver
-//! and the HTTP surface together until a signal stops them (SPEC §14).
+//! webhook and admin listeners and runs the intake loops (dispatcher,
+//! poller), the run driver and the HTTP surface together until a signal
+//! stops them (SPEC §14).
 //!
 //! Start-up order: the webhook secret is required before anything else;
 //! then the database (the managed local Postgres when no URL is set) is
-//! opened and migrated, the GitHub client learns the App's identity, the
-//! listener is bound and the dispatcher and poller start. On SIGTERM/SIGINT
-//! the listener stops accepting, in-flight requests finish, the loops stop
+//! opened and migrated, both listeners are bound, the GitHub client learns
+//! the App's identity and the dispatcher and poller start. On SIGTERM/SIGINT
+//! both listeners stop accepting, in-flight requests finish, the loops stop
 //! after the item in hand, and the database is closed (and the managed
 //! cluster stopped).
 
 mod http;
 
-pub use http::router;
+pub use http::{admin_listener_router, webhook_listener_router};
+
+use std::net::SocketAddr;
 
 use anyhow::Context;
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::Config;
+use crate::config::{Config, ServerSettings};
 use crate::database::OpenDatabase;
 use crate::intake::{Dispatcher, GitHubAccess, Poller};
 
@@ -40,22 +44,44 @@ async fn run_with_database(
         .migrate()
         .await
         .context("applying the database migrations failed")?;
-    let listener = tokio::net::TcpListener::bind(config.settings.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.settings.server.listen))?;
-    serve_on(config, journal, secret, listener, shutdown_signal()).await
+    let listeners = Listeners::bind(&config.settings.server).await?;
+    serve_on(config, journal, secret, listeners, shutdown_signal()).await
 }
 
-/// Serves an already migrated journal on `listener` until `shutdown`
+/// The two sockets serve answers on: `/webhook` on one, the dashboard and
+/// `/metrics` on the other, so that exposing the first exposes nothing
+/// else. Both carry the health probes.
+pub struct Listeners {
+    pub webhook: TcpListener,
+    pub admin: TcpListener,
+}
+
+impl Listeners {
+    /// Binds `server.listen` and `server.admin_listen`.
+    pub async fn bind(server: &ServerSettings) -> anyhow::Result<Listeners> {
+        Ok(Listeners {
+            webhook: bind(server.listen, "server.listen").await?,
+            admin: bind(server.admin_listen, "server.admin_listen").await?,
+        })
+    }
+}
+
+async fn bind(address: SocketAddr, key: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address} ({key})"))
+}
+
+/// Serves an already migrated journal on `listeners` until `shutdown`
 /// resolves, then stops the loops after the item in hand. `run` passes the
-/// SIGTERM/SIGINT future; `autoforge demo` binds the listener itself (its
+/// SIGTERM/SIGINT future; `autoforge demo` binds the listeners itself (its
 /// fake GitHub must know the webhook URL before serve starts) and stops on
 /// its own terms.
 pub async fn serve_on(
     config: &Config,
     journal: autoforge_journal::Journal,
     secret: secrecy::SecretString,
-    listener: tokio::net::TcpListener,
+    listeners: Listeners,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     // Agents and validation commands start only inside the sandbox: a host
@@ -74,11 +100,13 @@ pub async fn serve_on(
     let driver = crate::driver::driver_from_config(config, &access, journal.clone())
         .await
         .context("cannot set up the run driver")?;
-    let address = listener.local_addr()?;
-    // The first stdout line tells scripts and tests where we listen (the
-    // configured port may be 0).
+    let address = listeners.webhook.local_addr()?;
+    let admin_address = listeners.admin.local_addr()?;
+    // The first two stdout lines tell scripts and tests where we listen
+    // (the configured ports may be 0).
     println!("listening on http://{address}");
-    tracing::info!(%address, app = %access.app_slug, "autoforge serve started");
+    println!("admin listening on http://{admin_address}");
+    tracing::info!(%address, %admin_address, app = %access.app_slug, "autoforge serve started");
 
     let (stop_loops, loops_stopped) = watch::channel(false);
     let wakeup = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -95,23 +123,7 @@ pub async fn serve_on(
     let poller = tokio::spawn(poller.run(loops_stopped.clone()));
     let driver = tokio::spawn(driver.run(loops_stopped));
 
-    let dashboard = crate::dashboard::dashboard_router(
-        journal.clone(),
-        crate::dashboard::Links {
-            html_base: crate::publish::html_base(&config.settings.github.api_url),
-        },
-        crate::dashboard::DashboardAccess::for_listener(
-            &config.settings.server.listen.to_string(),
-            config.dashboard_token.clone(),
-        ),
-    );
-    let app = router(journal, secret, wakeup)
-        .merge(dashboard)
-        .layer(axum::Extension(sandbox));
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("the HTTP server failed");
+    let served = serve_http(config, journal, secret, wakeup, listeners, shutdown).await;
     tracing::info!(
         "stopped accepting requests; stopping the dispatcher, the poller and the driver"
     );
@@ -122,6 +134,63 @@ pub async fn serve_on(
         }
     }
     served
+}
+
+/// Both listeners until `shutdown` resolves (or one of them fails, which
+/// stops the other too).
+async fn serve_http(
+    config: &Config,
+    journal: autoforge_journal::Journal,
+    secret: secrecy::SecretString,
+    wakeup: std::sync::Arc<tokio::sync::Notify>,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let sandbox = config.settings.agents.sandbox;
+    let admin_address = listeners.admin.local_addr()?;
+    let dashboard_access = crate::dashboard::DashboardAccess::for_listener(
+        &admin_address.to_string(),
+        config.dashboard_token.clone(),
+    );
+    tracing::info!(
+        address = %admin_address,
+        "dashboard and /metrics: {}",
+        dashboard_access.describe()
+    );
+    let site = crate::dashboard::Site {
+        links: crate::dashboard::Links {
+            html_base: crate::publish::html_base(&config.settings.github.api_url),
+        },
+        sandbox,
+    };
+    let webhook_app =
+        webhook_listener_router(journal.clone(), secret, wakeup).layer(axum::Extension(sandbox));
+    let admin_app =
+        admin_listener_router(journal, site, dashboard_access).layer(axum::Extension(sandbox));
+
+    // One shutdown signal, passed on to both servers.
+    let (stop, stopping) = watch::channel(false);
+    let forward = async move {
+        shutdown.await;
+        let _ignored = stop.send(true);
+        Ok::<(), anyhow::Error>(())
+    };
+    let stopped = |mut stopping: watch::Receiver<bool>| async move {
+        // An error means the sender is gone, which is a stop as well.
+        let _ignored = stopping.wait_for(|stop| *stop).await;
+    };
+    let webhook = axum::serve(listeners.webhook, webhook_app)
+        .with_graceful_shutdown(stopped(stopping.clone()))
+        .into_future();
+    let admin = axum::serve(listeners.admin, admin_app)
+        .with_graceful_shutdown(stopped(stopping))
+        .into_future();
+    tokio::try_join!(
+        forward,
+        async { webhook.await.context("the webhook listener failed") },
+        async { admin.await.context("the admin listener failed") },
+    )
+    .map(|((), (), ())| ())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -137,7 +137,13 @@ fn starts_with_no_config_file_at_all() {
         ],
     );
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    assert_eq!(run.stdout(), "ok: no config file, environment only\n");
+    assert_eq!(
+        run.stdout(),
+        "ok: no config file, environment only\n\
+         webhook listener: 127.0.0.1:8080 (/webhook, /healthz, /readyz)\n\
+         admin listener: 127.0.0.1:8081 (dashboard, /metrics, /healthz, /readyz); \
+         dashboard and /metrics served without a token (loopback address)\n"
+    );
     assert!(!run.stderr().contains("ghp_fromenv"));
 }
 
@@ -145,20 +151,17 @@ fn starts_with_no_config_file_at_all() {
 fn config_file_is_found_through_the_flag_the_variable_and_the_working_directory() {
     let sandbox = Sandbox::new();
     let named = sandbox.file("named.toml", "");
+    let source = |run: &Run| run.stdout().lines().next().unwrap_or_default().to_owned();
     let run = sandbox.run(&["--config", path_str(&named), "config", "check"], &[]);
-    assert_eq!(run.stdout(), format!("ok: {}\n", named.display()));
+    assert_eq!(source(&run), format!("ok: {}", named.display()));
     let run = sandbox.run(
         &["config", "check"],
         &[("AUTOFORGE_CONFIG", path_str(&named))],
     );
-    assert_eq!(run.stdout(), format!("ok: {}\n", named.display()));
+    assert_eq!(source(&run), format!("ok: {}", named.display()));
     sandbox.file("autoforge.toml", "");
     let run = sandbox.run(&["config", "check"], &[]);
-    assert!(
-        run.stdout().ends_with("autoforge.toml\n"),
-        "{}",
-        run.stdout()
-    );
+    assert!(source(&run).ends_with("autoforge.toml"), "{}", run.stdout());
 }
 
 #[test]

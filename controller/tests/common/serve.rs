@@ -25,8 +25,11 @@ pub const POLL_SECONDS: u64 = 5;
 /// The serve process of a world and what restarting it needs.
 pub struct Served {
     child: Child,
-    /// `http://127.0.0.1:PORT` of the serve process.
+    /// `http://127.0.0.1:PORT` of the serve process's webhook listener.
     url: String,
+    /// `http://127.0.0.1:PORT` of its admin listener (dashboard, metrics);
+    /// the system picks the port, so it changes on a restart.
+    admin_url: String,
     /// The App's id and private key, to act as the App (e.g. redeliver).
     app_id: u64,
     app_key: secrecy::SecretString,
@@ -106,10 +109,11 @@ impl World {
         }
         let mut command = full_serve_command(hub, &world.db, &options, state.path(), app.id, port);
         command.envs(options.env.iter().map(|(k, v)| (k, v)));
-        let child = spawn_and_wait_for_listening(command);
+        let (child, admin_url) = spawn_and_wait_for_listening(command);
         world.served = Some(Served {
             child,
             url,
+            admin_url,
             app_id: app.id,
             app_key: secrecy::SecretString::from(app.private_key_pem.expose_secret().to_owned()),
             state,
@@ -128,9 +132,16 @@ impl World {
         self.served.as_mut().expect("a world made by World::start")
     }
 
-    /// `http://127.0.0.1:PORT` of the serve process.
+    /// `http://127.0.0.1:PORT` of the serve process's webhook listener:
+    /// `/webhook` and the probes only.
     pub fn serve_url(&self) -> &str {
         &self.served().url
+    }
+
+    /// `http://127.0.0.1:PORT` of the serve process's admin listener: the
+    /// dashboard, `/metrics` and the probes.
+    pub fn admin_url(&self) -> &str {
+        &self.served().admin_url
     }
 
     /// The App's id, to act as the App.
@@ -167,7 +178,7 @@ impl World {
     }
 
     /// A second `autoforge serve` on the same database and fakehub (a
-    /// replica), on its own port and state directory; GitHub's webhooks
+    /// replica), on its own ports and state directory; GitHub's webhooks
     /// still go to the first. The caller ends it.
     pub async fn start_replica(&self, state_dir: &Path) -> Child {
         let served = self.served();
@@ -188,7 +199,7 @@ impl World {
             served.app_id,
             free_port(),
         );
-        spawn_and_wait_for_listening(command)
+        spawn_and_wait_for_listening(command).0
     }
 
     /// Starts serve again on the same port, database and state directory
@@ -208,7 +219,10 @@ impl World {
             served.port,
         );
         command.envs(env.iter().copied());
-        self.served_mut().child = spawn_and_wait_for_listening(command);
+        let (child, admin_url) = spawn_and_wait_for_listening(command);
+        let served = self.served_mut();
+        served.child = child;
+        served.admin_url = admin_url;
         self.wait_ready().await;
     }
 
@@ -326,6 +340,8 @@ fn full_serve_command(
             state_dir.join("app.pem"),
         )
         .env("AUTOFORGE_SERVER_LISTEN", format!("127.0.0.1:{port}"))
+        // Nobody needs to know the admin port in advance.
+        .env("AUTOFORGE_SERVER_ADMIN_LISTEN", "127.0.0.1:0")
         .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
     command
 }
@@ -349,29 +365,38 @@ pub fn serve_command(state_dir: &Path) -> Command {
     command
 }
 
-fn spawn_and_wait_for_listening(mut command: Command) -> Child {
+/// Spawns serve and waits for its two "listening" lines; returns the child
+/// and the admin listener's URL from the second.
+fn spawn_and_wait_for_listening(mut command: Command) -> (Child, String) {
     let mut child = command.spawn().expect("spawn autoforge serve");
     let stdout = child.stdout.take().expect("piped stdout");
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
+        for line in lines.by_ref().take(2).map_while(Result::ok) {
             let _sent = sender.send(line);
         }
         // Keep draining so the child never blocks on a full pipe.
         for _line in lines {}
     });
-    match receiver.recv_timeout(Duration::from_secs(60)) {
-        Ok(line) => assert!(
-            line.starts_with("listening on"),
-            "unexpected first line {line}"
-        ),
+    let mut next_line = |what: &str| match receiver.recv_timeout(Duration::from_secs(60)) {
+        Ok(line) => line,
         Err(_) => {
             let status = child.try_wait();
-            panic!("autoforge serve did not start listening: {status:?}");
+            panic!("autoforge serve did not print its {what} line: {status:?}");
         }
-    }
-    child
+    };
+    let webhook = next_line("listening");
+    assert!(
+        webhook.starts_with("listening on http://"),
+        "unexpected first line {webhook}"
+    );
+    let admin = next_line("admin listening");
+    let admin_url = admin
+        .strip_prefix("admin listening on ")
+        .unwrap_or_else(|| panic!("unexpected second line {admin}"))
+        .to_owned();
+    (child, admin_url)
 }
 
 /// Sends SIGTERM to `child` and waits for it (SIGKILL after 20 s).

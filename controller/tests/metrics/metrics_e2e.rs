@@ -15,7 +15,7 @@ use exposition::{Sample, parse_exposition};
 async fn scrape(world: &World) -> Vec<Sample> {
     let response = world
         .http
-        .get(format!("{}/metrics", world.serve_url()))
+        .get(format!("{}/metrics", world.admin_url()))
         .send()
         .await
         .unwrap();

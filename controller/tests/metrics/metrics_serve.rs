@@ -1,4 +1,5 @@
-//! `/metrics` on the real serve router: it renders valid text exposition,
+//! `/metrics` on the real routes of serve's admin listener (deliveries sent
+//! to its webhook listener's routes): it renders valid text exposition,
 //! webhook deliveries move the right counters, and GitHub reads against
 //! fakehub move the request counter and the rate-limit gauges.
 //!
@@ -11,8 +12,10 @@ use crate::common::exposition;
 
 use std::sync::Arc;
 
+use autoforge::dashboard::{DashboardAccess, Links, Site};
 use autoforge::github::{GitHubAuth, GitHubClient, RateScope};
-use autoforge::serve::router;
+use autoforge::sandbox::SandboxMode;
+use autoforge::serve::{admin_listener_router, webhook_listener_router};
 use autoforge::webhook::{MAX_WEBHOOK_BODY_BYTES, sign_body};
 use autoforge_journal::testing::TestDatabase;
 use axum::Router;
@@ -27,17 +30,34 @@ use exposition::{Sample, parse_exposition, value_of};
 
 const SECRET: &str = "metrics-test-secret";
 
-async fn serve_router(db: &TestDatabase) -> Router {
-    router(
-        db.journal().clone(),
-        SecretString::from(SECRET.to_owned()),
-        Arc::new(Notify::new()),
-    )
+/// The routes of serve's two listeners: deliveries go to one, scrapes to
+/// the other, as in production.
+struct Listeners {
+    webhook: Router,
+    admin: Router,
 }
 
-/// Scrapes `/metrics` and checks the whole text parses.
-async fn scrape(app: &Router) -> Vec<Sample> {
+async fn serve_router(db: &TestDatabase) -> Listeners {
+    let site = Site {
+        links: Links {
+            html_base: "https://github.example".into(),
+        },
+        sandbox: SandboxMode::Bubblewrap,
+    };
+    Listeners {
+        webhook: webhook_listener_router(
+            db.journal().clone(),
+            SecretString::from(SECRET.to_owned()),
+            Arc::new(Notify::new()),
+        ),
+        admin: admin_listener_router(db.journal().clone(), site, DashboardAccess::Open),
+    }
+}
+
+/// Scrapes `/metrics` on the admin listener and checks the whole text parses.
+async fn scrape(app: &Listeners) -> Vec<Sample> {
     let response = app
+        .admin
         .clone()
         .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
         .await
@@ -52,19 +72,20 @@ async fn scrape(app: &Router) -> Vec<Sample> {
     parse_exposition(&text).unwrap_or_else(|error| panic!("{error}\n{text}"))
 }
 
-async fn post_webhook(app: &Router, headers: &[(&str, &str)], body: Vec<u8>) -> StatusCode {
+async fn post_webhook(app: &Listeners, headers: &[(&str, &str)], body: Vec<u8>) -> StatusCode {
     let mut builder = Request::post("/webhook").header("content-type", "application/json");
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
-    app.clone()
+    app.webhook
+        .clone()
         .oneshot(builder.body(Body::from(body)).unwrap())
         .await
         .unwrap()
         .status()
 }
 
-async fn post_signed(app: &Router, event: &str, delivery: &str, body: Vec<u8>) -> StatusCode {
+async fn post_signed(app: &Listeners, event: &str, delivery: &str, body: Vec<u8>) -> StatusCode {
     let signature = sign_body(&SecretString::from(SECRET.to_owned()), &body);
     post_webhook(
         app,
@@ -101,6 +122,7 @@ async fn metrics_renders_valid_exposition_with_the_described_families() {
         StatusCode::ACCEPTED
     );
     let response = app
+        .admin
         .clone()
         .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
         .await

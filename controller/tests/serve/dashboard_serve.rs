@@ -1,5 +1,5 @@
 //! The dashboard as `autoforge serve` offers it: the real binary on a
-//! loopback listener, a run started by a labelled issue on fakehub.
+//! loopback admin listener, a run started by a labelled issue on fakehub.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -19,7 +19,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
 
     let index = world
         .http
-        .get(format!("{}/", world.serve_url()))
+        .get(format!("{}/", world.admin_url()))
         .send()
         .await
         .unwrap();
@@ -34,7 +34,7 @@ async fn serve_shows_a_started_run_on_its_loopback_dashboard() {
         Duration::from_secs(20),
         "the run's first transition",
         || {
-            let url = format!("{}/runs/{run}", world.serve_url());
+            let url = format!("{}/runs/{run}", world.admin_url());
             let http = world.http.clone();
             async move {
                 let html = http.get(url).send().await.ok()?.text().await.ok()?;

@@ -1,9 +1,11 @@
-//! `autoforge serve` and its parts: webhook ingress and fixtures, the
-//! dispatcher, operators, repository settings, the dashboard and budgets.
+//! `autoforge serve` and its parts: its two listeners, webhook ingress and
+//! fixtures, the dispatcher, operators, repository settings, the dashboard
+//! and budgets.
 
 #[path = "../common/mod.rs"]
 mod common;
 
+mod admin_listener;
 mod budget_serve;
 mod dashboard_serve;
 mod serve_dispatch;

@@ -73,7 +73,7 @@ async fn bench(duration: Duration, paced_rate: u64) -> anyhow::Result<()> {
     let secret = SecretString::from(SECRET.to_owned());
     // Nobody dispatches here: the bench measures ingress alone.
     let wakeup = Arc::new(tokio::sync::Notify::new());
-    let app = autoforge::serve::router(journal.clone(), secret.clone(), wakeup);
+    let app = autoforge::serve::webhook_listener_router(journal.clone(), secret.clone(), wakeup);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     tokio::spawn(async move { axum::serve(listener, app).await });

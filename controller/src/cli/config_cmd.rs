@@ -102,6 +102,6 @@ fn print_sandboxes(config: &Config) {
     }
     print_own(
         "validation commands".to_owned(),
-        describe_validation(agents.sandbox),
+        describe_validation(&config.settings.validation.sandbox.policy(agents.sandbox)),
     );
 }

@@ -14,7 +14,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::problem::Problem;
-use super::sandbox::ProfileSandbox;
+use super::sandbox::SandboxTable;
 use crate::agents::profile::{
     AgentCatalog, ProfileError, ProfileSpec, ReviewRole, RoleRouting, RoutingError,
 };
@@ -52,7 +52,7 @@ pub struct AgentProfile {
     #[serde(default)]
     pub usage_pattern: Option<String>,
     #[serde(default)]
-    pub sandbox: ProfileSandbox,
+    pub sandbox: SandboxTable,
 }
 
 fn default_idle_timeout() -> u64 {
@@ -279,7 +279,7 @@ fn profile_problem(name: &str, profile: &AgentProfile, error: &ProfileError) -> 
 }
 
 /// `name` as one JSON-pointer segment.
-fn escape(name: &str) -> String {
+pub(crate) fn escape(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
 

@@ -41,7 +41,7 @@ pub use repo::{
     RepositoryAgents, RepositoryLabels, RepositorySettings, RepositorySettingsError,
     RepositoryValidation, parse_repository_settings,
 };
-pub use sandbox::ProfileSandbox;
+pub use sandbox::SandboxTable;
 pub use schema::{SCHEMA_TEXT, schema};
 pub use secrets::{DatabaseSource, GithubAuth};
 pub use settings::{
@@ -161,6 +161,7 @@ pub fn load(
             PathBuf::new()
         }
     };
+    problems.extend(exposure_problems(&settings, &state_dir, file, env));
     let url_var = provenance.var_for("/database/url");
     let resolved = secrets::resolve(&settings, &state_dir, env, url_var, &mut problems);
     if !problems.is_empty() {
@@ -185,6 +186,56 @@ pub fn load(
         dashboard_token: resolved.dashboard_token,
         warnings,
     })
+}
+
+/// Extra sandbox binds that would show the state directory, the config file
+/// or a secret file (see [`sandbox::exposure_problems`]).
+fn exposure_problems(
+    settings: &Settings,
+    state_dir: &Path,
+    file: Option<&Path>,
+    env: &Environment,
+) -> Vec<Problem> {
+    let mut protected = vec![sandbox::Protected {
+        what: "the state directory".to_owned(),
+        path: state_dir.to_owned(),
+    }];
+    if let Some(file) = file {
+        protected.push(sandbox::Protected {
+            what: "the config file".to_owned(),
+            path: file.to_owned(),
+        });
+    }
+    for var in [
+        env::WEBHOOK_SECRET_FILE_VAR,
+        env::GITHUB_TOKEN_FILE_VAR,
+        env::GITHUB_PRIVATE_KEY_FILE_VAR,
+        env::DASHBOARD_TOKEN_FILE_VAR,
+    ] {
+        if let Some(path) = env.non_empty(var) {
+            protected.push(sandbox::Protected {
+                what: format!("the file of {var}"),
+                path: PathBuf::from(path),
+            });
+        }
+    }
+    // An empty state directory means it could not be resolved (reported).
+    protected.retain(|p| !p.path.as_os_str().is_empty());
+    let mut tables = vec![(
+        "/validation/sandbox".to_owned(),
+        &settings.validation.sandbox,
+    )];
+    for (name, profile) in &settings.agents.profiles {
+        let pointer = format!("/agents/profiles/{}/sandbox", agents::escape(name));
+        tables.push((pointer, &profile.sandbox));
+    }
+    tables
+        .into_iter()
+        .flat_map(|(pointer, table)| sandbox::exposure_problems(&pointer, table, &protected))
+        .map(|(pointer, rule, message)| {
+            Problem::new(agents::pointer_to_key(&pointer), rule, message)
+        })
+        .collect()
 }
 
 fn read_document(path: &Path) -> Result<Value, ConfigError> {

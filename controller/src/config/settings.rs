@@ -295,6 +295,8 @@ pub use crate::machine::ValidationCommand;
 pub struct ValidationSettings {
     pub commands: Vec<ValidationCommand>,
     pub timeout_seconds: u64,
+    /// What the commands may reach beyond their export (network, caches).
+    pub sandbox: super::sandbox::SandboxTable,
 }
 
 impl ValidationSettings {
@@ -308,6 +310,7 @@ impl Default for ValidationSettings {
         Self {
             commands: Vec::new(),
             timeout_seconds: 600,
+            sandbox: super::sandbox::SandboxTable::default(),
         }
     }
 }

@@ -69,6 +69,8 @@ pub fn demo_document(settings: &DemoSettings<'_>) -> toml::Table {
                 toml::Value::Array(vec![text(super::world::TEST_COMMAND)]),
             ),
             ("timeout_seconds", toml::Value::Integer(60)),
+            // The demo's test command fetches nothing.
+            ("sandbox", table(vec![("network", text("none"))])),
         ]),
     );
     document.insert("agents".into(), toml::Value::Table(settings.agents.clone()));

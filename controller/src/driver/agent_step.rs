@@ -439,7 +439,7 @@ pub(super) async fn validate(
         mirror: &mirror,
         sha: &commit,
         commands,
-        limits: runtime.validation_limits,
+        limits: runtime.validation_limits.clone(),
         redactor: &runtime.redactor,
     })
     .await

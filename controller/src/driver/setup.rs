@@ -89,7 +89,7 @@ pub fn agent_runtime_from_config(config: &Config) -> anyhow::Result<Option<Agent
         validation_commands,
         validation_limits: ValidationLimits {
             kill_grace: KILL_GRACE,
-            sandbox: settings.agents.sandbox,
+            sandbox: settings.validation.sandbox.policy(settings.agents.sandbox),
             ..ValidationLimits::new(settings.validation.timeout())
         },
         redactor: controller_redactor(config),

@@ -29,13 +29,13 @@ pub fn describe_launch(policy: &SandboxPolicy, program: &str) -> Vec<String> {
     describe_with(policy, &placeholders, program)
 }
 
-/// The view of a validation command for display.
-pub fn describe_validation(mode: SandboxMode) -> Vec<String> {
+/// The view of a validation command under `policy` for display.
+pub fn describe_validation(policy: &SandboxPolicy) -> Vec<String> {
     let placeholders = [(
         "<export of the candidate commit> (HOME=TMPDIR=/tmp)",
         Access::ReadWrite,
     )];
-    describe_with(&SandboxPolicy::validation(mode), &placeholders, "")
+    describe_with(policy, &placeholders, "")
 }
 
 fn describe_with(

@@ -98,9 +98,9 @@ pub struct SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// The policy of the validation commands: sandboxed as `mode` says, no
-    /// network, nothing extra.
-    pub fn validation(mode: SandboxMode) -> Self {
+    /// Sandboxed as `mode` says, with no network and nothing extra: the
+    /// narrowest view, the default of validation runs started in code.
+    pub fn isolated(mode: SandboxMode) -> Self {
         Self {
             mode,
             network: Network::None,
@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn a_network_none_policy_unshares_the_network() {
-        let mut policy = SandboxPolicy::validation(SandboxMode::Bubblewrap);
+        let mut policy = SandboxPolicy::isolated(SandboxMode::Bubblewrap);
         let args = Sandbox::new(policy.clone()).bwrap_args(Path::new("/"));
         assert!(args.iter().any(|a| a == "--unshare-net"));
         policy.network = Network::Shared;

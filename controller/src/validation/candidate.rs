@@ -94,7 +94,7 @@ pub async fn validate_candidate(
     for index in first_unrecorded..candidate.commands.len() {
         let one = std::slice::from_ref(&candidate.commands[index]);
         let results =
-            run_validation_with(one, export.path(), candidate.limits, candidate.redactor).await;
+            run_validation_with(one, export.path(), &candidate.limits, candidate.redactor).await;
         // One command in, one record out; an empty answer would be a bug in
         // run_validation_with, so it is treated as a failure, never a pass.
         let Some(result) = results.into_iter().next() else {

@@ -4,9 +4,10 @@
 //! Commands run in order in the export directory, each in its own process
 //! group with the same allow-listed, credential-free environment and the
 //! same group kill as agents (the supervisor's process pieces, not a second
-//! copy), inside the bubblewrap sandbox with no network: they see the
-//! system read-only, the export read-write and an empty `/tmp` as HOME and
-//! TMPDIR, nothing of the state directory besides. Each yields a [`ValidationRecord`]; the first one that does not
+//! copy), inside the bubblewrap sandbox: they see the system read-only, the
+//! export read-write, an empty `/tmp` as HOME and TMPDIR and the extra binds
+//! of `[validation.sandbox]`, nothing of the state directory besides; the
+//! network as that table says. Each yields a [`ValidationRecord`]; the first one that does not
 //! pass ends the run. Whether a failure is final for its SHA is for the
 //! caller to enforce by never asking again for the same commit.
 
@@ -96,7 +97,7 @@ pub struct ValidationRecord {
 }
 
 /// Bounds for a validation run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidationLimits {
     /// Per-command wall-clock limit.
     pub timeout: Duration,
@@ -104,8 +105,8 @@ pub struct ValidationLimits {
     pub kill_grace: Duration,
     /// Bytes of output kept per command.
     pub tail_bytes: usize,
-    /// Whether the commands run in the sandbox (`agents.sandbox`).
-    pub sandbox: SandboxMode,
+    /// The commands' sandbox: `agents.sandbox` and `[validation.sandbox]`.
+    pub sandbox: SandboxPolicy,
 }
 
 impl ValidationLimits {
@@ -114,7 +115,7 @@ impl ValidationLimits {
             timeout,
             kill_grace: Duration::from_secs(5),
             tail_bytes: 64 * 1024,
-            sandbox: SandboxMode::Bubblewrap,
+            sandbox: SandboxPolicy::isolated(SandboxMode::Bubblewrap),
         }
     }
 }
@@ -130,7 +131,7 @@ pub async fn run_validation(
     run_validation_with(
         commands,
         export_dir,
-        ValidationLimits::new(timeout),
+        &ValidationLimits::new(timeout),
         redactor,
     )
     .await
@@ -140,7 +141,7 @@ pub async fn run_validation(
 pub async fn run_validation_with(
     commands: &[ValidationCommand],
     export_dir: &Path,
-    limits: ValidationLimits,
+    limits: &ValidationLimits,
     redactor: &Redactor,
 ) -> Vec<ValidationRecord> {
     let mut records = Vec::with_capacity(commands.len());
@@ -165,7 +166,7 @@ async fn run_one(
     index: usize,
     command: &ValidationCommand,
     export_dir: &Path,
-    limits: ValidationLimits,
+    limits: &ValidationLimits,
     redactor: &Redactor,
 ) -> ValidationRecord {
     let shown = command.to_string();
@@ -184,10 +185,11 @@ async fn run_one(
             None => return not_started("empty validation command".into()),
         },
     };
-    let mut sandbox = Sandbox::new(SandboxPolicy::validation(limits.sandbox));
+    let mut sandbox = Sandbox::new(limits.sandbox.clone());
     sandbox.push(Mount::bind(export_dir, Access::ReadWrite));
+    sandbox.add_policy_binds();
     let mut env = base_environment();
-    if limits.sandbox == SandboxMode::Bubblewrap {
+    if limits.sandbox.mode == SandboxMode::Bubblewrap {
         // The controller's HOME is not there; the sandbox's empty /tmp is.
         for name in ["HOME", "TMPDIR"] {
             env.insert(name.to_owned(), "/tmp".into());

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use autoforge::redact::Redactor;
-use autoforge::sandbox::SandboxMode;
+use autoforge::sandbox::{SandboxMode, SandboxPolicy};
 use autoforge::validation::{
     ValidationCommand, ValidationLimits, ValidationOutcome, run_validation, run_validation_with,
 };
@@ -117,12 +117,12 @@ async fn a_command_over_its_timeout_is_recorded_and_its_group_killed() {
         timeout: Duration::from_secs(1),
         kill_grace: Duration::from_millis(200),
         tail_bytes: 1024,
-        sandbox: SandboxMode::Off,
+        sandbox: SandboxPolicy::isolated(SandboxMode::Off),
     };
     let records = run_validation_with(
         &[shell(&line), shell("true")],
         dir.path(),
-        limits,
+        &limits,
         &Redactor::new(),
     )
     .await;
@@ -150,9 +150,9 @@ async fn the_output_tail_is_redacted_and_bounded() {
         timeout: Duration::from_secs(30),
         kill_grace: Duration::from_millis(200),
         tail_bytes: 512,
-        sandbox: SandboxMode::Bubblewrap,
+        sandbox: SandboxPolicy::isolated(SandboxMode::Bubblewrap),
     };
-    let records = run_validation_with(&[shell(&line)], dir.path(), limits, &redactor).await;
+    let records = run_validation_with(&[shell(&line)], dir.path(), &limits, &redactor).await;
     let tail = &records[0].output_tail;
     assert_eq!(records[0].outcome, ValidationOutcome::Fail);
     assert!(!tail.contains("database-password-1"), "{tail}");
@@ -161,6 +161,45 @@ async fn the_output_tail_is_redacted_and_bounded() {
     assert!(tail.starts_with('['), "{tail}");
     assert!(tail.contains("earlier bytes omitted"), "{tail}");
     assert!(tail.len() < 700, "{}", tail.len());
+}
+
+#[tokio::test]
+async fn validation_sees_its_configured_binds_and_nothing_beside_them() {
+    let export = tempfile::tempdir().unwrap();
+    let toolchain = tempfile::tempdir().unwrap();
+    let hidden = tempfile::tempdir().unwrap();
+    std::fs::write(toolchain.path().join("tool"), "present").unwrap();
+    std::fs::write(hidden.path().join("secret"), "hidden").unwrap();
+    let policy = SandboxPolicy {
+        read_only: vec![toolchain.path().to_owned()],
+        ..SandboxPolicy::isolated(SandboxMode::Bubblewrap)
+    };
+    let limits = ValidationLimits {
+        sandbox: policy,
+        ..ValidationLimits::new(Duration::from_secs(30))
+    };
+    let read = |path: std::path::PathBuf| shell(&format!("cat {}", path.display()));
+    let records = run_validation_with(
+        &[
+            read(toolchain.path().join("tool")),
+            shell(&format!("! touch {}/new", toolchain.path().display())),
+            read(hidden.path().join("secret")),
+        ],
+        export.path(),
+        &limits,
+        &Redactor::new(),
+    )
+    .await;
+    let outcomes: Vec<_> = records.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ValidationOutcome::Pass,
+            ValidationOutcome::Pass,
+            ValidationOutcome::Fail
+        ],
+        "{records:?}"
+    );
 }
 
 #[tokio::test]

@@ -82,7 +82,9 @@ impl Fixture {
                 // The counting commands leave their marks in the state
                 // directory, which the sandbox hides from validation by
                 // design: these tests are about the journal, not the view.
-                sandbox: autoforge::sandbox::SandboxMode::Off,
+                sandbox: autoforge::sandbox::SandboxPolicy::isolated(
+                    autoforge::sandbox::SandboxMode::Off,
+                ),
                 ..ValidationLimits::new(Duration::from_secs(30))
             },
             redactor: &Redactor::new(),

@@ -255,7 +255,9 @@ pub fn agent_runtime(state_dir: &std::path::Path) -> AgentRuntime {
             timeout: Duration::from_secs(60),
             kill_grace: Duration::from_secs(1),
             tail_bytes: 4096,
-            sandbox: autoforge::sandbox::SandboxMode::Bubblewrap,
+            sandbox: autoforge::sandbox::SandboxPolicy::isolated(
+                autoforge::sandbox::SandboxMode::Bubblewrap,
+            ),
         },
         redactor: Redactor::new(),
         kill_grace: Duration::from_secs(1),

@@ -45,11 +45,84 @@ fn config_check_prints_each_profiles_mounts_and_network() {
         "  read-only  /opt/tool/bin",
         "  read-only  /srv/toolchain",
         "  read-write /var/cache/tool",
-        "validation commands (sandbox bubblewrap, network none), in addition:",
+        // Validation commands often fetch dependencies: shared by default.
+        "validation commands (sandbox bubblewrap, network shared), in addition:",
     ] {
         assert!(stdout.lines().any(|l| l == line), "{line:?} in\n{stdout}");
     }
     assert!(!stdout.contains("/etc/shadow"), "{stdout}");
+}
+
+#[test]
+fn validation_commands_have_their_own_sandbox_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("autoforge.toml");
+    std::fs::write(
+        &file,
+        "[agents.profiles.tool]\ncommand = [\"agent\"]\n\n\
+         [validation.sandbox]\nnetwork = \"none\"\nread_only = [\"/srv/toolchain\"]\n",
+    )
+    .unwrap();
+    let out = autoforge(
+        dir.path(),
+        "/usr/bin:/bin",
+        &["config", "check", file.to_str().unwrap()],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let validation: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("validation commands"))
+        .collect();
+    assert_eq!(
+        validation.first().copied(),
+        Some("validation commands (sandbox bubblewrap, network none), in addition:"),
+        "{stdout}"
+    );
+    assert!(
+        validation.contains(&"  read-only  /srv/toolchain"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_bind_that_would_show_the_state_directory_or_a_secret_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let key = dir.path().join("keys").join("app.pem");
+    let file = dir.path().join("autoforge.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "state_dir = \"{state}\"\n\n[agents.profiles.tool]\ncommand = [\"agent\"]\n\n\
+             [agents.profiles.tool.sandbox]\nread_only = [\"{parent}\"]\n\n\
+             [validation.sandbox]\nread_write = [\"{keys}\"]\n",
+            state = state.display(),
+            parent = dir.path().display(),
+            keys = key.parent().unwrap().display(),
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_autoforge"))
+        .args(["config", "check", file.to_str().unwrap()])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir.path())
+        .env("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", &key)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "agents.profiles.tool.sandbox.read_only",
+        "would show the state directory",
+        "would show the config file",
+        "validation.sandbox.read_write",
+        "would show the file of AUTOFORGE_GITHUB_PRIVATE_KEY_FILE",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} in\n{stderr}");
+    }
 }
 
 #[test]

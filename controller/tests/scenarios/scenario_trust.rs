@@ -139,3 +139,44 @@ async fn a_label_removal_by_a_non_operator_is_answered_once_and_only_an_operator
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_that_writes_a_command_line_gets_nothing_posted_and_nothing_merged() {
+    let s = Scenario::new()
+        .agents(scenario::Agents::scripted().review(["command_in_finding"]))
+        .merge_mode("on-command")
+        .start()
+        .await;
+    let issue = s.open_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    scenario::eventually(
+        scenario::PATIENCE,
+        "the reviewer corrected once",
+        || async { (s.launches("review") >= 2).then_some(()) },
+    )
+    .await;
+    let settled = scenario::eventually(scenario::PATIENCE, "the run settled", || async {
+        let state = run.state().await;
+        matches!(state.phase, Phase::Failed | Phase::Blocked).then_some(state)
+    })
+    .await;
+    assert!(!s.prompt("review", 1).contains("/autoforge"));
+    assert!(
+        s.prompt("review", 2).contains("/autoforge"),
+        "the correction names the refused command line"
+    );
+    let pr = s.the_pull().await["number"].as_u64().unwrap();
+    assert_eq!(s.merge_requests(pr), 0, "{settled:?}");
+    for thread in [issue, pr] {
+        for comment in s.comments(thread).await {
+            let body = comment["body"].as_str().unwrap();
+            assert!(
+                !body
+                    .lines()
+                    .any(|line| line.trim_start().starts_with("/autoforge")),
+                "posted a command line: {body}"
+            );
+        }
+    }
+}

@@ -264,6 +264,17 @@ impl Journal {
             .await?;
         Ok(())
     }
+
+    /// Makes every active run of `repository` due now (its access changed).
+    pub async fn wake_runs_of(&self, repository: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE runs SET wake_at = now() WHERE repository = $1 AND active AND wake_at > now()",
+        )
+        .bind(repository)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }
 
 impl JournalTx {

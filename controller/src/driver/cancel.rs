@@ -1,5 +1,6 @@
 //! What observers tell a running driver between journal reads: "a run has
-//! new events, look now" and "this run was stopped, kill its agent".
+//! new events, look now", "this run was stopped, kill its agent" and "an
+//! installation changed, rebuild the served repositories".
 //!
 //! The journal stays the record (the stop is a stored run event the machine
 //! decides on); this registry only makes the driver act on it promptly. A
@@ -14,6 +15,7 @@
 //! replica drives leaves the kill to that replica's next event read.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use autoforge_journal::RunId;
@@ -36,9 +38,15 @@ struct Registry {
 pub struct RunNotifier {
     registry: Arc<Mutex<Registry>>,
     wake: Arc<Notify>,
+    repositories_changed: Arc<AtomicBool>,
 }
 
 impl RunNotifier {
+    /// Whether intake saw an installation change since the last call.
+    pub(crate) fn take_repositories_changed(&self) -> bool {
+        self.repositories_changed.swap(false, Ordering::SeqCst)
+    }
+
     fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
         // The map holds no invariant a panicking holder could break.
         self.registry.lock().unwrap_or_else(PoisonError::into_inner)
@@ -100,6 +108,11 @@ impl crate::intake::RunListener for RunNotifier {
     }
 
     fn wake_driver(&self) {
+        RunNotifier::wake_driver(self);
+    }
+
+    fn repositories_changed(&self) {
+        self.repositories_changed.store(true, Ordering::SeqCst);
         RunNotifier::wake_driver(self);
     }
 }

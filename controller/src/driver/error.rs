@@ -29,6 +29,9 @@ pub enum DriverError {
     MissingRun(RunId),
     #[error("no GitHub access is configured for repository {0}")]
     NoAccess(String),
+    /// GitHub says the repository is no longer served (checked just now).
+    #[error("repository {0} is no longer served by this controller")]
+    NotServed(String),
     #[error(transparent)]
     ObservedShape(#[from] ObservedShapeError),
     #[error("an effect was sent but is not visible yet")]

@@ -39,6 +39,7 @@
 //! (`.github/autoforge.toml`) are read once at its start and frozen
 //! (see the `repo_settings` module).
 
+mod access_lost;
 mod agent_step;
 mod cancel;
 pub mod clean_review;
@@ -48,15 +49,20 @@ mod launch_epic;
 mod launch_fix;
 mod launch_review;
 mod repo_settings;
+mod repositories;
 pub mod retry;
 mod run_task;
 mod setup;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use autoforge_journal::{Journal, JournalError, Lease, RunId};
+use repositories::RepositoryMap;
+
+/// How often the driver rebuilds its map of served repositories when no
+/// installation webhook asked it to.
+const REFRESH_EVERY: Duration = Duration::from_secs(300);
 use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinSet;
 
@@ -132,7 +138,7 @@ pub trait RunHooks: Send + Sync {
 pub(crate) struct Shared {
     pub(crate) config: DriverConfig,
     pub(crate) journal: Journal,
-    pub(crate) repositories: HashMap<String, RepositoryAccess>,
+    pub(crate) repositories: RepositoryMap,
     pub(crate) retries: RetryBook,
     pub(crate) agents: Option<AgentRuntime>,
     /// Stops and wake-ups from the observers of this process.
@@ -148,19 +154,25 @@ pub struct Driver {
 }
 
 impl Driver {
+    /// A driver for a fixed set of repositories.
     pub fn new(
         config: DriverConfig,
         journal: Journal,
         repositories: impl IntoIterator<Item = RepositoryAccess>,
     ) -> Driver {
+        Self::over(config, journal, RepositoryMap::fixed(repositories))
+    }
+
+    pub(super) fn over(
+        config: DriverConfig,
+        journal: Journal,
+        repositories: RepositoryMap,
+    ) -> Driver {
         Driver {
             shared: Arc::new(Shared {
                 config,
                 journal,
-                repositories: repositories
-                    .into_iter()
-                    .map(|access| (access.repo.to_string(), access))
-                    .collect(),
+                repositories,
                 retries: RetryBook::default(),
                 agents: None,
                 notifier: RunNotifier::default(),
@@ -199,6 +211,7 @@ impl Driver {
         let config = &self.shared.config;
         let permits = Arc::new(Semaphore::new(config.concurrency.max(1)));
         let mut tasks = JoinSet::new();
+        let mut last_refresh = tokio::time::Instant::now();
         while !*shutdown.borrow() {
             while let Ok(permit) = Arc::clone(&permits).try_acquire_owned() {
                 match self
@@ -222,6 +235,7 @@ impl Driver {
                     }
                 }
             }
+            self.refresh_repositories_if_due(&mut last_refresh).await;
             tokio::select! {
                 () = tokio::time::sleep(config.poll_interval) => {}
                 () = self.shared.notifier.woken() => {}
@@ -237,6 +251,28 @@ impl Driver {
         }
         while let Some(joined) = tasks.join_next().await {
             log_join(joined);
+        }
+    }
+
+    /// Rebuilds the served repositories when intake saw an installation
+    /// change, and every [`REFRESH_EVERY`] as a backstop for a lost
+    /// webhook. Runs of a removed repository stop when next driven.
+    async fn refresh_repositories_if_due(&self, last: &mut tokio::time::Instant) {
+        let asked = self.shared.notifier.take_repositories_changed();
+        if !asked && last.elapsed() < REFRESH_EVERY {
+            return;
+        }
+        *last = tokio::time::Instant::now();
+        match self.shared.repositories.refresh(Duration::ZERO).await {
+            Some(Ok(changed)) if !changed.removed.is_empty() => {
+                for repository in &changed.removed {
+                    if let Err(error) = self.shared.journal.wake_runs_of(repository).await {
+                        tracing::warn!(%error, %repository, "cannot make its runs due");
+                    }
+                }
+            }
+            Some(Err(error)) => tracing::warn!(%error, "refreshing the served repositories failed"),
+            Some(Ok(_)) | None => {}
         }
     }
 

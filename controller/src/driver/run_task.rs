@@ -20,6 +20,7 @@
 //! Every journal write carries the lease; a `StaleLease` ends the task.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 mod observed;
 pub(super) mod reads;
@@ -33,6 +34,7 @@ use tokio::sync::watch;
 use super::error::DriverError;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
+
 use super::{agent_step, repo_settings};
 #[cfg(feature = "crash-points")]
 use crate::effects::crashpoint::{Point, crash_point};
@@ -79,6 +81,11 @@ pub(super) async fn drive(
             end
         }
         Err(DriverError::LostLease(_)) => RunEnd::LostLease,
+        Err(DriverError::NotServed(repository)) => {
+            // The map was just rebuilt from GitHub: the repository is no
+            // longer served, so nothing of the run can be written.
+            super::access_lost::stop_without_access(shared, lease, &repository).await
+        }
         Err(error) if error.is_transient() => {
             match shared.retries.failed(&shared.config.retry, lease.run_id) {
                 RetryVerdict::After(delay) => {
@@ -185,7 +192,7 @@ struct PerformedWait {
 struct RunTask<'a> {
     shared: &'a Shared,
     lease: &'a Lease,
-    access: &'a RepositoryAccess,
+    access: Arc<RepositoryAccess>,
     version: i64,
     epic: Option<i64>,
     state: RunState,
@@ -213,10 +220,17 @@ impl<'a> RunTask<'a> {
             .get_run(run_id)
             .await?
             .ok_or(DriverError::MissingRun(run_id))?;
-        let access = shared
-            .repositories
-            .get(&run.repository)
-            .ok_or_else(|| DriverError::NoAccess(run.repository.clone()))?;
+        let access = match shared.repositories.lookup(&run.repository).await {
+            Ok(Some(access)) => access,
+            Ok(None) if shared.repositories.refreshes() => {
+                return Err(DriverError::NotServed(run.repository.clone()));
+            }
+            Ok(None) => return Err(DriverError::NoAccess(run.repository.clone())),
+            Err(error) => {
+                tracing::warn!(%error, "refreshing the served repositories failed");
+                return Err(DriverError::NoAccess(run.repository.clone()));
+            }
+        };
         // Observers create runs with an empty document; the driver fills it
         // in when it feeds `Started`.
         let fresh = run.state.as_object().is_some_and(serde_json::Map::is_empty);
@@ -312,7 +326,7 @@ impl<'a> RunTask<'a> {
         let event = match &awaiting {
             Awaiting::Agent { launch } if agents_ready => {
                 self.performed.push(wait.clone());
-                agent_step::run_launch(self.shared, self.lease, self.access, &self.state, launch)
+                agent_step::run_launch(self.shared, self.lease, &self.access, &self.state, launch)
                     .await?
             }
             Awaiting::Validation { sha } if agents_ready => {
@@ -323,7 +337,7 @@ impl<'a> RunTask<'a> {
                     .as_ref()
                     .map(|runtime| repo_settings::validation_commands(&self.state, runtime))
                     .unwrap_or_default();
-                agent_step::validate(self.shared, self.lease, self.access, sha, &commands).await?
+                agent_step::validate(self.shared, self.lease, &self.access, sha, &commands).await?
             }
             Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
                 self.performed.push(wait.clone());

@@ -16,7 +16,8 @@ use anyhow::Context;
 use autoforge_journal::Journal;
 use secrecy::SecretString;
 
-use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote, RepositoryAccess};
+use super::repositories::{RepositoryMap, RepositorySource};
+use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote};
 use crate::agents::prompt::PromptSet;
 use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
 use crate::github::{GitHubApi, RepoName};
@@ -36,7 +37,7 @@ struct CloneUrl {
 }
 
 /// The repository's git remote, with a credential fetched per use.
-async fn git_remote(api: &GitHubApi, repo: &RepoName) -> anyhow::Result<GitRemote> {
+pub(super) async fn git_remote(api: &GitHubApi, repo: &RepoName) -> anyhow::Result<GitRemote> {
     let path = format!("/repos/{}/{}", repo.owner(), repo.name());
     let read: CloneUrl = api
         .get_json(&path)
@@ -124,20 +125,12 @@ pub async fn driver_from_config(
     access: &GitHubAccess,
     journal: Journal,
 ) -> anyhow::Result<Driver> {
-    let login = access.own_login.clone();
-    let html = crate::publish::html_base(&config.settings.github.api_url);
-    let mut repositories = Vec::new();
-    for watched in access.watched_repositories().await? {
-        let git = git_remote(&watched.api, &watched.name).await?;
-        repositories.push(RepositoryAccess {
-            api: watched.api,
-            repo: watched.name,
-            login: login.clone(),
-            html_base: html.clone(),
-            merge_method: "merge".to_owned(),
-            git: Some(git),
-        });
-    }
+    let source = RepositorySource {
+        access: access.clone(),
+        login: access.own_login.clone(),
+        html_base: crate::publish::html_base(&config.settings.github.api_url),
+    };
+    let repositories = RepositoryMap::load(source).await?;
     let worker = format!("driver-{}-{}", std::process::id(), uuid::Uuid::new_v4());
     let driver_config = DriverConfig {
         settings: config.settings.run_settings(),
@@ -147,7 +140,7 @@ pub async fn driver_from_config(
         epic_label: config.settings.labels.epic.clone(),
         ..DriverConfig::new(worker)
     };
-    let driver = Driver::new(driver_config, journal, repositories);
+    let driver = Driver::over(driver_config, journal, repositories);
     Ok(match agent_runtime_from_config(config)? {
         Some(runtime) => driver.with_agents(runtime),
         None => driver,

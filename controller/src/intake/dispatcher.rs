@@ -342,8 +342,11 @@ impl Dispatcher {
                 ..
             } => {
                 // The poller lists installations every pass, so nothing to
-                // queue; the delivery row is the record.
+                // queue; the driver rebuilds its map of served repositories
+                // (runs of a removed one stop there). The delivery row is
+                // the record.
                 tracing::info!(installation_id, %action, "installation changed");
+                self.notifier.repositories_changed();
                 return Ok(None);
             }
             Classified::Ignored { why } => {

@@ -20,6 +20,9 @@ pub trait RunListener: Send + Sync {
     /// New signals were stored: look for due runs now instead of at the
     /// next idle poll.
     fn wake_driver(&self);
+    /// An installation or its repositories changed: rebuild the map of
+    /// served repositories now rather than at the periodic refresh.
+    fn repositories_changed(&self);
 }
 
 /// A change that concerns one run.

@@ -270,6 +270,12 @@ pub enum Event {
         by_operator: bool,
     },
     IssueClosed,
+    /// The run's repository is no longer served (removed from the App's
+    /// installation or the configuration): the run stops, and nothing is
+    /// written to a repository the controller cannot reach.
+    RepositoryAccessLost {
+        reason: String,
+    },
     /// A GitHub outage or similar failure while doing the awaited step.
     TransientFailure {
         detail: String,
@@ -294,6 +300,7 @@ impl Event {
             Event::LabelRemovalRefused(_) => "label_removal_refused",
             Event::IssueTextChanged { .. } => "issue_text_changed",
             Event::IssueClosed => "issue_closed",
+            Event::RepositoryAccessLost { .. } => "repository_access_lost",
             Event::TransientFailure { .. } => "transient_failure",
             Event::MergeResult(_) => "merge_result",
             Event::NextIssue(_) => "next_issue",

@@ -33,6 +33,8 @@ pub struct Served {
     /// The App's id and private key, to act as the App (e.g. redeliver).
     app_id: u64,
     app_key: secrecy::SecretString,
+    /// The App's installation on the owner's account.
+    installation: u64,
     state: tempfile::TempDir,
     /// How serve was started, to start it again after a crash.
     options: WorldOptions,
@@ -91,14 +93,15 @@ impl World {
             })
             .await
             .expect("create the app");
-        hub.install(
-            app.id,
-            &fakehub::NewInstallation {
-                account: OWNER.into(),
-                repositories: vec![NAME.into()],
-            },
-        )
-        .expect("install the app");
+        let installation = hub
+            .install(
+                app.id,
+                &fakehub::NewInstallation {
+                    account: OWNER.into(),
+                    repositories: vec![NAME.into()],
+                },
+            )
+            .expect("install the app");
 
         let state = tempfile::tempdir().expect("state dir");
         let key_file = state.path().join("app.pem");
@@ -116,6 +119,7 @@ impl World {
             admin_url,
             app_id: app.id,
             app_key: secrecy::SecretString::from(app.private_key_pem.expose_secret().to_owned()),
+            installation,
             state,
             options,
             port,
@@ -244,6 +248,34 @@ impl World {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Creates the owner's repository `name` (a README on `main`) and makes
+    /// it, with every repository already there, the App's installation's
+    /// (GitHub then sends `installation_repositories.added`).
+    pub async fn add_repository_to_installation(&self, name: &str) {
+        let files =
+            std::collections::BTreeMap::from([("README.md".to_owned(), "hello\n".to_owned())]);
+        self.hub
+            .create_repo(&fakehub::RepoSpec {
+                owner: OWNER.into(),
+                name: name.into(),
+                default_branch: "main".into(),
+                private: true,
+                files,
+                required_checks: vec![],
+            })
+            .await
+            .expect("create the repository");
+        self.set_installation_repositories(&[NAME, name]);
+    }
+
+    /// Replaces the repositories of the App's installation.
+    pub fn set_installation_repositories(&self, names: &[&str]) {
+        let names: Vec<String> = names.iter().map(|n| format!("{OWNER}/{n}")).collect();
+        self.hub
+            .set_installation_repos(self.served().installation, &names)
+            .expect("set the installation's repositories");
     }
 
     pub async fn open_issue(&self, person: &Person, title: &str) -> u64 {

@@ -7,6 +7,7 @@ mod common;
 mod scenario_commands;
 mod scenario_epic;
 mod scenario_happy;
+mod scenario_installations;
 mod scenario_merge;
 mod scenario_review;
 mod scenario_trust;

@@ -45,6 +45,11 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
     let mut turn = Turn::new(state);
     match event {
         Event::LabelRemoved => turn.stop()?,
+        Event::RepositoryAccessLost { reason } => {
+            turn.state.failure = Some(reason.clone());
+            turn.stop()?;
+            return Ok(turn.finish_without_writes());
+        }
         Event::IssueTextChanged {
             issue,
             digest,

@@ -91,6 +91,20 @@ impl Turn {
         }
     }
 
+    /// Closes a decision that must write nothing to GitHub, not even the
+    /// status comment: the repository can no longer be reached.
+    pub fn finish_without_writes(mut self) -> Decision {
+        self.effects.clear();
+        Decision {
+            next: self.state,
+            transitions: self.transitions,
+            effects: self.effects,
+            launches: Vec::new(),
+            validation: None,
+            refusal: None,
+        }
+    }
+
     pub fn effect(&mut self, effect: EffectIntent) {
         self.effects.push(effect);
     }

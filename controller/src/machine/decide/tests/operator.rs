@@ -217,3 +217,20 @@ fn refusal_replies_say_why_in_operator_words() {
     );
     run.refuse(command(Command::Merge));
 }
+
+#[test]
+fn losing_access_to_the_repository_stops_the_run_and_writes_nothing() {
+    let mut run = blocked_in_fix();
+    let decision = run
+        .apply(Event::RepositoryAccessLost {
+            reason: "acme/widgets is no longer served".into(),
+        })
+        .clone();
+    assert_eq!(run.state.phase, Phase::Stopped);
+    assert_eq!(
+        run.state.failure.as_deref(),
+        Some("acme/widgets is no longer served")
+    );
+    assert!(decision.effects.is_empty(), "{:?}", decision.effects);
+    assert!(decision.launches.is_empty());
+}

@@ -213,6 +213,9 @@ impl Driver {
         let mut tasks = JoinSet::new();
         let mut last_refresh = tokio::time::Instant::now();
         while !*shutdown.borrow() {
+            // Before leasing: runs of a repository just removed are made
+            // due here and stopped in this same pass.
+            self.refresh_repositories_if_due(&mut last_refresh).await;
             while let Ok(permit) = Arc::clone(&permits).try_acquire_owned() {
                 match self
                     .shared
@@ -235,7 +238,6 @@ impl Driver {
                     }
                 }
             }
-            self.refresh_repositories_if_due(&mut last_refresh).await;
             tokio::select! {
                 () = tokio::time::sleep(config.poll_interval) => {}
                 () = self.shared.notifier.woken() => {}

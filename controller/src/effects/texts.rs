@@ -117,10 +117,26 @@ pub fn reply_text(reply: &Reply) -> Result<String, PolicyViolation> {
     Ok(text)
 }
 
-/// A notice's visible text: the controller's own wording, the login in a
-/// code span (the published-text policy allows no mention).
+/// A notice's visible text: the controller's own wording, logins in code
+/// spans (the published-text policy allows no mention) except the one
+/// mention a block notice exists for, added after the check.
 pub fn notice_text(notice: &Notice) -> Result<String, PolicyViolation> {
     let text = match notice {
+        Notice::Blocked { operator, reason } => {
+            let told = format!(
+                "The run is blocked: {reason}\n\nThe status comment says what can be done next."
+            );
+            let body = if check_body("notice", &told).is_ok() {
+                told
+            } else {
+                format!("The run is blocked; {REASON_WITHHELD}.")
+            };
+            check_body("notice", &body)?;
+            return Ok(match mentionable(operator) {
+                Some(login) => format!("@{login} {body}"),
+                None => body,
+            });
+        }
         Notice::LabelRemovalRefused { actor, reason } => {
             let who = actor
                 .as_deref()
@@ -133,6 +149,17 @@ pub fn notice_text(notice: &Notice) -> Result<String, PolicyViolation> {
     };
     check_body("notice", &text)?;
     Ok(text)
+}
+
+/// `login` if it is a person's GitHub login (letters, digits and inner
+/// hyphens, at most 39), which a mention can carry and nothing else can.
+fn mentionable(login: &str) -> Option<&str> {
+    let shape = !login.is_empty()
+        && login.len() <= 39
+        && !login.starts_with('-')
+        && !login.ends_with('-')
+        && login.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    shape.then_some(login)
 }
 
 #[cfg(test)]

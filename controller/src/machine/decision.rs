@@ -73,6 +73,9 @@ pub enum Notice {
         actor: Option<String>,
         reason: String,
     },
+    /// The run became BLOCKED: the operator who started it is mentioned
+    /// (editing the status comment notifies nobody).
+    Blocked { operator: String, reason: String },
 }
 
 /// One GitHub write the machine wants, with its identity and the data

@@ -224,6 +224,9 @@ pub enum Event {
         /// text the agents are given until an operator accepts an edit.
         #[serde(default)]
         issue_text: Option<String>,
+        /// The operator who added the trigger label: told when the run blocks.
+        #[serde(default)]
+        started_by: Option<String>,
     },
     AgentFinished {
         launch: u32,

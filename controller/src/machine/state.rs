@@ -227,6 +227,12 @@ pub struct RunState {
     /// before texts were frozen, which adopt the first digest they see.
     #[serde(default)]
     pub issue_text: Option<String>,
+    /// The operator who started the run (mentioned once per block).
+    #[serde(default)]
+    pub started_by: Option<String>,
+    /// How many times the run has been blocked: names each block's notice.
+    #[serde(default)]
+    pub blocks: u32,
 }
 
 /// One validation outcome as the status comment shows it (SPEC §15).
@@ -267,6 +273,8 @@ impl RunState {
             last_validation: None,
             repository_settings: RepositorySettings::default(),
             issue_text: None,
+            started_by: None,
+            blocks: 0,
         }
     }
 

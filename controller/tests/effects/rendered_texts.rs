@@ -150,6 +150,23 @@ fn label_removal_notices() {
 }
 
 #[test]
+fn block_notices() {
+    let told = notice_text(&Notice::Blocked {
+        operator: "olivia".into(),
+        reason: "the agent reported blocked: two wishes contradict each other".into(),
+    })
+    .expect("a publishable notice");
+    // A reason that cannot be published is withheld; a login that is not a
+    // person's is not mentioned.
+    let withheld = notice_text(&Notice::Blocked {
+        operator: "ci[bot]".into(),
+        reason: "see @someone at https://example.com".into(),
+    })
+    .expect("a publishable notice");
+    insta::assert_snapshot!(format!("{told}\n\n---\n\n{withheld}"));
+}
+
+#[test]
 fn epic_progress_comment() {
     let text = compose_progress_comment(
         "Word counting is merged; sentence counting is next.",

@@ -46,6 +46,7 @@ fn started(settings: &RunSettings, epic: bool) -> Event {
         settings: settings.clone(),
         repository_settings: RepositorySettingsRead::default(),
         issue_text: None,
+        started_by: None,
     }
 }
 

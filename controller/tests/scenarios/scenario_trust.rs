@@ -55,6 +55,16 @@ async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it(
         "the status comment names the edit: {status:?}"
     );
 
+    let told = scenario::eventually(scenario::PATIENCE, "the operator told", || async {
+        s.comments_with_marker(issue, "autoforge-notice")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+    let told = told["body"].as_str().unwrap();
+    assert!(told.starts_with(&format!("@{OWNER} The run is blocked:")), "{told}");
+
     s.comment_as(&s.owner, issue, "/autoforge unblock the new text is fine")
         .await;
     let resumed = run.reaches(Phase::ReadyForMerge).await;

@@ -89,7 +89,11 @@ impl RunTask<'_> {
 
     /// `Started`: the issue to start on and its EPIC (an EPIC's first open
     /// child), the repository's default branch and its head now.
-    pub(super) async fn started_event(&self, labelled: u64) -> Result<Event, DriverError> {
+    pub(super) async fn started_event(
+        &self,
+        labelled: u64,
+        labeled_by: String,
+    ) -> Result<Event, DriverError> {
         let (base_branch, base_sha) =
             default_branch_head(&self.access.api, &self.access.repo).await?;
         let known_epic = self.epic.and_then(|e| u64::try_from(e).ok());
@@ -119,6 +123,7 @@ impl RunTask<'_> {
             settings: self.state.settings.clone(),
             repository_settings,
             issue_text: Some(issue_text),
+            started_by: Some(labeled_by),
         })
     }
 

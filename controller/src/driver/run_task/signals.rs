@@ -28,8 +28,8 @@ impl RunTask<'_> {
         };
         match signal_action(&signal) {
             SignalAction::Feed(event) => self.apply(*event, Some(stored.id)).await,
-            SignalAction::Start { issue } if self.state.awaiting == Awaiting::Start => {
-                let event = self.started_event(issue).await?;
+            SignalAction::Start { issue, labeled_by } if self.state.awaiting == Awaiting::Start => {
+                let event = self.started_event(issue, labeled_by).await?;
                 self.apply(event, Some(stored.id)).await
             }
             SignalAction::Unblock {
@@ -87,7 +87,7 @@ pub enum SignalAction {
     /// Feed this event to the machine as it is.
     Feed(Box<Event>),
     /// The run was started: read the issue's base and feed `Started`.
-    Start { issue: u64 },
+    Start { issue: u64, labeled_by: String },
     /// `/autoforge unblock`: read the facts, then feed the command.
     Unblock {
         thread: u64,
@@ -111,7 +111,10 @@ pub enum SignalAction {
 /// run awaits facts; until then they carry nothing the machine can use.
 pub fn signal_action(signal: &RunSignal) -> SignalAction {
     match signal {
-        RunSignal::Started { issue, .. } => SignalAction::Start { issue: *issue },
+        RunSignal::Started { issue, labeled_by } => SignalAction::Start {
+            issue: *issue,
+            labeled_by: labeled_by.clone(),
+        },
         RunSignal::TriggerLabelRemoved { .. } => SignalAction::Feed(Box::new(Event::LabelRemoved)),
         RunSignal::TriggerRemovalRefused {
             issue,
@@ -212,7 +215,10 @@ mod tests {
                 issue: 4,
                 labeled_by: "a".into()
             }),
-            SignalAction::Start { issue: 4 }
+            SignalAction::Start {
+                issue: 4,
+                labeled_by: "a".into()
+            }
         );
     }
 

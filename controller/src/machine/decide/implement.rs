@@ -21,6 +21,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             settings,
             repository_settings,
             issue_text,
+            started_by,
         },
     ) = (&state.awaiting, event)
     else {
@@ -37,6 +38,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
     s.issue_text.clone_from(issue_text);
+    s.started_by.clone_from(started_by);
     let unusable = match repository_settings {
         RepositorySettingsRead::Valid { settings: chosen } => {
             if let Some(status) = chosen.labels.status {

@@ -5,8 +5,8 @@
 use super::{epic, fix, implement, merge, review};
 use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
-    Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Refusal, StatusSnapshot,
-    ValidationRequest,
+    Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Notice, Refusal,
+    StatusSnapshot, ValidationRequest,
 };
 use crate::machine::event::Event;
 use crate::machine::phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge};
@@ -180,11 +180,21 @@ impl Turn {
         if from == Phase::Blocked {
             return Ok(());
         }
+        let reason = reason.into();
         self.state.blocked = Some(BlockedInfo {
             from,
-            reason: reason.into(),
+            reason: reason.clone(),
         });
-        self.enter(Phase::Blocked, Cause::Ordinary)
+        self.enter(Phase::Blocked, Cause::Ordinary)?;
+        self.state.blocks += 1;
+        if let Some(operator) = self.state.started_by.clone() {
+            self.effects.push(EffectIntent::PostNotice {
+                issue: self.state.issue,
+                event: format!("run-{}-block-{}", self.state.run_id, self.state.blocks),
+                notice: Notice::Blocked { operator, reason },
+            });
+        }
+        Ok(())
     }
 
     pub fn fail(&mut self, message: &str) -> TurnResult {

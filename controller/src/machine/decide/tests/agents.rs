@@ -341,6 +341,7 @@ fn starting_on_the_epic_itself_blocks() {
         settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
         issue_text: None,
+        started_by: None,
     };
     let decision = decide(&state, &started).expect("legal");
     assert_eq!(decision.next.phase, Phase::Blocked);
@@ -360,6 +361,7 @@ fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
         settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
         issue_text: None,
+        started_by: None,
     };
     let decision = decide(&state, &started).expect("legal");
     let launch = decision

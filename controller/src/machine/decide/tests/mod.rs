@@ -86,6 +86,7 @@ impl Run {
             settings,
             repository_settings: RepositorySettingsRead::default(),
             issue_text: None,
+            started_by: None,
         };
         let last = decide(&state, &started).expect("legal");
         Run {

@@ -127,6 +127,7 @@ fn started_with(read: RepositorySettingsRead) -> Decision {
         settings: RunSettings::default(),
         repository_settings: read,
         issue_text: None,
+        started_by: None,
     };
     decide(&state, &started).expect("legal")
 }

@@ -20,6 +20,7 @@ fn started_with_frozen_text() -> Run {
         settings: RunSettings::default(),
         repository_settings: RepositorySettingsRead::default(),
         issue_text: Some(FROZEN.to_owned()),
+        started_by: Some("olivia".to_owned()),
     };
     run.last = decide(&state, &started).expect("legal");
     run.state = run.last.next.clone();
@@ -153,4 +154,41 @@ fn a_label_removal_that_does_not_count_is_answered_once_and_changes_nothing_else
         decision.effects[0].identity(),
         "autoforge-notice:event=event-41"
     );
+}
+
+#[test]
+fn each_block_tells_the_operator_who_started_the_run_once() {
+    let mut run = started_with_frozen_text();
+    assert_eq!(run.state.started_by.as_deref(), Some("olivia"));
+    let decision = run.apply(edited("other", Some("mallory"), false)).clone();
+    let notices: Vec<_> = decision
+        .effects
+        .iter()
+        .filter_map(|effect| match effect {
+            EffectIntent::PostNotice { event, notice, .. } => Some((event.clone(), notice.clone())),
+            _ => None,
+        })
+        .collect();
+    let reason = run.state.blocked.as_ref().expect("blocked").reason.clone();
+    assert_eq!(
+        notices,
+        [(
+            "run-run-1-block-1".to_owned(),
+            Notice::Blocked {
+                operator: "olivia".into(),
+                reason
+            }
+        )]
+    );
+    assert!(
+        decision
+            .effects
+            .iter()
+            .any(|e| matches!(e, EffectIntent::EditStatusComment { .. })),
+        "the status comment is edited too"
+    );
+    // A second edit while blocked adds no second notice.
+    let again = run.apply(edited("third", Some("mallory"), false));
+    assert!(again.effects.is_empty(), "{:?}", again.effects);
+    assert_eq!(run.state.blocks, 1);
 }

@@ -6,7 +6,10 @@ mod common;
 
 mod scenario_commands;
 mod scenario_epic;
+mod scenario_epic_scope;
 mod scenario_happy;
 mod scenario_merge;
+mod scenario_own_pr;
+mod scenario_protected;
 mod scenario_review;
 mod scenario_validation;

@@ -361,6 +361,7 @@ fn mergeable_state(text: Option<&str>) -> MergeableState {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn check(
@@ -389,6 +390,46 @@ mod tests {
         let latest = latest_per_name(runs);
         let by_name: Vec<(&str, u64)> = latest.iter().map(|r| (r.name.as_str(), r.id)).collect();
         assert_eq!(by_name, [("ci", 3), ("lint", 4)]);
+    }
+
+    fn pr_with_body(body: &str) -> PullRequest {
+        serde_json::from_value(serde_json::json!({
+            "number": 2,
+            "state": "open",
+            "title": "t",
+            "body": body,
+            "html_url": "https://github.com/acme/widgets/pull/2",
+            "user": {"login": "bot", "id": 1, "type": "Bot"},
+            "head": {"ref": "autoforge/7", "sha": "a".repeat(40), "repo": null},
+            "base": {"ref": "main", "sha": "b".repeat(40), "repo": null},
+            "merged_at": null,
+            "merge_commit_sha": null,
+        }))
+        .unwrap()
+    }
+
+    fn marked(issue: &str) -> PullRequest {
+        pr_with_body(&format!(
+            "Closes #7\n\n<!-- ai-implementation: {{\"issue\":\"{issue}\",\"run\":3,\"write\":\"00ff\"}} -->\n"
+        ))
+    }
+
+    #[test]
+    fn our_marker_is_matched_by_the_issues_url_and_not_by_its_number_alone() {
+        let url = "https://github.com/Acme/Widgets/issues/7";
+        assert!(carries_our_marker(
+            &marked("https://github.com/acme/widgets/issues/7"),
+            url
+        ));
+        assert!(!carries_our_marker(
+            &marked("https://github.com/other/widgets/issues/7"),
+            url
+        ));
+        assert!(!carries_our_marker(
+            &marked("https://github.com/acme/widgets/issues/70"),
+            url
+        ));
+        assert!(!carries_our_marker(&pr_with_body("Closes #7"), url));
     }
 
     #[test]

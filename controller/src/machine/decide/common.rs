@@ -61,7 +61,7 @@ pub(super) fn protected_candidate(turn: &mut Turn, sha: &str, paths: &[String]) 
     ));
     let short = sha.get(..12).unwrap_or(sha);
     turn.block(format!(
-        "candidate {short} changes protected paths (merge.protected_paths): {named}; it was \
+        "candidate `{short}` changes protected paths (merge.protected_paths): {named}; it was \
          not pushed. `/autoforge unblock <reason>` asks the agent again without that change; \
          a change to those paths is for a person to make"
     ))

@@ -244,6 +244,24 @@ impl Running {
         RunRef { s: self, id }
     }
 
+    /// A run for `issue` other than `previous` (started after it was
+    /// stopped, say); waits for one to exist.
+    pub async fn run_after(&self, issue: u64, previous: RunId) -> RunRef<'_> {
+        let journal = self.world.db.journal();
+        let id = eventually(
+            PATIENCE,
+            &format!("another run for #{issue}"),
+            || async move {
+                let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
+                runs.into_iter()
+                    .find(|run| run.id != previous && run.state["issue"].as_u64() == Some(issue))
+                    .map(|run| run.id)
+            },
+        )
+        .await;
+        RunRef { s: self, id }
+    }
+
     /// The evidence file `NAME.N.SUFFIX` of launch `n` of a role.
     fn evidence(&self, role: &str, n: u32, suffix: &str) -> PathBuf {
         self.evidence.path().join(format!("{role}.{n}.{suffix}"))

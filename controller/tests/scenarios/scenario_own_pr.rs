@@ -22,6 +22,9 @@ async fn stopped_and_relabelled(s: &Running, issue: u64) -> (u64, RunRef<'_>) {
     s.comment_as(&s.owner, issue, "/autoforge stop").await;
     first.reaches(Phase::Stopped).await;
     s.operator_unlabels(issue).await;
+    // The removal is settled before the label comes back, so that it can
+    // only ever concern the stopped run.
+    s.issue_delivery_processed(issue, "unlabeled").await;
     s.operator_labels(issue).await;
     (pr, s.run_after(issue, first.id).await)
 }

@@ -438,6 +438,37 @@ fn array(value: Value) -> Vec<Value> {
 }
 
 impl Running {
+    /// Waits until serve has processed the webhook delivery of the `issues`
+    /// event `action` (`labeled`, `unlabeled`…) on `issue`.
+    pub async fn issue_delivery_processed(&self, issue: u64, action: &str) {
+        let hub = &self.world.hub;
+        let journal = self.world.db.journal();
+        eventually(
+            PATIENCE,
+            &format!("delivery of issues.{action} on #{issue} processed"),
+            || async move {
+                let guids: Vec<String> = hub
+                    .deliveries()
+                    .into_iter()
+                    .filter(|d| {
+                        d.event == "issues"
+                            && d.action.as_deref() == Some(action)
+                            && d.payload["issue"]["number"].as_u64() == Some(issue)
+                    })
+                    .map(|d| d.guid)
+                    .collect();
+                for guid in guids {
+                    let stored = journal.get_delivery(&guid).await.unwrap();
+                    if stored.is_some_and(|d| d.processed_at.is_some()) {
+                        return Some(());
+                    }
+                }
+                None
+            },
+        )
+        .await;
+    }
+
     /// Waits until serve has processed the webhook delivery of comment
     /// `comment` (it reached the journal and the dispatcher finished it).
     pub async fn comment_delivery_processed(&self, comment: u64) {

@@ -4,7 +4,8 @@
 # `follow_up` mode commits nothing and defers every finding to a new
 # follow-up issue for the controller to create; `defer_listed` (no
 # finding ids needed) defers this round's finding R<round>-F1 to the first
-# follow-up issue the prompt lists, or asks for a new one when none is.
+# follow-up issue the prompt lists, or asks for a new one when none is;
+# `workflow` is `good` that also adds a CI workflow (a protected path).
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
@@ -41,6 +42,10 @@ if [ -f fix.txt ]; then
 else
     previous=$(git rev-parse HEAD)
     commit_file fix.txt "fixed" "Address the review findings"
+    if [ "$mode" = workflow ]; then
+        mkdir -p .github/workflows
+        commit_file .github/workflows/x.yml "on: push" "Run CI on every push"
+    fi
 fi
 head=$(git rev-parse HEAD)
 
@@ -48,7 +53,7 @@ if [ "$mode" = missing_resolution ]; then
     # Resolve every finding but the last one.
     count=$#
     set -- $(printf '%s\n' "$@" | head -n $((count - 1)))
-elif [ "$mode" != good ]; then
+elif [ "$mode" != good ] && [ "$mode" != workflow ]; then
     echo "unknown mode $mode" >&2
     exit 64
 fi

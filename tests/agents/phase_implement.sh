@@ -5,7 +5,12 @@
 # `per_issue` serves any issue (an EPIC's children one after another): it
 # takes the issue URL from the prompt (the first issue URL in it is the
 # run's, in the trust-boundary section) and commits a file of its own.
-# `workflow` also changes a CI workflow, a path the merge gate protects.
+# `workflow` also changes a CI workflow, a path the merge gate protects;
+# `workflow_until_told` does so until its prompt says that the change was
+# refused for touching a protected path.
+# `phase_implement.sh by_launch ISSUE_URL COUNT_FILE MODE...` plays the Nth
+# MODE on the Nth launch (N read from COUNT_FILE, which `recorded.sh`
+# keeps; the last MODE serves every later launch).
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
@@ -20,6 +25,22 @@ good_answer() {
     block "$(result "$(git rev-parse HEAD)" "Add the feature" "Implements the feature.")"
 }
 
+if [ "$mode" = by_launch ]; then
+    n=$(cat "$3")
+    shift 3
+    while [ "$n" -gt 1 ] && [ $# -gt 1 ]; do
+        shift
+        n=$((n - 1))
+    done
+    printf '%s\n' "$prompt" | "$0" "$1" "$issue_url"
+    exit $?
+fi
+
+workflow_commit() {
+    mkdir -p .github/workflows
+    commit_file .github/workflows/x.yml "on: push" "Run CI on every push"
+}
+
 case $mode in
     good)
         commit_file feature.txt "feature" "Add the feature"
@@ -31,8 +52,14 @@ case $mode in
         commit_file "feature-$number.txt" "feature $number" "Add the feature of issue $number"
         good_answer ;;
     workflow)
-        mkdir -p .github/workflows
-        commit_file .github/workflows/ci.yml "on: push" "Run CI on every push"
+        workflow_commit
+        commit_file feature.txt "feature" "Add the feature"
+        good_answer ;;
+    workflow_until_told)
+        case $prompt in
+            *"changes protected paths"*) ;;
+            *) workflow_commit ;;
+        esac
         commit_file feature.txt "feature" "Add the feature"
         good_answer ;;
     no_block)

@@ -27,7 +27,9 @@ use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
 use crate::agents::result::ReRequest;
 use crate::github::{GitHubApi, RepoName};
-use crate::machine::{AgentPhase, Correction, Event, LaunchInputs, LaunchRequest, RunState};
+use crate::machine::{
+    AgentPhase, Correction, Event, LaunchInputs, LaunchRequest, RunState, protected_among,
+};
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
 use crate::validation::{
@@ -419,20 +421,30 @@ fn launch_dir(
     Ok(dir)
 }
 
-/// Validates `candidate` and returns the `ValidationFinished` event.
+/// Validates `candidate` and returns the `ValidationFinished` event, with
+/// the protected paths it changes since its merge base with `base` (the
+/// default-branch head the run started from).
 pub(super) async fn validate(
     shared: &Shared,
     lease: &Lease,
     access: &RepositoryAccess,
-    candidate: &str,
+    (base, candidate): (&str, &str),
     commands: &[ValidationCommand],
 ) -> Result<Event, DriverError> {
     let (runtime, remote) = match (&shared.agents, &access.git) {
         (Some(runtime), Some(remote)) => (runtime, remote),
         _ => return Err(DriverError::Unsupported("validation is not configured")),
     };
-    let commit = sha(candidate)?;
-    let mirror = mirror(runtime, access, remote, std::slice::from_ref(&commit)).await?;
+    let (base, commit) = (sha(base)?, sha(candidate)?);
+    let mirror = mirror(runtime, access, remote, &[commit.clone(), base.clone()]).await?;
+    let changed = mirror
+        .changed_paths(&base, &commit)
+        .await
+        .map_err(|e| DriverError::Workspace(e.to_string()))?;
+    let protected_paths = protected_among(
+        changed.iter().map(String::as_str),
+        &shared.config.protected_paths,
+    );
     let verdict = validate_candidate(Candidate {
         journal: &shared.journal,
         lease,
@@ -465,6 +477,7 @@ pub(super) async fn validate(
         passed,
         failed_index,
         summary,
+        protected_paths,
     })
 }
 

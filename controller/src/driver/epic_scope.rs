@@ -8,12 +8,15 @@
 //!
 //! Only issues of the run's own repository count: a sub-issue elsewhere is
 //! another controller's business, and pull requests are never children.
+//! Nor does the managed roadmap section count: the EPIC agent writes it,
+//! and an issue it names there must not become the EPIC's by that alone.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::effects::markers::{ROADMAP_START, RoadmapMarkers, scan_roadmap};
 use crate::github::{GitHubApi, GitHubError, Issue, RepoName};
 
 /// Where a labelled issue's run starts.
@@ -48,6 +51,24 @@ pub fn referenced_issues(body: &str, repo: &RepoName) -> Vec<u64> {
         .collect()
 }
 
+/// The EPIC body as people wrote it: without the managed roadmap section,
+/// and without anything after a start line that opens no proper section.
+fn outside_roadmap(body: &str) -> String {
+    match scan_roadmap(body) {
+        RoadmapMarkers::Absent => body.to_owned(),
+        RoadmapMarkers::Section { start, end, .. } => format!("{}{}", &body[..start], &body[end..]),
+        RoadmapMarkers::Malformed(_) => body
+            .find(ROADMAP_START)
+            .map_or(body, |at| &body[..at])
+            .to_owned(),
+    }
+}
+
+/// The issues an EPIC body lists, its managed roadmap section left out.
+fn listed_issues(body: &str, repo: &RepoName) -> Vec<u64> {
+    referenced_issues(&outside_roadmap(body), repo)
+}
+
 fn in_repo(issue: &Issue, repo: &RepoName) -> bool {
     let marker = format!("/{repo}/issues/");
     issue
@@ -76,7 +97,7 @@ pub async fn epic_children(
     }
     let body = epic.body.as_deref().unwrap_or_default();
     let mut children = Vec::new();
-    for number in referenced_issues(body, repo) {
+    for number in listed_issues(body, repo) {
         if number == epic.number {
             continue;
         }
@@ -87,6 +108,19 @@ pub async fn epic_children(
         }
     }
     Ok(children)
+}
+
+/// The numbers of EPIC `epic`'s issues, read now: the only issues its
+/// next-issue pick may name.
+pub async fn epic_issue_numbers(
+    api: &GitHubApi,
+    repo: &RepoName,
+    epic: u64,
+    epic_label: &str,
+) -> Result<Vec<u64>, GitHubError> {
+    let read = api.issue(repo, epic).await?;
+    let children = epic_children(api, repo, &read, epic_label).await?;
+    Ok(children.iter().map(|child| child.number).collect())
 }
 
 /// Where the run of `labelled` starts, and in which EPIC. `known_epic` is
@@ -128,7 +162,7 @@ pub async fn start_scope(
         let body = candidate.body.as_deref().unwrap_or_default();
         if !candidate.is_pull_request()
             && candidate.number != labelled
-            && referenced_issues(body, repo).contains(&labelled)
+            && listed_issues(body, repo).contains(&labelled)
         {
             return Ok(StartScope {
                 issue: labelled,
@@ -153,6 +187,16 @@ mod tests {
         let body = "Plan:\n- [ ] #4\n- [x] alice/widgets#2\n- [ ] bob/other#9\n\
                     - [ ] https://github.com/alice/widgets/issues/7\nsee #4 again, not issue#5";
         assert_eq!(referenced_issues(body, &repo), vec![4, 2, 7]);
+    }
+
+    #[test]
+    fn issues_named_only_in_the_managed_roadmap_section_are_not_listed() {
+        let repo: RepoName = "alice/widgets".parse().unwrap();
+        let body = "- [ ] #4\n- [ ] #5\n\n<!-- ai-controller-roadmap:start -->\n\
+                    next: #9\n<!-- ai-controller-roadmap:end -->\nlater #6";
+        assert_eq!(listed_issues(body, &repo), vec![4, 5, 6]);
+        let unclosed = "- [ ] #4\n<!-- ai-controller-roadmap:start -->\nnext: #9";
+        assert_eq!(listed_issues(unclosed, &repo), vec![4]);
     }
 
     #[test]

@@ -90,7 +90,8 @@ pub struct DriverConfig {
     pub retry: StepRetryPolicy,
     /// Frozen into a run's state when it starts.
     pub settings: RunSettings,
-    /// Path prefixes whose change a PR's facts report (`merge.protected_paths`).
+    /// Path prefixes (`merge.protected_paths`) a candidate must not change
+    /// to be pushed, and whose change a PR's facts report to the merge gate.
     pub protected_paths: Vec<String>,
     /// The label that makes an issue an EPIC (`labels.epic`).
     pub epic_label: String,

@@ -337,7 +337,9 @@ impl<'a> RunTask<'a> {
                     .as_ref()
                     .map(|runtime| repo_settings::validation_commands(&self.state, runtime))
                     .unwrap_or_default();
-                agent_step::validate(self.shared, self.lease, &self.access, sha, &commands).await?
+                let candidate = (self.state.base_sha.as_str(), sha.as_str());
+                agent_step::validate(self.shared, self.lease, &self.access, candidate, &commands)
+                    .await?
             }
             Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. } => {
                 self.performed.push(wait.clone());

@@ -185,6 +185,12 @@ pub struct NextIssueFacts {
     /// work on it when the pick is accepted.
     #[serde(default)]
     pub issue_text: Option<String>,
+    /// The EPIC's own issues (its sub-issues, or the issues its body lists
+    /// outside the managed roadmap section), read now. A pick must be one
+    /// of them; a row without the field names none, so nothing is accepted
+    /// on a membership that was never read.
+    #[serde(default)]
+    pub epic_issues: Vec<u64>,
 }
 
 /// The trigger label was removed by someone whose removal does not count
@@ -242,6 +248,11 @@ pub enum Event {
         /// Index of the first failing command, with its redacted summary.
         failed_index: Option<u32>,
         summary: String,
+        /// Paths the candidate changes since the run's base (the merge base
+        /// with the default-branch head the run started from) that match
+        /// `merge.protected_paths`; such a candidate is never pushed.
+        #[serde(default)]
+        protected_paths: Vec<String>,
     },
     EffectsObserved {
         observed: Vec<EffectReadBack>,

@@ -33,6 +33,7 @@ mod decide;
 pub mod decision;
 pub mod event;
 pub mod phase;
+pub mod protected;
 pub mod repository;
 pub mod review_rounds;
 pub mod state;
@@ -55,6 +56,7 @@ pub use event::{
     RepositorySettingsRead,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
+pub use protected::{is_protected, protected_among};
 pub use repository::{
     RepositoryAgents, RepositoryLabels, RepositorySettings, RepositoryValidation, ValidationCommand,
 };

@@ -216,6 +216,35 @@ impl Mirror {
             .collect()
     }
 
+    /// Every path `head` changes since its merge base with `base`: what a
+    /// push of `head` would add to the branch's diff against `base`, the
+    /// commits already on the branch included. A rename lists its old and
+    /// its new path, so a protected file cannot leave unnoticed.
+    pub async fn changed_paths(
+        &self,
+        base: &CommitSha,
+        head: &CommitSha,
+    ) -> Result<Vec<String>, WorkspaceError> {
+        let range = format!("{base}...{head}");
+        let out = self
+            .run(&[
+                OsStr::new("diff"),
+                OsStr::new("--name-only"),
+                OsStr::new("-z"),
+                OsStr::new("--no-renames"),
+                OsStr::new("--no-ext-diff"),
+                OsStr::new("--no-textconv"),
+                OsStr::new(&range),
+                OsStr::new("--"),
+            ])
+            .await?;
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|path| !path.is_empty())
+            .map(|path| String::from_utf8_lossy(path).into_owned())
+            .collect())
+    }
+
     /// The full message of every commit in `base..head`, oldest first.
     pub async fn commit_messages(
         &self,

@@ -264,6 +264,60 @@ async fn ancestry_new_commits_and_messages_come_from_the_mirror() {
 }
 
 #[tokio::test]
+async fn changed_paths_are_everything_the_head_changes_since_its_merge_base_with_the_base() {
+    let (upstream, _state, _ws, mirror) = setup().await;
+    upstream.commit("a.txt", "1\n", "base");
+    let fork = git(&upstream.path, &["rev-parse", "HEAD"]);
+    upstream.commit(".github/workflows/old.yml", "on: push\n", "earlier work");
+    git(
+        &upstream.path,
+        &["mv", ".github/workflows/old.yml", "moved.yml"],
+    );
+    git(&upstream.path, &["commit", "-q", "-m", "move it"]);
+    let head = upstream.commit("b.txt", "2\n", "the agent's commit");
+    // The default branch moves on elsewhere: its own change is not the head's.
+    git(&upstream.path, &["checkout", "-q", "-b", "later", &fork]);
+    let base = upstream.commit("main-only.txt", "x\n", "the default branch moved");
+    mirror
+        .fetch_shas(&[head.clone(), base.clone()], None)
+        .await
+        .unwrap();
+
+    let mut paths = mirror.changed_paths(&base, &head).await.unwrap();
+    paths.sort();
+
+    assert_eq!(
+        paths,
+        ["b.txt", "moved.yml"],
+        "a file added and moved away again on the branch nets out"
+    );
+}
+
+#[tokio::test]
+async fn a_rename_lists_its_old_and_its_new_path() {
+    let (upstream, _state, _ws, mirror) = setup().await;
+    let base = upstream.commit(".github/workflows/ci.yml", "on: push\n", "base");
+    git(
+        &upstream.path,
+        &["mv", ".github/workflows/ci.yml", "ci.yml"],
+    );
+    git(
+        &upstream.path,
+        &["commit", "-q", "-m", "move the workflow out"],
+    );
+    let head = CommitSha::parse(&git(&upstream.path, &["rev-parse", "HEAD"])).unwrap();
+    mirror
+        .fetch_shas(std::slice::from_ref(&head), None)
+        .await
+        .unwrap();
+
+    let mut paths = mirror.changed_paths(&base, &head).await.unwrap();
+    paths.sort();
+
+    assert_eq!(paths, [".github/workflows/ci.yml", "ci.yml"]);
+}
+
+#[tokio::test]
 async fn the_export_holds_the_commit_tree_and_nothing_else() {
     let (upstream, _state, _ws, mirror) = setup().await;
     upstream.commit("src/lib.txt", "library\n", "lib");

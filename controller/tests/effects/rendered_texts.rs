@@ -115,6 +115,67 @@ fn status_comment_blocked() {
     insta::assert_snapshot!(status_text(&blocked).expect("a publishable status"));
 }
 
+/// The status comment of a run the machine itself blocked because its
+/// validated candidate changes protected paths (the reason as `decide`
+/// words it, not a hand-written one).
+#[test]
+fn status_comment_blocked_by_a_protected_candidate() {
+    use autoforge::machine::{
+        AgentOutcome, AgentResult, Event, ImplementResult, PhaseResult, RepositorySettingsRead,
+        RunSettings, RunState, decide,
+    };
+    let settings = RunSettings::default();
+    let mut state = RunState::new("run-1", settings.clone());
+    let events = [
+        Event::Started {
+            repository: "octo/widgets".into(),
+            issue: 3,
+            epic: None,
+            base_branch: "main".into(),
+            base_sha: MERGE_BASE.into(),
+            branch_head: None,
+            settings,
+            repository_settings: RepositorySettingsRead::default(),
+            issue_text: None,
+            started_by: None,
+        },
+        Event::AgentFinished {
+            launch: 1,
+            outcome: AgentOutcome::Result {
+                result: AgentResult::Success {
+                    result: PhaseResult::Implement(ImplementResult {
+                        head_sha: HEAD.into(),
+                        pr_title: "Count words".into(),
+                        pr_body: "Counts words.".into(),
+                        tests: Vec::new(),
+                    }),
+                },
+            },
+            tokens: None,
+        },
+        Event::ValidationFinished {
+            sha: HEAD.into(),
+            passed: true,
+            failed_index: None,
+            summary: "every validation command passed".into(),
+            protected_paths: vec![
+                ".github/workflows/a.yml".into(),
+                ".github/workflows/b.yml".into(),
+                ".github/workflows/c.yml".into(),
+                ".github/workflows/d.yml".into(),
+            ],
+        },
+    ];
+    for event in &events {
+        let decision = decide(&state, event).expect("a legal decision");
+        assert_eq!(decision.refusal, None, "{}", event.name());
+        state = decision.next;
+    }
+    assert_eq!(state.phase, Phase::Blocked);
+    let status = StatusSnapshot::of(&state);
+    insta::assert_snapshot!(status_text(&status).expect("a publishable status"));
+}
+
 #[test]
 fn command_replies() {
     let accepted = reply_text(&Reply::Accepted {

@@ -271,6 +271,11 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
             passed: !flavor.is_multiple_of(3),
             failed_index: None,
             summary: "summary".into(),
+            protected_paths: if flavor.is_multiple_of(5) {
+                vec![".github/workflows/ci.yml".into()]
+            } else {
+                Vec::new()
+            },
         },
         4 => Event::EffectsObserved {
             observed: vec![
@@ -311,6 +316,11 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
                 base_sha: sha(1),
                 branch_head: None,
                 issue_text: None,
+                epic_issues: if flavor.is_multiple_of(5) {
+                    vec![issue + 1]
+                } else {
+                    vec![issue]
+                },
             })
         }
         9 => Event::TransientFailure {
@@ -510,12 +520,27 @@ struct Journal {
 
 impl Journal {
     fn observe(&mut self, state: &RunState, event: &Event, decision: &Decision) {
+        // A candidate that changes a protected path is never pushed: only
+        // a clean validation makes a commit pushable.
         if let Event::ValidationFinished {
-            sha, passed: true, ..
+            sha,
+            passed: true,
+            protected_paths,
+            ..
         } = event
             && decision.refusal.is_none()
+            && protected_paths.is_empty()
         {
             self.validated.insert(sha.clone());
+        }
+        if let Event::NextIssue(facts) = event
+            && decision.next.issue == facts.issue
+            && state.issue != facts.issue
+        {
+            assert!(
+                facts.epic_issues.contains(&facts.issue),
+                "a pick outside the EPIC was taken: {facts:?}"
+            );
         }
         for effect in &decision.effects {
             match effect {

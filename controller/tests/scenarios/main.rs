@@ -6,9 +6,12 @@ mod common;
 
 mod scenario_commands;
 mod scenario_epic;
+mod scenario_epic_scope;
 mod scenario_happy;
 mod scenario_installations;
 mod scenario_merge;
+mod scenario_own_pr;
+mod scenario_protected;
 mod scenario_review;
 mod scenario_trust;
 mod scenario_validation;

@@ -1,6 +1,6 @@
 //! Merging on the real `autoforge serve`: a person's merge noticed under
 //! `merge.mode = "never"`, and the pre-merge gate refusing a failing
-//! check, a draft and a changed protected path (SPEC §10).
+//! check, a draft and a protected path a person changed (SPEC §10).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -67,24 +67,31 @@ async fn a_draft_pull_request_makes_the_merge_gate_refuse_and_the_run_blocks() {
     assert_eq!(s.merge_requests(pr), 0);
 }
 
+/// The controller never pushes a protected change itself (see
+/// `scenario_protected`); the gate still refuses one a person pushed onto
+/// the pull request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_workflow_file_makes_the_merge_gate_refuse_and_the_run_blocks() {
+async fn a_workflow_file_a_person_pushed_to_the_pull_request_makes_the_merge_gate_refuse() {
     let s = Scenario::new()
-        .agents(Agents::scripted().implement(["workflow", "{hub}/octo/widgets/issues/1"]))
+        .agents(Agents::scripted().hold("review", [1]))
         .merge_mode("auto")
         .start()
         .await;
     let issue = s.open_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
+    s.launch_started("review", 1).await;
+    s.human_push(&s.owner, "autoforge/1", ".github/workflows/x.yml");
+    s.release("review", 1);
 
     let state = run.reaches(Phase::Blocked).await;
 
     let reason = state.blocked.unwrap().reason;
+    assert!(reason.contains("pre-merge gate"), "{reason}");
     assert!(reason.contains("protected"), "{reason}");
     assert_eq!(
-        state.review.round, 1,
-        "refused at the gate, after a clean review"
+        state.review.round, 2,
+        "refused at the gate, after a clean review of the person's head"
     );
     assert_eq!(s.merge_requests(state.pr.unwrap()), 0);
 }

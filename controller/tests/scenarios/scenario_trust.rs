@@ -63,7 +63,10 @@ async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it(
     })
     .await;
     let told = told["body"].as_str().unwrap();
-    assert!(told.starts_with(&format!("@{OWNER} The run is blocked:")), "{told}");
+    assert!(
+        told.starts_with(&format!("@{OWNER} The run is blocked:")),
+        "{told}"
+    );
 
     s.comment_as(&s.owner, issue, "/autoforge unblock the new text is fine")
         .await;

@@ -505,6 +505,11 @@ impl Handle {
         self.shared.lock().requests.clone()
     }
 
+    /// Refs moved by git pushes so far, oldest first.
+    pub fn ref_updates(&self) -> Vec<crate::world::RefUpdate> {
+        self.shared.lock().ref_updates.clone()
+    }
+
     /// Webhook deliveries recorded so far.
     pub fn deliveries(&self) -> Vec<crate::world::Delivery> {
         self.shared.lock().deliveries.clone()

@@ -387,6 +387,13 @@ pub async fn on_refs_changed(
     {
         let mut w = s.lock();
         for ((name, before, after), commits) in changes.iter().zip(listed) {
+            w.ref_updates.push(crate::world::RefUpdate {
+                repo_id: rid,
+                name: name.clone(),
+                before: before.clone(),
+                after: after.clone(),
+                pusher,
+            });
             push_hook(s, &mut w, rid, (name, before, after), pusher, commits);
             let Some(branch) = name.strip_prefix("refs/heads/") else {
                 continue;

@@ -24,7 +24,7 @@ use crate::effects::markers::{MarkerName, scan};
 use crate::github::{GitHubApi, GitHubError, PullRequest, RepoName};
 use crate::machine::{
     Awaiting, ChecksState, EffectIntent, Event, GitHubFacts, MergeReport, MergeableState,
-    NextIssueFacts, PrFacts, PrState, RunState,
+    NextIssueFacts, PrFacts, PrState, RunState, is_protected,
 };
 
 impl RunTask<'_> {
@@ -64,6 +64,13 @@ impl RunTask<'_> {
                 };
                 let (_, base_sha) = default_branch_head(api, repo).await?;
                 let branch = crate::machine::RunState::branch_for(*issue);
+                let epic_issues = match &self.state.epic {
+                    Some(epic) => {
+                        let label = &self.shared.config.epic_label;
+                        epic_scope::epic_issue_numbers(api, repo, epic.epic, label).await?
+                    }
+                    None => Vec::new(),
+                };
                 Event::NextIssue(NextIssueFacts {
                     issue: *issue,
                     repository: repo.to_string(),
@@ -71,6 +78,7 @@ impl RunTask<'_> {
                     base_sha,
                     branch_head: branch_head(api, repo, &branch).await?,
                     issue_text,
+                    epic_issues,
                 })
             }
             _ => return Ok(None),
@@ -172,7 +180,7 @@ pub(in crate::driver) async fn read_facts(
     let mut ours = None;
     let mut adoptable = Vec::new();
     for pr in &on_branch {
-        let marked = carries_our_marker(pr, state.issue);
+        let marked = carries_our_marker(pr, &issue.html_url);
         if state.pr == Some(pr.number) || (state.pr.is_none() && marked) {
             ours = Some(pr.number);
         } else if pr.state == "open" && !marked {
@@ -229,14 +237,22 @@ pub(in crate::driver) async fn branch_head(
     }
 }
 
-fn carries_our_marker(pr: &PullRequest, issue: u64) -> bool {
+/// Whether `pr` carries an `ai-implementation` marker naming the issue
+/// whose `html_url` is `issue_url`. The writer names the issue by its URL,
+/// so a marker is matched by the whole URL: the same number in another
+/// repository is another issue.
+fn carries_our_marker(pr: &PullRequest, issue_url: &str) -> bool {
     let body = pr.body.as_deref().unwrap_or_default();
+    let wanted = issue_url.trim_end_matches('/');
     scan(body, MarkerName::Implementation)
         .into_result()
         .is_ok_and(|found| {
-            found
-                .iter()
-                .any(|m| m.payload.get("issue").and_then(Value::as_u64) == Some(issue))
+            found.iter().any(|m| {
+                m.payload
+                    .get("issue")
+                    .and_then(Value::as_str)
+                    .is_some_and(|named| named.trim_end_matches('/').eq_ignore_ascii_case(wanted))
+            })
         })
 }
 
@@ -260,13 +276,11 @@ pub(in crate::driver) async fn pr_facts(
     let checks = checks_state(api, repo, &pr.head.sha).await?;
     let files = api.pull_request_files(repo, number).await?;
     let protected_paths_changed = files.iter().any(|file| {
-        protected_paths.iter().any(|prefix| {
-            file.filename.starts_with(prefix.as_str())
-                || file
-                    .previous_filename
-                    .as_deref()
-                    .is_some_and(|old| old.starts_with(prefix.as_str()))
-        })
+        is_protected(&file.filename, protected_paths)
+            || file
+                .previous_filename
+                .as_deref()
+                .is_some_and(|old| is_protected(old, protected_paths))
     });
     let merge_base_sha = comparison.merge_base_commit.sha;
     let clean_review_intact = match clean_review {
@@ -360,6 +374,7 @@ fn mergeable_state(text: Option<&str>) -> MergeableState {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn check(
@@ -388,6 +403,46 @@ mod tests {
         let latest = latest_per_name(runs);
         let by_name: Vec<(&str, u64)> = latest.iter().map(|r| (r.name.as_str(), r.id)).collect();
         assert_eq!(by_name, [("ci", 3), ("lint", 4)]);
+    }
+
+    fn pr_with_body(body: &str) -> PullRequest {
+        serde_json::from_value(serde_json::json!({
+            "number": 2,
+            "state": "open",
+            "title": "t",
+            "body": body,
+            "html_url": "https://github.com/acme/widgets/pull/2",
+            "user": {"login": "bot", "id": 1, "type": "Bot"},
+            "head": {"ref": "autoforge/7", "sha": "a".repeat(40), "repo": null},
+            "base": {"ref": "main", "sha": "b".repeat(40), "repo": null},
+            "merged_at": null,
+            "merge_commit_sha": null,
+        }))
+        .unwrap()
+    }
+
+    fn marked(issue: &str) -> PullRequest {
+        pr_with_body(&format!(
+            "Closes #7\n\n<!-- ai-implementation: {{\"issue\":\"{issue}\",\"run\":3,\"write\":\"00ff\"}} -->\n"
+        ))
+    }
+
+    #[test]
+    fn our_marker_is_matched_by_the_issues_url_and_not_by_its_number_alone() {
+        let url = "https://github.com/Acme/Widgets/issues/7";
+        assert!(carries_our_marker(
+            &marked("https://github.com/acme/widgets/issues/7"),
+            url
+        ));
+        assert!(!carries_our_marker(
+            &marked("https://github.com/other/widgets/issues/7"),
+            url
+        ));
+        assert!(!carries_our_marker(
+            &marked("https://github.com/acme/widgets/issues/70"),
+            url
+        ));
+        assert!(!carries_our_marker(&pr_with_body("Closes #7"), url));
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Events whose meaning does not depend on the phase's own rules.
+//! Events whose meaning does not depend on the phase's own rules, and the
+//! refusal of a protected-path candidate that IMPLEMENT and FIX share.
 
-use super::turn::Turn;
+use super::turn::{Turn, TurnResult};
 use crate::machine::decision::{Decision, MachineError};
 use crate::machine::event::Event;
 use crate::machine::phase::Phase;
+use crate::machine::protected::describe_paths;
 use crate::machine::state::{Awaiting, RunState};
 
 /// A transient GitHub (or validation-runner) failure while the driver did
@@ -41,4 +43,26 @@ pub(super) fn issue_closed(state: &RunState) -> Result<Decision, MachineError> {
         Phase::Done | Phase::Failed | Phase::Stopped => {}
     }
     Ok(turn.finish())
+}
+
+/// A validated candidate that changes protected paths is never pushed:
+/// pushing to a branch of the repository can already start its `on: push`
+/// workflows, so the merge gate would be too late. The run blocks; after
+/// `/autoforge unblock` the phase's agent runs again and is told, like
+/// after a failed validation, why its commit was dropped.
+pub(super) fn protected_candidate(turn: &mut Turn, sha: &str, paths: &[String]) -> TurnResult {
+    let named = describe_paths(paths);
+    let s = &mut turn.state;
+    s.candidate = None;
+    s.pending = None;
+    s.last_validation_failure = Some(format!(
+        "it changes protected paths (merge.protected_paths): {named}; the controller never \
+         pushes a change to them, so leave them as they are on the default branch"
+    ));
+    let short = sha.get(..12).unwrap_or(sha);
+    turn.block(format!(
+        "candidate `{short}` changes protected paths (merge.protected_paths): {named}; it was \
+         not pushed. `/autoforge unblock <reason>` asks the agent again without that change; \
+         a change to those paths is for a person to make"
+    ))
 }

@@ -1,5 +1,6 @@
 //! UPDATE_EPIC (SPEC §4, §9): the progress comment once, the roadmap splice
-//! when due, then verify the agent's next-issue pick; one re-request, then
+//! when due, then verify the agent's next-issue pick (open, in the run's
+//! repository, one of the EPIC's own issues); one re-request, then
 //! BLOCKED. A run without an EPIC is done after its merge.
 
 use super::turn::{Turn, TurnResult};
@@ -159,6 +160,38 @@ fn pure_rejection(state: &RunState, issue: u64) -> Option<String> {
     None
 }
 
+/// How many of the EPIC's issues a rejection lists before it counts.
+const LISTED: usize = 10;
+
+/// A pick that is none of the EPIC's own issues: any other open issue of
+/// the repository is not the EPIC agent's to start.
+fn outside_epic(state: &RunState, facts: &NextIssueFacts) -> Option<String> {
+    let epic = state.epic.as_ref()?.epic;
+    if facts.epic_issues.contains(&facts.issue) {
+        return None;
+    }
+    if facts.epic_issues.is_empty() {
+        return Some(format!(
+            "#{} is not one of EPIC #{epic}'s issues; the EPIC lists none",
+            facts.issue
+        ));
+    }
+    let mut listed: Vec<String> = facts
+        .epic_issues
+        .iter()
+        .take(LISTED)
+        .map(|n| format!("#{n}"))
+        .collect();
+    if facts.epic_issues.len() > LISTED {
+        listed.push(format!("and {} more", facts.epic_issues.len() - LISTED));
+    }
+    Some(format!(
+        "#{} is not one of EPIC #{epic}'s issues; its issues are {}",
+        facts.issue,
+        listed.join(", ")
+    ))
+}
+
 fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
     let reason = if !facts
         .repository
@@ -171,7 +204,7 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
     } else if !facts.open {
         Some(format!("#{} is not open", facts.issue))
     } else {
-        pure_rejection(&turn.state, facts.issue)
+        pure_rejection(&turn.state, facts.issue).or_else(|| outside_epic(&turn.state, facts))
     };
     if let Some(reason) = reason {
         return reject(turn, reason);

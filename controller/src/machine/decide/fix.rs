@@ -1,7 +1,9 @@
 //! FIX: check the PR is still at the reviewed revision, launch the fixer,
 //! validate a moved head, then create follow-ups, append markers and push
-//! last (SPEC §4 FIX).
+//! last (SPEC §4 FIX); a moved head changing a protected path blocks and
+//! writes nothing.
 
+use super::common::protected_candidate;
 use super::review::open_pr;
 use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{FixResult, PhaseResult, ResolutionKind};
@@ -38,13 +40,16 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
                 sha: got,
                 passed,
                 summary,
+                protected_paths,
                 ..
             },
         ) => {
             if sha != got {
                 return Ok(Turn::stale_validation(state, got));
             }
-            if *passed {
+            if *passed && !protected_paths.is_empty() {
+                protected_candidate(&mut turn, got, protected_paths)?;
+            } else if *passed {
                 publish(&mut turn)?;
             } else {
                 validation_failed(&mut turn, summary)?;

@@ -1,6 +1,8 @@
 //! INITIALIZING and IMPLEMENT: start the run, launch the implementer,
-//! validate its candidate, then push it and open or adopt the PR.
+//! validate its candidate, then push it and open or adopt the PR (a
+//! candidate changing a protected path blocks instead of being pushed).
 
+use super::common::protected_candidate;
 use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{ImplementResult, PhaseResult};
 use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
@@ -108,13 +110,16 @@ pub(super) fn on_event(state: &RunState, event: &Event) -> Result<Decision, Mach
                 sha: got,
                 passed,
                 summary,
+                protected_paths,
                 ..
             },
         ) => {
             if sha != got {
                 return Ok(Turn::stale_validation(state, got));
             }
-            if *passed {
+            if *passed && !protected_paths.is_empty() {
+                protected_candidate(&mut turn, got, protected_paths)?;
+            } else if *passed {
                 turn.wait(Awaiting::Facts {
                     purpose: FactsPurpose::Publish,
                 });

@@ -109,6 +109,9 @@ impl Running {
             dir,
             &["-c", &header, "clone", "-q", "--branch", branch, &url, "."],
         );
+        if let Some(parent) = dir.join(file).parent() {
+            std::fs::create_dir_all(parent).expect("the file's folder");
+        }
         std::fs::write(dir.join(file), "a person's change\n").expect("write the file");
         git(dir, &["add", file]);
         git(
@@ -131,6 +134,88 @@ impl Running {
             .output()
             .expect("git rev-parse");
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+}
+
+impl Running {
+    /// A person starts `branch` from the default branch with one commit
+    /// adding `file`, pushed with git; the branch's head.
+    pub fn human_branch(&self, person: &Person, branch: &str, file: &str) -> String {
+        let checkout = tempfile::tempdir().expect("a checkout folder");
+        let url = self.world.hub.git_url(OWNER, REPO);
+        let header = format!("http.extraHeader=Authorization: token {}", person.token);
+        let dir = checkout.path();
+        git(dir, &["-c", &header, "clone", "-q", &url, "."]);
+        git(dir, &["checkout", "-q", "-b", branch]);
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("the file's folder");
+        std::fs::write(&path, "a person's change\n").expect("write the file");
+        git(dir, &["add", file]);
+        git(
+            dir,
+            &[
+                "-c",
+                "user.name=person",
+                "-c",
+                "user.email=person@example.invalid",
+                "commit",
+                "-q",
+                "-m",
+                "A person's earlier work",
+            ],
+        );
+        git(dir, &["-c", &header, "push", "-q", "origin", branch]);
+        let out = Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(dir)
+            .output()
+            .expect("git rev-parse");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// The head of `branch` as fakehub serves it over git, `None` when the
+    /// branch does not exist.
+    pub fn branch_head(&self, branch: &str) -> Option<String> {
+        let url = self.world.hub.git_url(OWNER, REPO);
+        let header = format!("http.extraHeader=Authorization: token {}", self.owner.token);
+        let wanted = format!("refs/heads/{branch}");
+        let out = Command::new("git")
+            .args(["-c", &header, "ls-remote", &url, &wanted])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()
+            .expect("git ls-remote");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .find_map(|line| {
+                let (sha, name) = line.split_once('\t')?;
+                (name == wanted).then(|| sha.to_owned())
+            })
+    }
+
+    /// How many times a git push created or moved `branch` (fakehub's
+    /// record of ref updates; its request log covers the REST API only).
+    pub fn pushes_to(&self, branch: &str) -> usize {
+        let name = format!("refs/heads/{branch}");
+        self.world
+            .hub
+            .ref_updates()
+            .iter()
+            .filter(|update| update.name == name)
+            .count()
+    }
+
+    /// The owner removes the trigger label.
+    pub async fn operator_unlabels(&self, issue: u64) {
+        let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
+        self.world
+            .rest_as(&self.owner, Method::DELETE, &path, Value::Null)
+            .await;
     }
 }
 

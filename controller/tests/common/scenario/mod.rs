@@ -244,6 +244,24 @@ impl Running {
         RunRef { s: self, id }
     }
 
+    /// A run for `issue` other than `previous` (started after it was
+    /// stopped, say); waits for one to exist.
+    pub async fn run_after(&self, issue: u64, previous: RunId) -> RunRef<'_> {
+        let journal = self.world.db.journal();
+        let id = eventually(
+            PATIENCE,
+            &format!("another run for #{issue}"),
+            || async move {
+                let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
+                runs.into_iter()
+                    .find(|run| run.id != previous && run.state["issue"].as_u64() == Some(issue))
+                    .map(|run| run.id)
+            },
+        )
+        .await;
+        RunRef { s: self, id }
+    }
+
     /// The evidence file `NAME.N.SUFFIX` of launch `n` of a role.
     fn evidence(&self, role: &str, n: u32, suffix: &str) -> PathBuf {
         self.evidence.path().join(format!("{role}.{n}.{suffix}"))
@@ -420,6 +438,37 @@ fn array(value: Value) -> Vec<Value> {
 }
 
 impl Running {
+    /// Waits until serve has processed the webhook delivery of the `issues`
+    /// event `action` (`labeled`, `unlabeled`…) on `issue`.
+    pub async fn issue_delivery_processed(&self, issue: u64, action: &str) {
+        let hub = &self.world.hub;
+        let journal = self.world.db.journal();
+        eventually(
+            PATIENCE,
+            &format!("delivery of issues.{action} on #{issue} processed"),
+            || async move {
+                let guids: Vec<String> = hub
+                    .deliveries()
+                    .into_iter()
+                    .filter(|d| {
+                        d.event == "issues"
+                            && d.action.as_deref() == Some(action)
+                            && d.payload["issue"]["number"].as_u64() == Some(issue)
+                    })
+                    .map(|d| d.guid)
+                    .collect();
+                for guid in guids {
+                    let stored = journal.get_delivery(&guid).await.unwrap();
+                    if stored.is_some_and(|d| d.processed_at.is_some()) {
+                        return Some(());
+                    }
+                }
+                None
+            },
+        )
+        .await;
+    }
+
     /// Waits until serve has processed the webhook delivery of comment
     /// `comment` (it reached the journal and the dispatcher finished it).
     pub async fn comment_delivery_processed(&self, comment: u64) {

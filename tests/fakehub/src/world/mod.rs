@@ -280,6 +280,18 @@ pub struct RequestRecord {
     pub duration_ms: f64,
 }
 
+/// One ref a git push created, moved or deleted (all-zero SHAs for an
+/// absent side). The request log covers the REST API only; git's smart
+/// HTTP traffic is recorded here instead.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefUpdate {
+    pub repo_id: u64,
+    pub name: String,
+    pub before: String,
+    pub after: String,
+    pub pusher: u64,
+}
+
 /// Primary rate-limit window of one token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RateWindow {
@@ -304,6 +316,8 @@ pub struct World {
     pub deliveries: Vec<Delivery>,
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,
+    #[serde(skip)]
+    pub ref_updates: Vec<RefUpdate>,
     #[serde(skip)]
     pub rate: HashMap<String, RateWindow>,
 }

@@ -118,6 +118,7 @@ fn validation_of_another_commit_is_refused() {
         passed: true,
         failed_index: None,
         summary: String::new(),
+        protected_paths: Vec::new(),
     });
     assert_eq!(refusal, Refusal::StaleValidation { got: sha(9) });
 }

@@ -38,6 +38,7 @@ fn next_issue(issue: u64, open: bool) -> Event {
         base_sha: sha(50),
         branch_head: None,
         issue_text: None,
+        epic_issues: vec![2, issue, 9],
     })
 }
 
@@ -201,6 +202,7 @@ fn pick_in_another_repository_is_rejected() {
         base_sha: sha(50),
         branch_head: None,
         issue_text: None,
+        epic_issues: vec![8],
     }));
     assert_eq!(run.state.counters.next_issue_rejections, 1);
 }
@@ -275,4 +277,99 @@ fn voided_roadmap_section_is_re_requested_without_progress() {
     run.succeed(epic_result(None, Some("roadmap again"), Some(8)));
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(kinds, vec![EffectKind::SpliceEpicRoadmap]);
+}
+
+fn pick_with_members(issue: u64, members: Vec<u64>) -> Event {
+    Event::NextIssue(NextIssueFacts {
+        issue,
+        repository: "acme/widgets".into(),
+        open: true,
+        base_sha: sha(50),
+        branch_head: None,
+        issue_text: None,
+        epic_issues: members,
+    })
+}
+
+/// UPDATE_EPIC with the progress and roadmap written and issue 8 picked.
+fn picked_eight() -> Run {
+    let mut run = to_update_epic(1);
+    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.observed(vec![
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
+    ]);
+    assert_eq!(run.state.awaiting, Awaiting::NextIssueCheck { issue: 8 });
+    run
+}
+
+#[test]
+fn an_open_pick_outside_the_epic_is_rejected_and_the_agent_told_the_epics_issues() {
+    let mut run = picked_eight();
+    run.apply(pick_with_members(8, vec![ISSUE, 9, 10]));
+
+    assert_eq!(run.state.phase, Phase::UpdateEpic);
+    assert_eq!(
+        run.state.issue, ISSUE,
+        "no switch to an issue outside the EPIC"
+    );
+    assert_eq!(run.state.counters.next_issue_rejections, 1);
+    let LaunchInputs::UpdateEpic { rerequest, .. } = run.launch().inputs else {
+        panic!("epic inputs")
+    };
+    assert_eq!(
+        rerequest.as_deref(),
+        Some("#8 is not one of EPIC #3's issues; its issues are #7, #9, #10")
+    );
+    run.succeed(epic_result(None, None, Some(9)));
+    run.apply(pick_with_members(9, vec![ISSUE, 9, 10]));
+    assert_eq!(run.state.phase, Phase::Implement);
+    assert_eq!(run.state.issue, 9, "the member the agent picked next");
+}
+
+#[test]
+fn an_open_pick_among_the_epics_issues_is_accepted() {
+    let mut run = picked_eight();
+    run.apply(pick_with_members(8, vec![ISSUE, 8]));
+    assert_eq!(run.state.phase, Phase::Implement);
+    assert_eq!(run.state.issue, 8);
+    assert_eq!(run.state.counters.next_issue_rejections, 0);
+}
+
+#[test]
+fn picks_outside_the_epic_twice_block_the_run() {
+    let mut run = picked_eight();
+    run.apply(pick_with_members(8, vec![ISSUE]));
+    run.succeed(epic_result(None, None, Some(8)));
+    run.apply(pick_with_members(8, vec![ISSUE]));
+    assert_eq!(run.state.phase, Phase::Blocked);
+    let reason = run.state.blocked.as_ref().expect("blocked").reason.clone();
+    assert!(reason.contains("not one of EPIC #3's issues"), "{reason}");
+}
+
+#[test]
+fn a_long_member_list_is_cut_short_in_the_rejection() {
+    let mut run = picked_eight();
+    run.apply(pick_with_members(8, (20..35).collect()));
+    let LaunchInputs::UpdateEpic { rerequest, .. } = run.launch().inputs else {
+        panic!("epic inputs")
+    };
+    let reason = rerequest.expect("a reason");
+    assert!(reason.ends_with("#29, and 5 more"), "{reason}");
+}
+
+#[test]
+fn a_next_issue_row_journalled_without_members_names_none_and_is_rejected() {
+    let old = serde_json::json!({
+        "event": "next_issue",
+        "issue": 8,
+        "repository": "acme/widgets",
+        "open": true,
+        "base_sha": sha(50),
+    });
+    let event: Event = serde_json::from_value(old).expect("an old row parses");
+    let mut run = picked_eight();
+    run.apply(event);
+    assert_eq!(run.state.phase, Phase::UpdateEpic, "asked again, not taken");
+    assert_eq!(run.state.counters.next_issue_rejections, 1);
 }

@@ -8,6 +8,7 @@ mod epic;
 mod fix;
 mod merge;
 mod operator;
+mod protected;
 mod review;
 mod surfaces;
 mod trust;
@@ -157,6 +158,18 @@ impl Run {
                 "command 0 failed"
             }
             .to_owned(),
+            protected_paths: Vec::new(),
+        })
+    }
+
+    /// A passing validation of `sha` that finds it changing `paths`.
+    pub fn validated_protected(&mut self, sha: &str, paths: &[&str]) -> &Decision {
+        self.apply(Event::ValidationFinished {
+            sha: sha.to_owned(),
+            passed: true,
+            failed_index: None,
+            summary: "all passed".to_owned(),
+            protected_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
         })
     }
 

@@ -110,6 +110,7 @@ fn a_validation_of_another_commit_is_not_remembered() {
         passed: false,
         failed_index: Some(0),
         summary: "stale".into(),
+        protected_paths: Vec::new(),
     });
     assert_eq!(run.state, before);
     assert_eq!(run.state.last_validation, None);

@@ -11,4 +11,5 @@ mod serve_e2e;
 mod serve_operators;
 mod serve_repo_settings;
 mod webhook_fixtures;
+mod webhook_ignored;
 mod webhook_ingress;

@@ -9,20 +9,23 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
-use secrecy::SecretString;
 use tokio::sync::Notify;
 
 use crate::intake::JournalInbox;
 use crate::sandbox::SandboxMode;
-use crate::webhook::webhook_router;
+use crate::webhook::{WebhookEndpoint, webhook_router};
 
 /// Every route `serve` answers. `wakeup` is notified for each new delivery.
-pub fn router(journal: Journal, webhook_secret: SecretString, wakeup: Arc<Notify>) -> Router {
+pub fn router(
+    journal: Journal,
+    webhook: impl Into<WebhookEndpoint>,
+    wakeup: Arc<Notify>,
+) -> Router {
     let probes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .with_state(journal.clone());
-    webhook_router(JournalInbox::new(journal, wakeup), webhook_secret)
+    webhook_router(JournalInbox::new(journal, wakeup), webhook)
         .merge(probes)
         .merge(crate::metrics::metrics_router())
 }
@@ -58,7 +61,7 @@ mod tests {
     use tower::ServiceExt;
 
     fn test_router(db: &TestDatabase) -> Router {
-        let secret = SecretString::from("s".to_owned());
+        let secret = secrecy::SecretString::from("s".to_owned());
         router(db.journal().clone(), secret, Arc::new(Notify::new()))
     }
 

@@ -24,7 +24,8 @@ use crate::intake::{Dispatcher, GitHubAccess, Poller};
 /// Runs the server until SIGTERM or SIGINT.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let secret = config.require_webhook_secret()?.clone();
-    let database = OpenDatabase::open(&config.database).await?;
+    let database =
+        OpenDatabase::open(&config.database, config.settings.database.max_connections).await?;
     let outcome = run_with_database(config, &database, secret).await;
     database.shutdown().await;
     outcome
@@ -105,7 +106,7 @@ pub async fn serve_on(
             config.dashboard_token.clone(),
         ),
     );
-    let app = router(journal, secret, wakeup)
+    let app = router(journal, config.settings.webhook.endpoint(secret), wakeup)
         .merge(dashboard)
         .layer(axum::Extension(sandbox));
     let served = axum::serve(listener, app)

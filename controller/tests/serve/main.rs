@@ -13,3 +13,4 @@ mod serve_repo_settings;
 mod webhook_fixtures;
 mod webhook_ignored;
 mod webhook_ingress;
+mod webhook_settings;

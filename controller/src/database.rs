@@ -21,14 +21,20 @@ pub struct OpenDatabase {
 }
 
 impl OpenDatabase {
-    /// Connects to the configured database, starting the managed cluster
-    /// first when no URL is configured. Does not migrate.
-    pub async fn open(source: &DatabaseSource) -> anyhow::Result<OpenDatabase> {
+    /// Connects to the configured database with a pool of at most
+    /// `max_connections` (`database.max_connections`), starting the managed
+    /// cluster first when no URL is configured. Does not migrate.
+    pub async fn open(
+        source: &DatabaseSource,
+        max_connections: u32,
+    ) -> anyhow::Result<OpenDatabase> {
         match source {
             DatabaseSource::External(url) => {
-                let journal = Journal::connect(url).await.context(
-                    "cannot connect to the database named by DATABASE_URL / database.url",
-                )?;
+                let journal = Journal::connect_with_pool(url, max_connections)
+                    .await
+                    .context(
+                        "cannot connect to the database named by DATABASE_URL / database.url",
+                    )?;
                 Ok(OpenDatabase {
                     journal,
                     managed: None,
@@ -52,7 +58,7 @@ impl OpenDatabase {
                 .await
                 .context("the managed PostgreSQL start-up task failed")?
                 .context("cannot start the managed local PostgreSQL (or set DATABASE_URL to use an existing server)")?;
-                match Journal::connect(&server.database_url()).await {
+                match Journal::connect_with_pool(&server.database_url(), max_connections).await {
                     Ok(journal) => Ok(OpenDatabase {
                         journal,
                         managed: Some(server),

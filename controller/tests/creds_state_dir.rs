@@ -45,9 +45,12 @@ async fn everything_under_the_state_directory_is_private_whatever_the_umask() {
         .unwrap();
     let state = scratch.path().join("state");
 
-    let database = OpenDatabase::open(&DatabaseSource::Managed {
-        dir: state.join("postgres"),
-    })
+    let database = OpenDatabase::open(
+        &DatabaseSource::Managed {
+            dir: state.join("postgres"),
+        },
+        autoforge_journal::DEFAULT_MAX_CONNECTIONS,
+    )
     .await
     .unwrap();
     database.journal.ping().await.unwrap();

@@ -13,10 +13,11 @@ use crate::error::{JournalError, Result};
 /// The migrations, embedded at build time so the binary carries its schema.
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// The pool size unless the caller names one (`database.max_connections`).
 /// Sized for one controller process: ingress inserts, the dispatcher, a
 /// driver task per leased run and the dashboard share it. Replicas each get
 /// their own pool, so this stays well under Postgres' default 100.
-const MAX_CONNECTIONS: u32 = 24;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 24;
 /// No journal statement should take long; a stuck one is a bug or a lock
 /// pile-up and must surface as an error rather than hang a driver.
 const STATEMENT_TIMEOUT: &str = "30s";
@@ -33,11 +34,17 @@ impl Journal {
     /// unreachable server fails here rather than at the first query. Every
     /// connection gets a statement timeout.
     pub async fn connect(url: &SecretString) -> Result<Journal> {
+        Self::connect_with_pool(url, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// [`Self::connect`] with a pool of at most `max_connections` (at
+    /// least one).
+    pub async fn connect_with_pool(url: &SecretString, max_connections: u32) -> Result<Journal> {
         let options = PgConnectOptions::from_str(url.expose_secret())
             .map_err(|error| JournalError::InvalidUrl(describe_url_error(&error)))?
             .options([("statement_timeout", STATEMENT_TIMEOUT)]);
         let pool = PgPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
+            .max_connections(max_connections.max(1))
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await?;
@@ -94,6 +101,11 @@ impl Journal {
         Ok(JournalTx {
             tx: self.pool.begin().await?,
         })
+    }
+
+    /// The most connections the pool opens.
+    pub fn max_connections(&self) -> u32 {
+        self.pool.options().get_max_connections()
     }
 
     /// Closes every pooled connection and waits for them to finish.

@@ -40,7 +40,7 @@ pub use effects::{
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use ids::{DeliveryId, EffectId, LaunchId, RunId};
-pub use journal::{Journal, JournalTx};
+pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
     NewValidation, ValidationOutcome, ValidationRecord,

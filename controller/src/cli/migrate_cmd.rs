@@ -15,7 +15,8 @@ pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let database = OpenDatabase::open(&config.database).await?;
+        let database =
+            OpenDatabase::open(&config.database, config.settings.database.max_connections).await?;
         let outcome = migrate(&database).await;
         let managed = database.is_managed();
         database.shutdown().await;

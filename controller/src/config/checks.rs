@@ -37,6 +37,15 @@ pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem>
             );
         }
     }
+    if let Some(path) = doc.pointer("/webhook/path").and_then(Value::as_str)
+        && let Some(taken) = route_served_by_serve(path)
+    {
+        report(
+            "/webhook/path",
+            "free-path",
+            format!("`{path}` is where serve answers {taken}; pick another path"),
+        );
+    }
     if let Some(url) = doc.pointer("/github/api_url").and_then(Value::as_str)
         && let Err(message) = check_http_url(url)
     {
@@ -75,6 +84,20 @@ pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem>
         }
     }
     problems
+}
+
+/// What `serve` already answers at `path` (health, readiness, metrics, the
+/// dashboard), so the webhook cannot be put there; `None` when it is free.
+fn route_served_by_serve(path: &str) -> Option<&'static str> {
+    let path = path.trim_end_matches('/');
+    match path {
+        "" => Some("the dashboard"),
+        "/healthz" => Some("health checks"),
+        "/readyz" => Some("readiness checks"),
+        "/metrics" => Some("metrics"),
+        _ if path == "/runs" || path.starts_with("/runs/") => Some("the dashboard's runs"),
+        _ => None,
+    }
 }
 
 fn check_http_url(url: &str) -> Result<(), String> {

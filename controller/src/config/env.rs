@@ -4,12 +4,16 @@
 //! the review routes) are written as JSON. The variables are written into
 //! the JSON document before schema validation, so a bad value from the
 //! environment is reported exactly like one from the file, naming the variable.
+//! An `AUTOFORGE_*` variable that is neither a key nor one of the secret and
+//! test-hook variables is an error too: a misspelt name would otherwise
+//! leave the default silently in place.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::problem::Problem;
 use super::schema;
 
 /// Prefix shared by every autoforge environment variable.
@@ -33,8 +37,9 @@ pub const DASHBOARD_TOKEN_FILE_VAR: &str = "AUTOFORGE_DASHBOARD_TOKEN_FILE";
 /// Postgres connection URL; wins over `database.url`.
 pub const DATABASE_URL_VAR: &str = "DATABASE_URL";
 
-/// `AUTOFORGE_*` variables that are not config keys, so they never draw an
-/// "unknown variable" warning.
+/// `AUTOFORGE_*` variables that are not config keys. Every such variable
+/// the product reads must be listed here: loading refuses any other
+/// `AUTOFORGE_*` name as unknown.
 const NON_KEY_VARS: &[&str] = &[
     CONFIG_FILE_VAR,
     WEBHOOK_SECRET_VAR,
@@ -314,38 +319,79 @@ fn object_at<'a>(doc: &'a mut Value, path: &[String]) -> Option<&'a mut Map<Stri
     node.as_object_mut()
 }
 
-/// Warnings about `AUTOFORGE_*` variables that look like config keys but are
-/// not, e.g. a misspelt `AUTOFORGE_SERVER_LISTNE`. Not errors: the secret
-/// variables share the prefix, and other tools may use it too.
-pub(crate) fn unknown_variable_warnings(env: &Environment) -> Vec<String> {
-    let keys = env_keys();
-    let sections: Vec<String> = schema::schema()
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|properties| {
-            properties
-                .keys()
-                .map(|name| format!("{ENV_PREFIX}{}", name.to_ascii_uppercase()))
-                .collect()
+/// Variables that only builds with a test feature read. In a build without
+/// the feature they are unknown like any other name: setting one there
+/// would silently do nothing.
+fn test_hook_vars() -> &'static [&'static str] {
+    // The crash-point variable, spelt from parts: only its own module names
+    // it whole, and configuration does not depend on the effect executor.
+    // `cli::build_features` checks the two spellings agree.
+    #[cfg(feature = "crash-points")]
+    return &[concat!("AUTOFORGE_", "CRASH_AT")];
+    #[cfg(not(feature = "crash-points"))]
+    return &[];
+}
+
+/// Every `AUTOFORGE_*` name this build reads.
+fn known_variables() -> Vec<String> {
+    let mut known: Vec<String> = env_keys().into_iter().map(|key| key.var).collect();
+    known.extend(NON_KEY_VARS.iter().map(|var| (*var).to_owned()));
+    known.extend(test_hook_vars().iter().map(|var| (*var).to_owned()));
+    known
+}
+
+/// An error for every `AUTOFORGE_*` variable this build does not read, e.g.
+/// a misspelt `AUTOFORGE_SERVER_LISTNE`: a typo must not silently leave the
+/// default in place. Each names the variable and, when one is close, the
+/// known name it was probably meant to be. Values are never shown.
+pub(crate) fn unknown_variable_problems(env: &Environment) -> Vec<Problem> {
+    let known = known_variables();
+    env.names()
+        .filter(|name| name.starts_with(ENV_PREFIX))
+        .filter(|name| !known.iter().any(|known| known == name))
+        .map(|name| {
+            let hint = closest(name, &known)
+                .map_or_else(String::new, |near| format!("; did you mean {near}?"));
+            Problem::new(
+                name,
+                "unknown-variable",
+                format!("autoforge reads no variable of this name{hint}"),
+            )
         })
-        .unwrap_or_default();
-    let unknown: Vec<&str> = env
-        .names()
-        .filter(|name| {
-            sections
-                .iter()
-                .any(|section| name.starts_with(section.as_str()))
-        })
-        .filter(|name| !NON_KEY_VARS.contains(name))
-        .filter(|name| !keys.iter().any(|key| key.var == *name))
-        .collect();
-    let mut warnings = Vec::new();
-    if !unknown.is_empty() {
-        warnings.push(format!(
-            "ignoring environment variables that match no config key: {}",
-            unknown.join(", ")
-        ));
+        .collect()
+}
+
+/// The known name within a small edit distance of `name`, if any.
+fn closest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    let budget = (name.len() / 5).clamp(2, 4);
+    known
+        .iter()
+        .map(|candidate| (edit_distance(name, candidate), candidate))
+        .filter(|(distance, _)| *distance <= budget)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate.as_str())
+}
+
+/// Levenshtein distance over bytes (the names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut current = Vec::with_capacity(b.len() + 1);
+        current.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
     }
+    previous[b.len()]
+}
+
+/// Warnings about `AUTOFORGE_*` variables whose value is not UTF-8: they
+/// cannot be read at all.
+pub(crate) fn unknown_variable_warnings(env: &Environment) -> Vec<String> {
+    let mut warnings = Vec::new();
     if !env.not_unicode.is_empty() {
         warnings.push(format!(
             "ignoring environment variables whose value is not UTF-8: {}",
@@ -495,20 +541,50 @@ mod tests {
     }
 
     #[test]
-    fn misspelt_key_variable_is_warned_about_but_secrets_and_strangers_are_not() {
+    fn every_unknown_autoforge_variable_is_an_error_naming_it_and_its_likely_meaning() {
         let env = Environment::from_pairs([
             ("AUTOFORGE_SERVER_LISTNE", "x"),
             ("AUTOFORGE_WEBHOOK_SECRET", "s"),
             ("AUTOFORGE_GITHUB_TOKEN", "t"),
+            ("AUTOFORGE_DASHBOARD_TOKEN", "d"),
             ("AUTOFORGE_SERVER_LISTEN", "127.0.0.1:1"),
             ("AUTOFORGE_UNRELATED_THING", "y"),
+            ("OTHER_TOOL_SETTING", "z"),
         ]);
-        let warnings = unknown_variable_warnings(&env);
-        assert_eq!(warnings.len(), 1);
+        let problems = unknown_variable_problems(&env);
+        let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), 2, "{shown:#?}");
         assert!(
-            warnings[0].ends_with(": AUTOFORGE_SERVER_LISTNE"),
-            "{warnings:?}"
+            shown[0].starts_with("AUTOFORGE_SERVER_LISTNE: ")
+                && shown[0].contains("did you mean AUTOFORGE_SERVER_LISTEN?")
+                && shown[0].ends_with("[rule: unknown-variable]"),
+            "{shown:#?}"
         );
+        assert!(
+            shown[1].starts_with("AUTOFORGE_UNRELATED_THING: ") && !shown[1].contains("mean"),
+            "{shown:#?}"
+        );
+        assert!(!shown.iter().any(|line| line.contains("127.0.0.1")));
+    }
+
+    #[test]
+    fn test_hooks_are_known_exactly_when_built_in() {
+        // Spelt from parts: only the crash-point module names it whole.
+        let env = Environment::from_pairs([(format!("{ENV_PREFIX}CRASH_AT"), "after_send")]);
+        let unknown = unknown_variable_problems(&env);
+        assert_eq!(
+            unknown.is_empty(),
+            cfg!(feature = "crash-points"),
+            "{unknown:?}"
+        );
+    }
+
+    #[test]
+    fn edit_distance_counts_single_changes() {
+        assert_eq!(edit_distance("LISTNE", "LISTEN"), 2);
+        assert_eq!(edit_distance("ab", "ab"), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]

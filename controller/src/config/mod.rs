@@ -124,7 +124,8 @@ pub fn load(
     let provenance = env::apply_overrides(&mut doc, env);
     // Value checks look only at values of the right JSON type, so they can
     // run beside the schema and every problem is reported in one go.
-    let mut problems = schema::check(&doc, &provenance);
+    let mut problems = env::unknown_variable_problems(env);
+    problems.extend(schema::check(&doc, &provenance));
     problems.extend(checks::check_values(&doc, &provenance));
     if !problems.is_empty() {
         return Err(invalid(problems));

@@ -50,7 +50,7 @@ impl Default for DatabaseSettings {
     fn default() -> Self {
         Self {
             url: None,
-            max_connections: 10,
+            max_connections: autoforge_journal::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -66,7 +66,6 @@ pub struct GithubSettings {
     /// With an App: the owners whose installations are served; empty
     /// serves every installation.
     pub allowed_owners: Vec<String>,
-    pub user_agent: String,
 }
 
 impl Default for GithubSettings {
@@ -76,7 +75,6 @@ impl Default for GithubSettings {
             app_id: None,
             repositories: Vec::new(),
             allowed_owners: Vec::new(),
-            user_agent: "autoforge".to_owned(),
         }
     }
 }
@@ -91,9 +89,21 @@ pub struct WebhookSettings {
 impl Default for WebhookSettings {
     fn default() -> Self {
         Self {
-            path: "/webhook".to_owned(),
-            max_body_bytes: 25 * 1024 * 1024,
+            path: crate::webhook::DEFAULT_WEBHOOK_PATH.to_owned(),
+            max_body_bytes: crate::webhook::MAX_WEBHOOK_BODY_BYTES as u64,
         }
+    }
+}
+
+impl WebhookSettings {
+    /// The endpoint `serve` answers deliveries at, verified with `secret`.
+    pub fn endpoint(&self, secret: SecretString) -> crate::webhook::WebhookEndpoint {
+        // The schema caps the limit at 25 MiB, which fits any usize.
+        let limit =
+            usize::try_from(self.max_body_bytes).unwrap_or(crate::webhook::MAX_WEBHOOK_BODY_BYTES);
+        crate::webhook::WebhookEndpoint::new(secret)
+            .at(&self.path)
+            .with_body_limit(limit)
     }
 }
 

@@ -311,7 +311,8 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
         state.path().display(),
         config_file.display()
     ));
-    let database = OpenDatabase::open(&config.database).await?;
+    let database =
+        OpenDatabase::open(&config.database, config.settings.database.max_connections).await?;
     let demo = Demo {
         options,
         started,

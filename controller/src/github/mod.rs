@@ -12,6 +12,7 @@ mod models;
 mod operators;
 mod pagination;
 mod paths;
+pub mod permissions;
 mod ratelimit;
 mod reads;
 // Crate-private: GitHub is written through `effects` only. The feature is
@@ -26,6 +27,9 @@ mod http_tests;
 
 #[cfg(test)]
 mod conformance_tests;
+
+#[cfg(test)]
+mod permissions_tests;
 
 pub use backoff::BackoffPolicy;
 pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};

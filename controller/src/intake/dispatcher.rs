@@ -130,6 +130,7 @@ impl Dispatcher {
             trigger_label: &self.access.trigger_label,
             app_slug: &self.access.app_slug,
             own_login: &self.access.own_login,
+            is_app: self.access.is_app(),
         };
         let observation = classify(&delivery.event, &delivery.payload, &context)
             .map_err(|error| Failure::Permanent(error.into()))?;

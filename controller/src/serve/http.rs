@@ -16,23 +16,21 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
-use secrecy::SecretString;
 use tokio::sync::Notify;
 
 use crate::dashboard::{DashboardAccess, Site, dashboard_router};
 use crate::intake::JournalInbox;
 use crate::sandbox::SandboxMode;
-use crate::webhook::webhook_router;
+use crate::webhook::{WebhookEndpoint, webhook_router};
 
 /// What the webhook listener answers. `wakeup` is notified for each new
 /// delivery.
 pub fn webhook_listener_router(
     journal: Journal,
-    webhook_secret: SecretString,
+    webhook: impl Into<WebhookEndpoint>,
     wakeup: Arc<Notify>,
 ) -> Router {
-    webhook_router(JournalInbox::new(journal.clone(), wakeup), webhook_secret)
-        .merge(probes(journal))
+    webhook_router(JournalInbox::new(journal.clone(), wakeup), webhook).merge(probes(journal))
 }
 
 /// What the admin listener answers: the probes, and the dashboard and
@@ -80,6 +78,7 @@ mod tests {
     use autoforge_journal::testing::TestDatabase;
     use axum::body::Body;
     use axum::http::{Method, Request, header};
+    use secrecy::SecretString;
     use tower::ServiceExt;
 
     fn webhook_side(db: &TestDatabase) -> Router {

@@ -28,7 +28,8 @@ use crate::intake::{Dispatcher, GitHubAccess, Poller};
 /// Runs the server until SIGTERM or SIGINT.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let secret = config.require_webhook_secret()?.clone();
-    let database = OpenDatabase::open(&config.database).await?;
+    let database =
+        OpenDatabase::open(&config.database, config.settings.database.max_connections).await?;
     let outcome = run_with_database(config, &database, secret).await;
     database.shutdown().await;
     outcome
@@ -163,8 +164,12 @@ async fn serve_http(
         },
         sandbox,
     };
-    let webhook_app =
-        webhook_listener_router(journal.clone(), secret, wakeup).layer(axum::Extension(sandbox));
+    let webhook_app = webhook_listener_router(
+        journal.clone(),
+        config.settings.webhook.endpoint(secret),
+        wakeup,
+    )
+    .layer(axum::Extension(sandbox));
     let admin_app =
         admin_listener_router(journal, site, dashboard_access).layer(axum::Extension(sandbox));
 

@@ -117,6 +117,12 @@ pub enum IgnoreReason {
     CommentBodyUnchanged,
     /// A PR edit that did not change its base branch.
     PrEditWithoutBaseChange,
+    /// With an App: a delivery that names no installation (sent by a
+    /// repository or organisation hook), so no run's token can read for it.
+    NoInstallation { event: String },
+    /// A finished check on a commit no pull request has: runs are bound to
+    /// their pull request, so it concerns none.
+    CheckWithoutPullRequest,
 }
 
 impl fmt::Display for IgnoreReason {
@@ -137,6 +143,12 @@ impl fmt::Display for IgnoreReason {
             IgnoreReason::CommentBodyUnchanged => f.write_str("comment edit left the body as is"),
             IgnoreReason::PrEditWithoutBaseChange => {
                 f.write_str("pull request edit left the base branch as is")
+            }
+            IgnoreReason::NoInstallation { event } => {
+                write!(f, "`{event}` delivery names no installation of the App")
+            }
+            IgnoreReason::CheckWithoutPullRequest => {
+                f.write_str("the finished check belongs to no pull request")
             }
         }
     }

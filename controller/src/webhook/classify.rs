@@ -25,6 +25,10 @@ pub struct ClassifyContext<'a> {
     /// The controller's own login (`<slug>[bot]`, or the token's user with a
     /// personal token); its comments are never input either.
     pub own_login: &'a str,
+    /// Whether the controller is a GitHub App. Every delivery of an App's
+    /// installation names the installation; one that names none came from
+    /// a repository or organisation hook, and nothing can be read for it.
+    pub is_app: bool,
 }
 
 /// A handled delivery whose payload does not have the shape we read.
@@ -238,17 +242,32 @@ impl Classifier<'_> {
         }
     }
 
+    /// A finished check can concern a run only through one of its pull
+    /// requests, and, with an App, only when it comes from an installation
+    /// (GitHub's own delivery of the same check names it).
     fn check(&self) -> Result<Classified, ClassifyError> {
         if self.action != "completed" {
             return self.unhandled();
         }
-        let (repository, target) = if self.event == "check_run" {
+        let (repository, target, installation) = if self.event == "check_run" {
             let payload: CheckRunEvent = self.parse()?;
-            (payload.repository, payload.check_run)
+            (payload.repository, payload.check_run, payload.installation)
         } else {
             let payload: CheckSuiteEvent = self.parse()?;
-            (payload.repository, payload.check_suite)
+            (
+                payload.repository,
+                payload.check_suite,
+                payload.installation,
+            )
         };
+        if self.context.is_app && installation.is_none() {
+            return Ok(ignored(IgnoreReason::NoInstallation {
+                event: self.event.to_owned(),
+            }));
+        }
+        if target.pull_requests.is_empty() {
+            return Ok(ignored(IgnoreReason::CheckWithoutPullRequest));
+        }
         Ok(Classified::CheckCompleted {
             repository: repository.full_name,
             head_sha: target.head_sha,

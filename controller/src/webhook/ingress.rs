@@ -1,4 +1,6 @@
-//! `POST /webhook` (SPEC §14): check, store, answer. Nothing else.
+//! `POST /webhook` (SPEC §14; the path and the body limit are
+//! `webhook.path` and `webhook.max_body_bytes`): check, store, answer.
+//! Nothing else.
 //!
 //! Order matters: the headers are checked first (400) and a declared
 //! `Content-Length` over the limit is refused (413) before a byte of the
@@ -26,8 +28,68 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// GitHub caps payloads at 25 MB; anything larger is not from GitHub.
+/// GitHub caps payloads at 25 MB; anything larger is not from GitHub. The
+/// default, and the largest `webhook.max_body_bytes` may be.
 pub const MAX_WEBHOOK_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+/// Where deliveries are posted unless `webhook.path` says otherwise.
+pub const DEFAULT_WEBHOOK_PATH: &str = "/webhook";
+
+/// The webhook endpoint: its path, the largest body it reads, and the
+/// secret deliveries are signed with.
+#[derive(Clone)]
+pub struct WebhookEndpoint {
+    path: String,
+    max_body_bytes: usize,
+    secret: SecretString,
+}
+
+impl WebhookEndpoint {
+    /// At [`DEFAULT_WEBHOOK_PATH`] with the [`MAX_WEBHOOK_BODY_BYTES`] limit.
+    pub fn new(secret: SecretString) -> WebhookEndpoint {
+        WebhookEndpoint {
+            path: DEFAULT_WEBHOOK_PATH.to_owned(),
+            max_body_bytes: MAX_WEBHOOK_BODY_BYTES,
+            secret,
+        }
+    }
+
+    /// Served at `path` (checked by the configuration: a plain absolute
+    /// path no other route uses).
+    pub fn at(mut self, path: &str) -> WebhookEndpoint {
+        path.clone_into(&mut self.path);
+        self
+    }
+
+    /// Bodies over `max_body_bytes` are refused with 413.
+    pub fn with_body_limit(mut self, max_body_bytes: usize) -> WebhookEndpoint {
+        self.max_body_bytes = max_body_bytes;
+        self
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+}
+
+impl From<SecretString> for WebhookEndpoint {
+    fn from(secret: SecretString) -> WebhookEndpoint {
+        WebhookEndpoint::new(secret)
+    }
+}
+
+impl std::fmt::Debug for WebhookEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookEndpoint")
+            .field("path", &self.path)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Requests that may read and check a body at once; the others wait for a
 /// turn before their body is read. Bounds what unauthenticated senders can
@@ -66,17 +128,21 @@ pub trait DeliveryInbox: Send + Sync + 'static {
 struct IngressState<I> {
     inbox: I,
     secret: SecretString,
+    max_body_bytes: usize,
     reading: Semaphore,
 }
 
-/// The `/webhook` route, ready to be merged into the server's router.
-pub fn webhook_router<I: DeliveryInbox>(inbox: I, secret: SecretString) -> Router {
+/// The webhook route at the endpoint's path, ready to be merged into the
+/// server's router. A bare secret means the default path and limit.
+pub fn webhook_router<I: DeliveryInbox>(inbox: I, endpoint: impl Into<WebhookEndpoint>) -> Router {
+    let endpoint = endpoint.into();
     Router::new()
-        .route("/webhook", post(receive::<I>))
-        .layer(DefaultBodyLimit::max(MAX_WEBHOOK_BODY_BYTES))
+        .route(&endpoint.path, post(receive::<I>))
+        .layer(DefaultBodyLimit::max(endpoint.max_body_bytes))
         .with_state(Arc::new(IngressState {
             inbox,
-            secret,
+            secret: endpoint.secret,
+            max_body_bytes: endpoint.max_body_bytes,
             reading: Semaphore::new(MAX_CONCURRENT_DELIVERIES),
         }))
 }
@@ -100,10 +166,10 @@ async fn receive<I: DeliveryInbox>(
             return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
         }
     };
-    if declared_length(&headers).is_some_and(|length| length > MAX_WEBHOOK_BODY_BYTES) {
+    if declared_length(&headers).is_some_and(|length| length > state.max_body_bytes) {
         metrics::delivery_invalid(event_header, InvalidDelivery::TooLarge);
         tracing::warn!("webhook refused: declared body over the limit");
-        return too_large();
+        return too_large(state.max_body_bytes);
     }
     // A closed semaphore cannot happen (it is never closed); waiting here
     // holds no body, only the connection.
@@ -177,10 +243,10 @@ fn declared_length(headers: &HeaderMap) -> Option<usize> {
         .ok()
 }
 
-fn too_large() -> Response {
+fn too_large(limit: usize) -> Response {
     (
         StatusCode::PAYLOAD_TOO_LARGE,
-        format!("the body is over the limit of {MAX_WEBHOOK_BODY_BYTES} bytes"),
+        format!("the body is over the limit of {limit} bytes"),
     )
         .into_response()
 }

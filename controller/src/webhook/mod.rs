@@ -1,5 +1,5 @@
 //! Webhook deliveries: signature verification, the header and payload fields
-//! the inbox stores, the `/webhook` route over an inbox trait, and the
+//! the inbox stores, the webhook route (`webhook.path`) over an inbox trait, and the
 //! translation of a stored delivery into a run event. Apart from the route,
 //! everything here is IO-free.
 
@@ -17,7 +17,7 @@ pub use headers::{
     LEGACY_SIGNATURE_HEADER, MetaError, SIGNATURE_256_HEADER,
 };
 pub use ingress::{
-    DeliveryInbox, MAX_CONCURRENT_DELIVERIES, MAX_WEBHOOK_BODY_BYTES, ReceivedDelivery,
-    StoreOutcome, webhook_router,
+    DEFAULT_WEBHOOK_PATH, DeliveryInbox, MAX_CONCURRENT_DELIVERIES, MAX_WEBHOOK_BODY_BYTES,
+    ReceivedDelivery, StoreOutcome, WebhookEndpoint, webhook_router,
 };
 pub use signature::{SignatureError, sign_body, verify_signature};

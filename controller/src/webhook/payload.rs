@@ -130,11 +130,18 @@ pub(super) struct CheckTarget {
     pub pull_requests: Vec<PullRequestNumber>,
 }
 
+#[derive(Debug, Deserialize)]
+pub(super) struct Installation {
+    pub id: u64,
+}
+
 /// `check_run` event.
 #[derive(Debug, Deserialize)]
 pub(super) struct CheckRunEvent {
     pub check_run: CheckTarget,
     pub repository: Repository,
+    /// Absent when a repository or organisation hook sent it.
+    pub installation: Option<Installation>,
 }
 
 /// `check_suite` event.
@@ -142,11 +149,8 @@ pub(super) struct CheckRunEvent {
 pub(super) struct CheckSuiteEvent {
     pub check_suite: CheckTarget,
     pub repository: Repository,
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct Installation {
-    pub id: u64,
+    /// Absent when a repository or organisation hook sent it.
+    pub installation: Option<Installation>,
 }
 
 /// `installation` and `installation_repositories` events.

@@ -129,3 +129,16 @@ fn the_binary_the_tests_run_has_crash_points() {
         "one spelling of the variable"
     );
 }
+
+#[test]
+fn the_configuration_knows_the_crash_point_variable_of_this_build() {
+    // Loading refuses unknown `AUTOFORGE_*` names; the crash tests set this
+    // one, so the configuration must spell it as the crash-point module does.
+    let home = tempfile::tempdir().expect("a home");
+    let env = autoforge::config::Environment::from_pairs([
+        ("HOME", home.path().to_str().expect("utf-8")),
+        (autoforge::effects::crashpoint::CRASH_ENV, "after_send"),
+    ]);
+    let loaded = autoforge::config::load(None, None, &env);
+    assert!(loaded.is_ok(), "{:?}", loaded.err());
+}

@@ -315,11 +315,38 @@ fn agents_can_be_configured_from_the_environment_alone() {
 }
 
 #[test]
-fn misspelt_variable_draws_a_warning_without_failing() {
+fn a_misspelt_variable_is_an_error_naming_it_and_the_name_it_resembles() {
+    Sandbox::new()
+        .run(
+            &["config", "check"],
+            &[("AUTOFORGE_SERVER_LISTNE", "0.0.0.0:1")],
+        )
+        .assert_refused_with(&[
+            "AUTOFORGE_SERVER_LISTNE: autoforge reads no variable of this name; did you mean AUTOFORGE_SERVER_LISTEN?",
+            "[rule: unknown-variable]",
+        ]);
+}
+
+#[test]
+fn serve_refuses_to_start_with_an_unknown_variable() {
     let run = Sandbox::new().run(
-        &["config", "check"],
-        &[("AUTOFORGE_SERVER_LISTNE", "0.0.0.0:1")],
+        &["serve"],
+        &[
+            ("AUTOFORGE_WEBHOOK_SECRET", "s"),
+            ("AUTOFORGE_WEBHOOK_PAHT", "/hooks"),
+        ],
     );
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    assert!(run.stderr().contains("warning: ignoring environment variables that match no config key: AUTOFORGE_SERVER_LISTNE"), "{}", run.stderr());
+    run.assert_refused_with(&[
+        "AUTOFORGE_WEBHOOK_PAHT: autoforge reads no variable of this name; did you mean AUTOFORGE_WEBHOOK_PATH?",
+    ]);
+    assert!(!run.stderr().contains("/hooks"), "{}", run.stderr());
+}
+
+#[test]
+fn the_removed_user_agent_key_is_refused_as_unknown() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.file("a.toml", "[github]\nuser_agent = \"me\"\n");
+    sandbox
+        .run(&["config", "check", path_str(&file)], &[])
+        .assert_refused_with(&["github.user_agent", "unknown key", "additionalProperties"]);
 }

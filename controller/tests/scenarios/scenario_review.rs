@@ -8,8 +8,8 @@ use crate::common::scenario;
 
 use std::time::Duration;
 
-use autoforge::machine::RoundOutcome;
-use scenario::{Agents, FaultKind, FaultRule, Phase, Scenario, eventually};
+use autoforge::machine::{Awaiting, FactsPurpose, RoundOutcome};
+use scenario::{Agents, FaultRule, Phase, RunRef, Running, Scenario, eventually};
 
 const BRANCH: &str = "autoforge/1";
 
@@ -53,7 +53,22 @@ async fn a_human_push_while_the_reviewer_runs_makes_the_round_stale_and_carries_
     );
 }
 
-#[ignore = "flaky on a fresh CI machine: the FIX-entry read is not reliably inside the fakehub latency window, so the fixer sometimes runs first and its push is (correctly) refused; needs a deterministic hold on that read"]
+/// The gate the facts reads of the scenario below wait at.
+const FACTS_GATE: &str = "facts";
+
+/// Waits until one facts read is held at [`FACTS_GATE`] and returns what the
+/// run awaited when it was issued (the state is committed before the read).
+async fn held_facts_read(s: &Running, run: &RunRef<'_>) -> FactsPurpose {
+    eventually(Duration::from_secs(60), "a held facts read", || async {
+        (s.world.hub.held(FACTS_GATE) == 1).then_some(())
+    })
+    .await;
+    match run.state().await.awaiting {
+        Awaiting::Facts { purpose } => purpose,
+        other => panic!("a read is held while the run awaits {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_without_the_fixer()
 {
@@ -71,27 +86,27 @@ async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_
     let run = s.run_of(issue).await;
 
     s.launch_started("review", 1).await;
-    let pr = s.the_pull().await["number"].as_u64().unwrap();
-    s.release("review", 1);
-    eventually(Duration::from_secs(60), "the review comment", || async {
-        let posted = s.comments_with_marker(pr, "ai-review-result").await;
-        (!posted.is_empty()).then_some(())
-    })
-    .await;
-    // Every read of GitHub facts starts with the issue: slowing those
-    // reads from now on (the round's own re-read, then the fixer's entry
-    // check) opens a window after the round chose FIX.
-    s.world.hub.set_faults(vec![FaultRule::on(
+    // Every facts read asks for the issue branch's head, and while the run
+    // waits nothing else does (the poller never reads refs, no push is
+    // due): holding that read stops exactly the round's re-read after its
+    // comment, then the fixer's entry check, each until released.
+    s.world.hub.set_faults(vec![FaultRule::hold(
         "GET",
-        "/repos/{owner}/{repo}/issues/{number}",
-        FaultKind::Latency { ms: 10_000 },
+        "/repos/{owner}/{repo}/git/ref/{*ref}",
+        FACTS_GATE,
     )]);
-    eventually(Duration::from_secs(60), "the run in FIX", || async {
-        (run.phases().await.last().map(String::as_str) == Some("FIX")).then_some(())
-    })
-    .await;
+    s.release("review", 1);
+    assert_eq!(
+        held_facts_read(&s, &run).await,
+        FactsPurpose::AfterReviewComment
+    );
+    assert_eq!(s.world.hub.release(FACTS_GATE), 1);
+    // The round ended with findings and chose FIX; its entry check waits.
+    assert_eq!(held_facts_read(&s, &run).await, FactsPurpose::FixEntry);
+    assert_eq!(run.phases().await.last().map(String::as_str), Some("FIX"));
     let pushed = s.human_push(&s.owner, BRANCH, "human.txt");
     s.world.hub.set_faults(Vec::new());
+    assert_eq!(s.world.hub.release(FACTS_GATE), 1);
     let state = run.reaches(Phase::ReadyForMerge).await;
 
     assert_eq!(s.launches("fix"), 0, "the fixer never ran on a moved PR");

@@ -17,6 +17,7 @@ const CONTEXT: ClassifyContext<'static> = ClassifyContext {
     trigger_label: "bug",
     app_slug: "autoforge",
     own_login: "autoforge[bot]",
+    is_app: true,
 };
 
 fn fixture_dir() -> PathBuf {
@@ -285,6 +286,7 @@ fn with_a_personal_token_the_tokens_own_comments_are_never_commands() {
         trigger_label: "bug",
         app_slug: "",
         own_login: "ops-robot",
+        is_app: false,
     };
     let mut payload = fixture("issue_comment.created.0.json");
     payload["comment"]["user"]["login"] = json!("Ops-Robot");
@@ -381,8 +383,12 @@ fn completed_check_run_and_suite_name_head_and_prs() {
         ("check_run", "check_run.completed.1.json"),
         ("check_suite", "check_suite.completed.0.json"),
     ] {
+        // GitHub's examples come from repository hooks; an App's own
+        // delivery names its installation.
+        let mut payload = fixture(name);
+        payload["installation"] = json!({"id": 7, "node_id": "x"});
         assert_eq!(
-            classify_value(event, &fixture(name)),
+            classify_value(event, &payload),
             Classified::CheckCompleted {
                 repository: "Codertocat/Hello-World".to_owned(),
                 head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
@@ -391,6 +397,51 @@ fn completed_check_run_and_suite_name_head_and_prs() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn with_an_app_a_finished_check_naming_no_installation_is_ignored() {
+    for (event, name) in [
+        ("check_run", "check_run.completed.1.json"),
+        ("check_suite", "check_suite.completed.0.json"),
+    ] {
+        assert_eq!(
+            classify_value(event, &fixture(name)),
+            Classified::Ignored {
+                why: IgnoreReason::NoInstallation {
+                    event: event.to_owned()
+                }
+            },
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn with_a_token_a_finished_check_from_a_repository_hook_is_used() {
+    let token_context = ClassifyContext {
+        is_app: false,
+        ..CONTEXT
+    };
+    let body = std::fs::read(fixture_dir().join("check_suite.completed.0.json")).unwrap();
+    assert!(matches!(
+        classify("check_suite", &body, &token_context).unwrap(),
+        Classified::CheckCompleted { .. }
+    ));
+}
+
+#[test]
+fn a_finished_check_of_no_pull_request_is_ignored() {
+    // GitHub's example of a suite on a commit no pull request has.
+    let mut payload = fixture("check_suite.completed.1.json");
+    assert_eq!(payload["check_suite"]["pull_requests"], json!([]));
+    payload["installation"] = json!({"id": 7, "node_id": "x"});
+    assert_eq!(
+        classify_value("check_suite", &payload),
+        Classified::Ignored {
+            why: IgnoreReason::CheckWithoutPullRequest
+        }
+    );
 }
 
 #[test]

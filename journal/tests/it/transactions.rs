@@ -194,3 +194,31 @@ async fn an_epic_run_moving_to_its_child_holds_the_epic_against_a_second_run() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_pool_of_the_configured_size_never_opens_more_connections() {
+    let db = TestDatabase::fresh().await;
+    let journal = autoforge_journal::Journal::connect_with_pool(db.url(), 1)
+        .await
+        .unwrap();
+    assert_eq!(journal.max_connections(), 1);
+    let first = journal.begin().await.unwrap();
+    let second = tokio::time::timeout(std::time::Duration::from_millis(500), journal.begin()).await;
+    assert!(
+        second.is_err(),
+        "a second connection while the only one is held"
+    );
+    drop(first);
+    let second = tokio::time::timeout(std::time::Duration::from_secs(5), journal.begin()).await;
+    assert!(
+        matches!(second, Ok(Ok(_))),
+        "the returned connection serves the next"
+    );
+    assert_eq!(
+        autoforge_journal::Journal::connect(db.url())
+            .await
+            .unwrap()
+            .max_connections(),
+        autoforge_journal::DEFAULT_MAX_CONNECTIONS
+    );
+}

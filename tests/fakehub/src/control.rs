@@ -492,6 +492,17 @@ impl Handle {
         self.shared.faults().set(rules);
     }
 
+    /// How many requests wait at the hold gate `gate` now.
+    pub fn held(&self, gate: &str) -> usize {
+        self.shared.gates.waiting(gate)
+    }
+
+    /// Lets every request waiting at `gate` go on; returns how many did.
+    /// Requests the hold rule matches later wait for the next release.
+    pub fn release(&self, gate: &str) -> usize {
+        self.shared.gates.release(gate)
+    }
+
     /// Hold every git (smart HTTP) request this long before serving it.
     pub fn set_git_latency(&self, latency: std::time::Duration) {
         let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);

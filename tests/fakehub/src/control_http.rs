@@ -86,6 +86,14 @@ pub async fn http_set_faults(State(s): S, Json(body): Json<Value>) -> ApiResult 
     ok(json!({"rules": s.faults().rules()}))
 }
 
+pub async fn http_held(State(s): S, Path(gate): Path<String>) -> ApiResult {
+    ok(json!({"gate": gate, "waiting": s.gates.waiting(&gate)}))
+}
+
+pub async fn http_release(State(s): S, Path(gate): Path<String>) -> ApiResult {
+    ok(json!({"gate": gate, "released": s.gates.release(&gate)}))
+}
+
 pub async fn http_requests(State(s): S) -> ApiResult {
     ok(json!(s.lock().requests))
 }

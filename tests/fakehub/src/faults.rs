@@ -1,10 +1,15 @@
-//! Injected faults: latency, error statuses, rate limits, ambiguous writes
-//! and webhook drop/duplicate/delay. Decisions come from one seeded RNG so a
-//! run under `--seed N` is reproducible.
+//! Injected faults: latency, error statuses, rate limits, ambiguous writes,
+//! requests held at a named gate until the test releases them, and webhook
+//! drop/duplicate/delay. Decisions come from one seeded RNG so a run under
+//! `--seed N` is reproducible.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 /// What a matching rule does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -12,6 +17,11 @@ use serde::{Deserialize, Serialize};
 pub enum FaultKind {
     /// Sleep before answering.
     Latency { ms: u64 },
+    /// Wait at the gate `gate` until the control API releases it; the
+    /// request is then served with the world as it is at that moment.
+    /// Unlike latency this does not depend on timing: a test knows the
+    /// request is held ([`Gates::waiting`]) and chooses when it goes on.
+    Hold { gate: String },
     /// Answer with this status (500, 502, 503…) without running the handler.
     Status { status: u16 },
     /// 403 with `retry-after`, GitHub's secondary rate limit.
@@ -89,6 +99,19 @@ impl FaultRule {
             probability: None,
             count: None,
         }
+    }
+
+    /// Every `method` request to `route` waits at `gate` until released
+    /// (see [`Gates::release`]); requests arriving after a release wait for
+    /// the next one, until the rule is removed.
+    pub fn hold(method: &str, route: &str, gate: &str) -> FaultRule {
+        FaultRule::on(
+            method,
+            route,
+            FaultKind::Hold {
+                gate: gate.to_owned(),
+            },
+        )
     }
 
     /// Every webhook delivery, of any event, is recorded as failed and
@@ -180,6 +203,93 @@ impl Faults {
     }
 }
 
+/// The gates that [`FaultKind::Hold`] requests wait at, by name.
+#[derive(Debug, Default)]
+pub struct Gates {
+    gates: Mutex<HashMap<String, Gate>>,
+}
+
+#[derive(Debug)]
+struct Gate {
+    /// Requests waiting now; a release counts its requests out at once, so
+    /// a test that releases and then waits for the next held request never
+    /// mistakes one on its way out for it.
+    waiting: usize,
+    /// Bumped by every release; a waiter goes on at the first bump after
+    /// it arrived.
+    releases: watch::Sender<u64>,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            waiting: 0,
+            releases: watch::Sender::new(0),
+        }
+    }
+}
+
+/// Counts a waiter out if its wait ends before a release: the client gave
+/// up on the request and the server dropped it.
+struct Waiting<'a> {
+    gates: &'a Gates,
+    name: &'a str,
+    /// The release count when the request arrived.
+    arrived: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(gate) = self.gates.lock().get_mut(self.name)
+            && *gate.releases.borrow() == self.arrived
+        {
+            gate.waiting = gate.waiting.saturating_sub(1);
+        }
+    }
+}
+
+impl Gates {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Gate>> {
+        self.gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits at `name` until the next [`Self::release`] of it.
+    pub async fn wait(&self, name: &str) {
+        let (mut released, arrived) = {
+            let mut gates = self.lock();
+            let gate = gates.entry(name.to_owned()).or_insert_with(Gate::new);
+            gate.waiting += 1;
+            let released = gate.releases.subscribe();
+            let arrived = *released.borrow();
+            (released, arrived)
+        };
+        let _counted = Waiting {
+            gates: self,
+            name,
+            arrived,
+        };
+        // The sender lives in the map, which never drops a gate, so this
+        // returns only on a release.
+        let _ = released.changed().await;
+    }
+
+    /// How many requests wait at `name` now.
+    pub fn waiting(&self, name: &str) -> usize {
+        self.lock().get(name).map_or(0, |gate| gate.waiting)
+    }
+
+    /// Lets every request waiting at `name` go on and returns how many
+    /// there were; later requests wait for the next release.
+    pub fn release(&self, name: &str) -> usize {
+        let mut gates = self.lock();
+        let gate = gates.entry(name.to_owned()).or_insert_with(Gate::new);
+        gate.releases.send_modify(|count| *count += 1);
+        std::mem::take(&mut gate.waiting)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -256,5 +366,53 @@ mod tests {
         )]);
         assert!(one.for_webhook("push").is_empty());
         assert_eq!(one.for_webhook("issues"), vec![FaultKind::WebhookDuplicate]);
+        let mut held = Faults::new(1);
+        held.set(vec![FaultRule::hold("GET", "/user", "g")]);
+        assert!(held.for_request("POST", "/user").is_empty());
+        assert_eq!(
+            held.for_request("GET", "/user"),
+            vec![FaultKind::Hold {
+                gate: "g".to_owned()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_held_request_waits_until_released_and_later_ones_wait_again() {
+        let gates = std::sync::Arc::new(Gates::default());
+        let first = tokio::spawn({
+            let gates = gates.clone();
+            async move { gates.wait("read").await }
+        });
+        while gates.waiting("read") == 0 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!first.is_finished(), "held until released");
+        assert_eq!(gates.waiting("other"), 0);
+        assert_eq!(gates.release("read"), 1);
+        assert_eq!(
+            gates.waiting("read"),
+            0,
+            "counted out by the release itself"
+        );
+        first.await.unwrap();
+        assert_eq!(gates.waiting("read"), 0);
+
+        let second = tokio::spawn({
+            let gates = gates.clone();
+            async move { gates.wait("read").await }
+        });
+        while gates.waiting("read") == 0 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !second.is_finished(),
+            "an earlier release does not let it pass"
+        );
+        second.abort();
+        let _ = second.await;
+        assert_eq!(gates.waiting("read"), 0, "a dropped waiter is counted out");
     }
 }

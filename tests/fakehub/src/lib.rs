@@ -68,6 +68,8 @@ pub struct Shared {
     /// Directory holding the bare repositories (`<owner>/<name>.git`).
     pub repos_dir: PathBuf,
     faults: Mutex<faults::Faults>,
+    /// Where requests matched by a hold fault wait until released.
+    gates: faults::Gates,
     client: reqwest::Client,
     state_file: Option<PathBuf>,
     rate_limit: u64,
@@ -165,6 +167,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
         base,
         repos_dir,
         faults: Mutex::new(faults::Faults::new(config.seed)),
+        gates: faults::Gates::default(),
         client,
         state_file: config.state_file.clone(),
         rate_limit: config.rate_limit,

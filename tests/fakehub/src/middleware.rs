@@ -1,5 +1,5 @@
 //! The layer every REST request passes through: authentication, injected
-//! faults, primary rate limits with `x-ratelimit-*` headers, ETags with
+//! faults (a held request waits here, before its handler reads the world), primary rate limits with `x-ratelimit-*` headers, ETags with
 //! `If-None-Match` → 304 (free of rate limit, as on GitHub), and the request
 //! log.
 
@@ -81,6 +81,7 @@ pub async fn api_layer(
             FaultKind::Latency { ms } => {
                 tokio::time::sleep(std::time::Duration::from_millis(*ms)).await
             }
+            FaultKind::Hold { gate } => shared.gates.wait(gate).await,
             FaultKind::Status { status } => {
                 let status =
                     StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

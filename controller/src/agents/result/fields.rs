@@ -116,7 +116,7 @@ pub(super) fn check_published_fields(result: &Parsed) -> Result<(), ResultError>
 }
 
 /// `tests` is recorded, never published: shape and size only.
-fn check_tests(tests: &[String]) -> Result<(), ResultError> {
+pub(super) fn check_tests(tests: &[String]) -> Result<(), ResultError> {
     for (i, t) in tests.iter().enumerate() {
         let field = format!("tests[{i}]");
         policy::check_size(&field, t, MAX_TEST_CHARS)?;

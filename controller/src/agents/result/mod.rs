@@ -17,6 +17,8 @@ mod error;
 mod fields;
 pub mod limits;
 mod schema;
+#[cfg(test)]
+mod schema_rules_tests;
 mod strict_json;
 mod wire;
 

@@ -173,6 +173,11 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/_fakehub/checks", post(control::http_add_check))
         .route("/_fakehub/statuses", post(control::http_add_status))
         .route("/_fakehub/faults", post(control::http_set_faults))
+        .route("/_fakehub/holds/{gate}", get(control::http_held))
+        .route(
+            "/_fakehub/holds/{gate}/release",
+            post(control::http_release),
+        )
         .route("/_fakehub/requests", get(control::http_requests))
         .route("/_fakehub/state", get(control::http_state));
     api.merge(control)

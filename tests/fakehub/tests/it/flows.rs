@@ -1160,3 +1160,74 @@ async fn the_json_control_api_sets_up_a_world_that_the_rest_api_serves() {
         "olga, kit and ci-bot[bot]"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_read_waits_for_its_release_through_the_control_api_and_sees_the_world_then() {
+    let w = world().await;
+    let base = w.hub.base_url().to_owned();
+    let created = w
+        .http
+        .post(format!("{base}/repos/alice/widgets/issues"))
+        .bearer_auth(&w.alice)
+        .json(&json!({"title": "before"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let number = created.json::<Value>().await.unwrap()["number"].clone();
+    let issue = format!("{base}/repos/alice/widgets/issues/{number}");
+    let route = "/repos/{owner}/{repo}/issues/{number}";
+    let set = w
+        .http
+        .post(format!("{base}/_fakehub/faults"))
+        .json(&json!({"rules": [FaultRule::hold("GET", route, "me")]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 200);
+    let read = tokio::spawn({
+        let (http, token, issue) = (w.http.clone(), w.alice.clone(), issue.clone());
+        async move {
+            let answer = http.get(issue).bearer_auth(token).send().await.unwrap();
+            answer.json::<Value>().await.unwrap()
+        }
+    });
+    let held = || async {
+        w.http
+            .get(format!("{base}/_fakehub/holds/me"))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()["waiting"]
+            .as_u64()
+            .unwrap()
+    };
+    while held().await == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // A change made while the read is held is what the read answers.
+    let renamed = w
+        .http
+        .patch(&issue)
+        .bearer_auth(&w.alice)
+        .json(&json!({"title": "after"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 200);
+    assert!(!read.is_finished(), "the read waits for its release");
+    let released = w
+        .http
+        .post(format!("{base}/_fakehub/holds/me/release"))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(released["released"], 1);
+    assert_eq!(read.await.unwrap()["title"], "after");
+    assert_eq!(held().await, 0);
+}

@@ -6,7 +6,7 @@
 
 use crate::common::scenario;
 
-use scenario::{Phase, Scenario};
+use scenario::{Phase, Role, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_at_the_cap() {
@@ -23,13 +23,13 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
 
     let reason = state.blocked.unwrap().reason;
     assert!(reason.contains("validation"), "{reason}");
-    assert_eq!(s.launches("implement"), 2);
+    assert_eq!(s.launches(Role::Implement), 2);
     assert!(
-        !s.prompt("implement", 1)
+        !s.prompt(Role::Implement, 1)
             .contains("validation of your last candidate failed"),
         "the first launch has no failure to show"
     );
-    let second = s.prompt("implement", 2);
+    let second = s.prompt(Role::Implement, 2);
     assert!(
         second.contains("## The previous attempt failed validation"),
         "{second}"
@@ -39,12 +39,5 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
         "the failed command is named"
     );
     assert!(s.pulls().await.is_empty(), "nothing was pushed or opened");
-    let branch = s
-        .world
-        .hub
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("git-receive-pack"))
-        .count();
-    assert_eq!(branch, 0, "no push reached GitHub");
+    assert_eq!(s.git_pushes(), 0, "no push reached GitHub");
 }

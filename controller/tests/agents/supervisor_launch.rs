@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use autoforge::agents::profile::{AgentProfile, ProfileSpec};
 use autoforge::agents::supervisor::{
-    CancelToken, CaptureLimits, Heartbeat, LaunchExit, LaunchOutcome, LaunchRequest, launch,
+    CancelToken, CaptureLimits, Heartbeat, LaunchExit, LaunchOutcome, LaunchSpec, launch,
 };
 use autoforge::machine::AgentPhase;
 use autoforge::redact::Redactor;
@@ -61,7 +61,7 @@ async fn run(
     redactor: &Redactor,
     prompt: &str,
 ) -> LaunchOutcome {
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         profile,
         AgentPhase::Implement,
         prompt,
@@ -140,7 +140,7 @@ async fn cancellation_kills_the_whole_group() {
     });
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         &p,
         AgentPhase::Fix,
         "",
@@ -263,7 +263,7 @@ async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         &p,
         AgentPhase::Implement,
         "",
@@ -319,7 +319,7 @@ async fn output_over_the_bound_keeps_head_and_tail_with_counts() {
     let redactor = Redactor::new();
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
     let workdir = work(&dir);
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         &p,
         AgentPhase::Review,
         "",
@@ -452,7 +452,7 @@ async fn a_missing_program_is_a_launch_error_not_a_result() {
     let p = profile(&["/nonexistent/agent-binary"], 60, 60);
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let request = LaunchRequest::new(
+    let request = LaunchSpec::new(
         &p,
         AgentPhase::Implement,
         "",
@@ -469,7 +469,7 @@ async fn a_log_dir_inside_the_worktree_is_refused() {
     let p = profile(&[&agent_script("print_env.sh")], 60, 60);
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let request = LaunchRequest::new(
+    let request = LaunchSpec::new(
         &p,
         AgentPhase::Review,
         "",

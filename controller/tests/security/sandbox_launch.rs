@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use autoforge::agents::profile::{AgentProfile, ProfileSpec};
-use autoforge::agents::supervisor::{LaunchExit, LaunchOutcome, LaunchRequest, launch};
+use autoforge::agents::supervisor::{LaunchExit, LaunchOutcome, LaunchSpec, launch};
 use autoforge::machine::AgentPhase as Role;
 use autoforge::redact::Redactor;
 use autoforge::sandbox::{Network, Sandbox, SandboxMode, SandboxPolicy};
@@ -84,7 +84,7 @@ fn profile(script: &str, network: Network) -> AgentProfile {
 
 async fn run_in(world: &World, profile: &AgentProfile, role: Role) -> LaunchOutcome {
     let redactor = Redactor::new();
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         profile,
         role,
         "",

@@ -34,7 +34,7 @@ use crate::agents::result::{
     parse_update_epic_rerequest,
 };
 use crate::agents::supervisor::{
-    self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchRequest,
+    self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchSpec,
 };
 use crate::machine::{AgentPhase, AgentResult, PhaseResult};
 use crate::redact::Redactor;
@@ -287,7 +287,7 @@ async fn attempt_once(
         None
     };
     let workdir: &Path = request.worktree.path();
-    let mut launch = LaunchRequest::new(profile, request.phase, prompt, workdir, log_dir, redactor);
+    let mut launch = LaunchSpec::new(profile, request.phase, prompt, workdir, log_dir, redactor);
     let context_dir = request.launch_dir.join("context");
     launch.read_context = Some(&context_dir);
     launch.cancel = request.cancel;
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_final_message_is_parsed_whole_and_stdout_by_its_captured_end() {
-        let stdout = supervisor::CapturedOutput {
+        let stdout = supervisor::RedactedCapture {
             head: "start\n".into(),
             tail: "end\n".into(),
             total_bytes: 100,
@@ -419,7 +419,7 @@ mod tests {
                 group_survived: false,
             },
             stdout,
-            stderr: supervisor::CapturedOutput::default(),
+            stderr: supervisor::RedactedCapture::default(),
             final_message: None,
         };
         let from_stdout = captured_result(&outcome);

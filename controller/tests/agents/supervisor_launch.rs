@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec};
+use autoforge::agents::profile::{LaunchProfile, ProfileSpec};
 use autoforge::agents::supervisor::{
     CancelToken, CaptureLimits, Heartbeat, LaunchExit, LaunchOutcome, LaunchSpec, launch,
 };
@@ -34,14 +34,14 @@ fn work(dir: &tempfile::TempDir) -> PathBuf {
 /// pid means nothing on the host. They prove the process-group machinery,
 /// which is what remains with `agents.sandbox = "off"`; the sandboxed kill
 /// is proven in `sandbox_launch.rs`.
-fn host_profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
+fn host_profile(command: &[&str], idle: u64, wall: u64) -> LaunchProfile {
     let mut profile = profile(command, idle, wall);
     profile.sandbox.mode = SandboxMode::Off;
     profile
 }
 
-fn profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
-    AgentProfile::from_spec(
+fn profile(command: &[&str], idle: u64, wall: u64) -> LaunchProfile {
+    LaunchProfile::from_spec(
         "scripted",
         ProfileSpec {
             command: command.iter().map(|s| (*s).to_owned()).collect(),
@@ -55,7 +55,7 @@ fn profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
 }
 
 async fn run(
-    profile: &AgentProfile,
+    profile: &LaunchProfile,
     workdir: &Path,
     log_dir: PathBuf,
     redactor: &Redactor,
@@ -509,7 +509,7 @@ async fn env_printer_child() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = AgentProfile::from_spec(
+    let p = LaunchProfile::from_spec(
         "env",
         ProfileSpec {
             command: vec![agent_script("print_env.sh")],

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec};
+use autoforge::agents::profile::{LaunchProfile, ProfileSpec};
 use autoforge::agents::supervisor::{LaunchExit, LaunchSpec, launch};
 use autoforge::machine::AgentPhase;
 use autoforge::redact::Redactor;
@@ -205,7 +205,7 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
     let before = wt.fingerprint().await.unwrap();
 
     let script = agent_script("edits_worktree_reviewer.sh");
-    let mut profile = AgentProfile::from_spec(
+    let mut profile = LaunchProfile::from_spec(
         "reviewer",
         ProfileSpec {
             command: vec![script],

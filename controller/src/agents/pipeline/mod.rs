@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use crate::agents::context::{
     ContextError, ContextFiles, ContextLimits, ensure_outside_worktree, write_context,
 };
-use crate::agents::profile::{AgentCatalog, AgentProfile};
+use crate::agents::profile::{AgentCatalog, LaunchProfile};
 use crate::agents::prompt::{PromptSet, RenderError, TemplateId, Value, correction_values};
 use crate::agents::result::{
     CapturedOutput, ReRequest, ResultError, correction_allowed, cross_check, parse_result,
@@ -248,7 +248,7 @@ fn report(outcome: PhaseOutcome, launches: Vec<LaunchRecord>) -> PhaseReport {
 /// The caller's redactor plus the values this profile hands its agent: a
 /// vendor key set in the config or inherited from our environment must not
 /// come back through the agent's output into a log.
-fn launch_redactor(base: &Redactor, profile: &AgentProfile) -> Redactor {
+fn launch_redactor(base: &Redactor, profile: &LaunchProfile) -> Redactor {
     let mut redactor = base.clone();
     for secret in profile.env_secrets() {
         redactor.add_secret(secret.clone());
@@ -275,7 +275,7 @@ struct Attempt {
 /// One launch and the judgement of its answer.
 async fn attempt_once(
     request: &PhaseRequest<'_>,
-    profile: &AgentProfile,
+    profile: &LaunchProfile,
     prompt: &str,
     log_dir: PathBuf,
     redactor: &Redactor,

@@ -31,7 +31,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::agents::profile::{AgentProfile, ProfileError};
+use crate::agents::profile::{LaunchProfile, ProfileError};
 use crate::machine::AgentPhase;
 use crate::redact::Redactor;
 
@@ -48,7 +48,7 @@ const FINAL_MESSAGE_LIMIT: u64 = 2 * 1024 * 1024;
 /// directories are chosen).
 #[derive(Debug)]
 pub struct LaunchSpec<'a> {
-    pub profile: &'a AgentProfile,
+    pub profile: &'a LaunchProfile,
     pub role: AgentPhase,
     /// The rendered prompt. Prompts never hold secrets (SPEC §17).
     pub prompt: &'a str,
@@ -73,7 +73,7 @@ impl<'a> LaunchSpec<'a> {
     /// 5 s kill grace, heartbeat every 5 s), no heartbeat channel and no
     /// cancellation.
     pub fn new(
-        profile: &'a AgentProfile,
+        profile: &'a LaunchProfile,
         role: AgentPhase,
         prompt: &'a str,
         workdir: &'a Path,

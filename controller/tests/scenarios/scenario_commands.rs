@@ -17,7 +17,7 @@ async fn blocking_implementer() -> Running {
 
 /// The issue the blocking implementer works on, labelled by an operator.
 async fn labelled_issue(s: &Running) -> Issue<'_> {
-    let issue = s.open_issue("two incompatible wishes").await;
+    let issue = s.new_issue("two incompatible wishes").await;
     s.operator_labels(issue).await;
     issue
 }
@@ -91,7 +91,7 @@ async fn an_unblock_inside_a_code_block_is_no_command_and_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_person_fixes_what_the_gate_refused_an_unblock_resumes_in_ready_for_merge() {
     let s = Scenario::new().merge_mode("on-command").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     let pr = s.pull_numbered(run.reaches(Phase::ReadyForMerge).await.pr.unwrap());

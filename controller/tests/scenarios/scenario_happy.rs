@@ -16,7 +16,7 @@ async fn one_issue_with_auto_merge_is_merged_once_with_one_status_and_one_review
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
 
     let run = s.run_of(issue).await;
@@ -51,7 +51,7 @@ async fn with_every_webhook_dropped_the_poller_still_drives_the_loop_to_done() {
         .faults(vec![FaultRule::drop_all_webhooks()])
         .start()
         .await;
-    let issue = s.open_issue("a widget nobody hears about").await;
+    let issue = s.new_issue("a widget nobody hears about").await;
     s.operator_labels(issue).await;
 
     let run = s.run_of(issue).await;

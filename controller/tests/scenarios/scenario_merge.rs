@@ -11,7 +11,7 @@ use scenario::{Agents, Phase, Scenario};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_merge_mode_never_a_persons_merge_is_noticed_and_the_run_is_done() {
     let s = Scenario::new().merge_mode("never").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     let state = run.reaches(Phase::ReadyForMerge).await;
@@ -32,7 +32,7 @@ async fn under_merge_mode_never_a_persons_merge_is_noticed_and_the_run_is_done()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_check_makes_the_merge_gate_refuse_and_the_run_blocks() {
     let s = Scenario::new().merge_mode("on-command").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     let state = run.reaches(Phase::ReadyForMerge).await;
@@ -50,7 +50,7 @@ async fn a_failing_check_makes_the_merge_gate_refuse_and_the_run_blocks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_draft_pull_request_makes_the_merge_gate_refuse_and_the_run_blocks() {
     let s = Scenario::new().merge_mode("on-command").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     let pr = s.pull_numbered(run.reaches(Phase::ReadyForMerge).await.pr.unwrap());
@@ -71,7 +71,7 @@ async fn a_changed_workflow_file_makes_the_merge_gate_refuse_and_the_run_blocks(
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget with CI").await;
+    let issue = s.new_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 

@@ -15,7 +15,7 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
         .validation_cap(2)
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 

@@ -90,7 +90,7 @@ impl Comment {
 }
 
 /// Whether `text` holds the opening of `marker`'s HTML comment.
-pub fn carries(text: &str, marker: Marker) -> bool {
+fn carries(text: &str, marker: Marker) -> bool {
     text.contains(&format!("<!-- {}", marker.as_str()))
 }
 
@@ -281,6 +281,20 @@ impl PartialEq for Pull<'_> {
 impl fmt::Debug for Issue<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "issue #{}", self.number)
+    }
+}
+
+/// The number, as GitHub's paths spell it.
+impl fmt::Display for Issue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number)
+    }
+}
+
+/// The number, as GitHub's paths spell it.
+impl fmt::Display for Pull<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number)
     }
 }
 

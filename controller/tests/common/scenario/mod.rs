@@ -11,7 +11,7 @@
 //!     .merge_mode("auto")
 //!     .start()
 //!     .await;
-//! let issue = s.open_issue("a widget").await;
+//! let issue = s.new_issue("a widget").await;
 //! s.operator_labels(issue).await;
 //! s.run_of(issue).await.reaches(Phase::Done).await;
 //! s.pull().await.assert_merged_once().await;
@@ -210,19 +210,19 @@ impl Running {
         self.world.person(login, permission)
     }
 
-    /// An open issue written by the owner.
-    pub async fn open_issue(&self, title: &str) -> Issue<'_> {
+    /// A new open issue written by the owner.
+    pub async fn new_issue(&self, title: &str) -> Issue<'_> {
         let number = self.world.open_issue(&self.owner, title).await;
         self.issue(number)
     }
 
     /// An EPIC (issue #1) with `children` sub-issues, in order.
     pub async fn open_epic(&self, children: usize) -> (Issue<'_>, Vec<Issue<'_>>) {
-        let epic = self.open_issue("The widgets EPIC").await;
+        let epic = self.new_issue("The widgets EPIC").await;
         assert_eq!(epic.number, 1, "the EPIC is the repository's first issue");
         let mut opened = Vec::new();
         for index in 1..=children {
-            let child = self.open_issue(&format!("Widget part {index}")).await;
+            let child = self.new_issue(&format!("Widget part {index}")).await;
             let read = self.get(&format!("/issues/{}", child.number)).await;
             self.post(
                 &format!("/issues/{}/sub_issues", epic.number),
@@ -235,8 +235,8 @@ impl Running {
     }
 
     /// The owner (an operator) adds the trigger label.
-    pub async fn operator_labels(&self, issue: Issue<'_>) {
-        let number = issue.number;
+    pub async fn operator_labels(&self, issue: impl Thread) {
+        let number = issue.number();
         self.world.add_label(&self.owner, number, "autoforge").await;
     }
 
@@ -247,8 +247,8 @@ impl Running {
 
     /// The run working on `issue`: started for it, or an EPIC's run that
     /// moved to it (waits for one to exist).
-    pub async fn run_of(&self, issue: Issue<'_>) -> RunRef<'_> {
-        let issue = issue.number;
+    pub async fn run_of(&self, issue: impl Thread) -> RunRef<'_> {
+        let issue = issue.number();
         let journal = self.world.db.journal();
         let id = eventually(PATIENCE, &format!("a run for #{issue}"), || async move {
             let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();

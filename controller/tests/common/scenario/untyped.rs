@@ -1,16 +1,35 @@
-//! The untyped reads scenarios used before the handles existed: JSON for a
-//! pull request and its comments, phase names as strings. Each is a thin
-//! view of a typed read in `handles.rs`, kept only for the scenario files
-//! that still call them (`scenario_review.rs`), so they merge unchanged;
-//! new scenarios use the handles, and this file goes once the last caller
-//! has moved.
+//! The untyped calls scenarios used before the handles existed: issues as
+//! numbers, JSON for a pull request and its comments, phase names as
+//! strings. Each is a thin view of a typed call in `handles.rs`, kept only
+//! for the scenario files that still use them (`scenario_review.rs`,
+//! `scenario_trust.rs`, `scenario_installations.rs`, written against them
+//! in parallel), so those merge unchanged; new scenarios use the handles,
+//! and this file goes once the last caller has moved.
 
 use serde_json::Value;
 
-use super::handles::{Marker, Thread};
-use super::{RunRef, Running};
+use super::handles::Thread;
+use super::{Person, RunRef, Running};
 
 impl Running {
+    /// An open issue written by the owner; its number. Use
+    /// [`Running::new_issue`].
+    pub async fn open_issue(&self, title: &str) -> u64 {
+        self.new_issue(title).await.number
+    }
+
+    /// A person replaces the body of an issue. Use `Issue::edit_body_as`.
+    pub async fn edit_issue_body(&self, person: &Person, issue: impl Thread, body: &str) {
+        let issue = self.issue(issue.number());
+        issue.edit_body_as(person, body).await;
+    }
+
+    /// The comments on a thread, as GitHub's JSON. Use [`Running::comments_on`].
+    pub async fn comments(&self, thread: impl Thread) -> Vec<Value> {
+        let path = format!("/issues/{}/comments", thread.number());
+        super::handles::array(self.get(&path).await)
+    }
+
     /// The one PR of the scenario, as GitHub's JSON. Use [`Running::pull`].
     pub async fn the_pull(&self) -> Value {
         let number = self.pull().await.number;
@@ -20,16 +39,10 @@ impl Running {
     /// The comments on `thread` that carry the marker spelled `name`, as
     /// GitHub's JSON. Use [`Running::comments_with`].
     pub async fn comments_with_marker(&self, thread: impl Thread, name: &str) -> Vec<Value> {
-        let marker = Marker::ALL
-            .into_iter()
-            .find(|m| m.as_str() == name)
-            .unwrap_or_else(|| panic!("no controller marker is called {name:?}"));
-        let path = format!("/issues/{}/comments", thread.number());
-        let comments = super::handles::array(self.get(&path).await);
+        let opener = format!("<!-- {name}");
+        let mut comments = self.comments(thread).await;
+        comments.retain(|c| c["body"].as_str().unwrap_or_default().contains(&opener));
         comments
-            .into_iter()
-            .filter(|c| super::handles::carries(c["body"].as_str().unwrap_or_default(), marker))
-            .collect()
     }
 
     /// PR `pr` is merged, by one merge request. Use `Pull::assert_merged_once`.

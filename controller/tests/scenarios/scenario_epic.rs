@@ -42,7 +42,7 @@ async fn three_issue_epic(every: u32) -> usize {
         .roadmap_every(every)
         .start()
         .await;
-    let (epic, children) = s.open_epic(3).await;
+    let (epic, children) = s.new_epic(3).await;
     assert_eq!(children, [s.issue(2), s.issue(3), s.issue(4)]);
     s.operator_labels(epic).await;
 
@@ -50,7 +50,7 @@ async fn three_issue_epic(every: u32) -> usize {
     let state = run.reaches(Phase::Done).await;
 
     assert_eq!(state.issue, 4, "the run ended on the last child");
-    let pulls = s.pulls().await;
+    let pulls = s.pull_requests().await;
     assert_eq!(pulls.len(), 3, "one PR per child: {pulls:?}");
     for pr in &pulls {
         pr.assert_merged_once().await;
@@ -88,7 +88,7 @@ async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_
         .merge_mode("auto")
         .start()
         .await;
-    let (epic, children) = s.open_epic(1).await;
+    let (epic, children) = s.new_epic(1).await;
     s.operator_labels(epic).await;
     let run = s.run_of(children[0]).await;
 
@@ -144,7 +144,7 @@ async fn a_next_issue_from_another_repository_is_asked_again_and_a_second_such_p
         .merge_mode("auto")
         .start()
         .await;
-    let (epic, children) = s.open_epic(2).await;
+    let (epic, children) = s.new_epic(2).await;
     s.operator_labels(epic).await;
     let run = s.run_of(children[0]).await;
 

@@ -38,6 +38,9 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
         second.contains("the widget test failed"),
         "the failed command is named"
     );
-    assert!(s.pulls().await.is_empty(), "nothing was pushed or opened");
+    assert!(
+        s.pull_requests().await.is_empty(),
+        "nothing was pushed or opened"
+    );
     assert_eq!(s.git_pushes(), 0, "no push reached GitHub");
 }

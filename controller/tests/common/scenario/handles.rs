@@ -136,7 +136,7 @@ impl Running {
     }
 
     /// Every pull request, open or closed.
-    pub async fn pulls(&self) -> Vec<Pull<'_>> {
+    pub async fn pull_requests(&self) -> Vec<Pull<'_>> {
         array(self.get("/pulls?state=all").await)
             .iter()
             .map(|pr| self.pull_numbered(pr["number"].as_u64().expect("a PR number")))
@@ -145,7 +145,7 @@ impl Running {
 
     /// The one pull request of the scenario; fails unless there is exactly one.
     pub async fn pull(&self) -> Pull<'_> {
-        let pulls = self.pulls().await;
+        let pulls = self.pull_requests().await;
         assert_eq!(pulls.len(), 1, "exactly one PR: {pulls:?}");
         pulls[0]
     }

@@ -217,7 +217,7 @@ impl Running {
     }
 
     /// An EPIC (issue #1) with `children` sub-issues, in order.
-    pub async fn open_epic(&self, children: usize) -> (Issue<'_>, Vec<Issue<'_>>) {
+    pub async fn new_epic(&self, children: usize) -> (Issue<'_>, Vec<Issue<'_>>) {
         let epic = self.new_issue("The widgets EPIC").await;
         assert_eq!(epic.number, 1, "the EPIC is the repository's first issue");
         let mut opened = Vec::new();
@@ -264,7 +264,7 @@ impl Running {
         RunRef { s: self, id }
     }
 
-    /// The evidence file `ROLE.N.SUFFIX` of launch `n` of a role.
+    /// The evidence file `NAME.N.SUFFIX` of launch `n` of a role.
     fn evidence(&self, role: Role, n: u32, suffix: &str) -> PathBuf {
         let role = role.role_name();
         self.evidence.path().join(format!("{role}.{n}.{suffix}"))

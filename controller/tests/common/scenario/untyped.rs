@@ -18,6 +18,24 @@ impl Running {
         self.new_issue(title).await.number
     }
 
+    /// An EPIC (issue #1) with `children` sub-issues, in order; their
+    /// numbers. Use [`Running::new_epic`].
+    pub async fn open_epic(&self, children: usize) -> (u64, Vec<u64>) {
+        let (epic, opened) = self.new_epic(children).await;
+        (epic.number, opened.iter().map(|c| c.number).collect())
+    }
+
+    /// Every PR, open or closed, as GitHub's JSON. Use
+    /// [`Running::pull_requests`].
+    pub async fn pulls(&self) -> Vec<Value> {
+        super::handles::array(self.get("/pulls?state=all").await)
+    }
+
+    /// A person merges PR `pr` at its current head. Use `Pull::merge_as`.
+    pub async fn merge_as(&self, person: &Person, pr: u64) {
+        self.pull_numbered(pr).merge_as(person).await;
+    }
+
     /// A person replaces the body of an issue. Use `Issue::edit_body_as`.
     pub async fn edit_issue_body(&self, person: &Person, issue: impl Thread, body: &str) {
         let issue = self.issue(issue.number());

@@ -71,7 +71,7 @@ async fn a_changed_workflow_file_makes_the_merge_gate_refuse_and_the_run_blocks(
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.new_issue("a widget with CI").await;
+    let issue = s.open_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -83,5 +83,5 @@ async fn a_changed_workflow_file_makes_the_merge_gate_refuse_and_the_run_blocks(
         state.review.round, 1,
         "refused at the gate, after a clean review"
     );
-    assert_eq!(s.pull_numbered(state.pr.unwrap()).merge_requests(), 0);
+    assert_eq!(s.merge_requests(state.pr.unwrap()), 0);
 }

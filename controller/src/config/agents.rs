@@ -187,7 +187,7 @@ impl AgentSettings {
             }
             let mut spec = profile.to_spec();
             spec.sandbox.mode = self.sandbox;
-            match crate::agents::profile::AgentProfile::from_spec(name, spec) {
+            match crate::agents::profile::LaunchProfile::from_spec(name, spec) {
                 Ok(built) => {
                     profiles.insert(name.clone(), built);
                 }

@@ -7,9 +7,9 @@
 //! copy), inside the bubblewrap sandbox: they see the system read-only, the
 //! export read-write, an empty `/tmp` as HOME and TMPDIR and the extra binds
 //! of `[validation.sandbox]`, nothing of the state directory besides; the
-//! network as that table says. Each yields a [`ValidationRecord`]; the first one that does not
-//! pass ends the run. Whether a failure is final for its SHA is for the
-//! caller to enforce by never asking again for the same commit.
+//! network as that table says. Each yields a [`CommandRun`]; the first one
+//! that does not pass ends the run. Whether a failure is final for its SHA
+//! is for the caller to enforce by never asking again for the same commit.
 
 pub mod candidate;
 
@@ -81,9 +81,10 @@ impl ValidationOutcome {
     }
 }
 
-/// What the driver journals for one command.
+/// How one validation command ran, as the caller journals it (the stored
+/// row is `journal::ValidationRecord`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidationRecord {
+pub struct CommandRun {
     /// Position in `validation.commands`, from 0.
     pub index: usize,
     /// The command as configured, for display.
@@ -127,7 +128,7 @@ pub async fn run_validation(
     export_dir: &Path,
     timeout: Duration,
     redactor: &Redactor,
-) -> Vec<ValidationRecord> {
+) -> Vec<CommandRun> {
     run_validation_with(
         commands,
         export_dir,
@@ -143,7 +144,7 @@ pub async fn run_validation_with(
     export_dir: &Path,
     limits: &ValidationLimits,
     redactor: &Redactor,
-) -> Vec<ValidationRecord> {
+) -> Vec<CommandRun> {
     let mut records = Vec::with_capacity(commands.len());
     for (index, command) in commands.iter().enumerate() {
         let record = run_one(index, command, export_dir, limits, redactor).await;
@@ -168,9 +169,9 @@ async fn run_one(
     export_dir: &Path,
     limits: &ValidationLimits,
     redactor: &Redactor,
-) -> ValidationRecord {
+) -> CommandRun {
     let shown = command.to_string();
-    let not_started = |reason: String| ValidationRecord {
+    let not_started = |reason: String| CommandRun {
         index,
         command: shown.clone(),
         outcome: ValidationOutcome::Fail,
@@ -234,7 +235,7 @@ async fn run_one(
             &format!("[{} earlier bytes omitted]\n", output.omitted_bytes),
         );
     }
-    ValidationRecord {
+    CommandRun {
         index,
         command: shown,
         outcome,

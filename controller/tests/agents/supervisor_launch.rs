@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec};
+use autoforge::agents::profile::{LaunchProfile, ProfileSpec};
 use autoforge::agents::supervisor::{
-    CancelToken, CaptureLimits, Heartbeat, LaunchExit, LaunchOutcome, LaunchRequest, launch,
+    CancelToken, CaptureLimits, Heartbeat, LaunchExit, LaunchOutcome, LaunchSpec, launch,
 };
 use autoforge::machine::AgentPhase;
 use autoforge::redact::Redactor;
@@ -34,14 +34,14 @@ fn work(dir: &tempfile::TempDir) -> PathBuf {
 /// pid means nothing on the host. They prove the process-group machinery,
 /// which is what remains with `agents.sandbox = "off"`; the sandboxed kill
 /// is proven in `sandbox_launch.rs`.
-fn host_profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
+fn host_profile(command: &[&str], idle: u64, wall: u64) -> LaunchProfile {
     let mut profile = profile(command, idle, wall);
     profile.sandbox.mode = SandboxMode::Off;
     profile
 }
 
-fn profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
-    AgentProfile::from_spec(
+fn profile(command: &[&str], idle: u64, wall: u64) -> LaunchProfile {
+    LaunchProfile::from_spec(
         "scripted",
         ProfileSpec {
             command: command.iter().map(|s| (*s).to_owned()).collect(),
@@ -55,13 +55,13 @@ fn profile(command: &[&str], idle: u64, wall: u64) -> AgentProfile {
 }
 
 async fn run(
-    profile: &AgentProfile,
+    profile: &LaunchProfile,
     workdir: &Path,
     log_dir: PathBuf,
     redactor: &Redactor,
     prompt: &str,
 ) -> LaunchOutcome {
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         profile,
         AgentPhase::Implement,
         prompt,
@@ -140,7 +140,7 @@ async fn cancellation_kills_the_whole_group() {
     });
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         &p,
         AgentPhase::Fix,
         "",
@@ -263,7 +263,7 @@ async fn wall_timeout_fires_even_while_the_agent_floods_its_output() {
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         &p,
         AgentPhase::Implement,
         "",
@@ -319,7 +319,7 @@ async fn output_over_the_bound_keeps_head_and_tail_with_counts() {
     let redactor = Redactor::new();
     let (hb_tx, hb_rx) = watch::channel(Heartbeat::default());
     let workdir = work(&dir);
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         &p,
         AgentPhase::Review,
         "",
@@ -452,7 +452,7 @@ async fn a_missing_program_is_a_launch_error_not_a_result() {
     let p = profile(&["/nonexistent/agent-binary"], 60, 60);
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let request = LaunchRequest::new(
+    let request = LaunchSpec::new(
         &p,
         AgentPhase::Implement,
         "",
@@ -469,7 +469,7 @@ async fn a_log_dir_inside_the_worktree_is_refused() {
     let p = profile(&[&agent_script("print_env.sh")], 60, 60);
     let redactor = Redactor::new();
     let workdir = work(&dir);
-    let request = LaunchRequest::new(
+    let request = LaunchSpec::new(
         &p,
         AgentPhase::Review,
         "",
@@ -509,7 +509,7 @@ async fn env_printer_child() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = AgentProfile::from_spec(
+    let p = LaunchProfile::from_spec(
         "env",
         ProfileSpec {
             command: vec![agent_script("print_env.sh")],

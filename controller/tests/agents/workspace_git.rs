@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec};
-use autoforge::agents::supervisor::{LaunchExit, LaunchRequest, launch};
+use autoforge::agents::profile::{LaunchProfile, ProfileSpec};
+use autoforge::agents::supervisor::{LaunchExit, LaunchSpec, launch};
 use autoforge::machine::AgentPhase;
 use autoforge::redact::Redactor;
 use autoforge::workspace::{CommitSha, Mirror, WorkspaceError, Workspaces, Worktree};
@@ -205,7 +205,7 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
     let before = wt.fingerprint().await.unwrap();
 
     let script = agent_script("edits_worktree_reviewer.sh");
-    let mut profile = AgentProfile::from_spec(
+    let mut profile = LaunchProfile::from_spec(
         "reviewer",
         ProfileSpec {
             command: vec![script],
@@ -219,7 +219,7 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
     // the reviewer's worktree read-only: test it without the first.
     profile.sandbox.mode = autoforge::sandbox::SandboxMode::Off;
     let redactor = Redactor::new();
-    let request = LaunchRequest::new(
+    let request = LaunchSpec::new(
         &profile,
         AgentPhase::Review,
         "review, read-only",

@@ -7,7 +7,9 @@
 //! module and every import of it sit behind the `crash-points` feature, so a
 //! build without it has no code that reads `AUTOFORGE_CRASH_AT`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::common::sources::controller_sources;
 
 const CRASH_ENV: &str = "AUTOFORGE_CRASH_AT";
 const GATE: &str = "#[cfg(feature = \"crash-points\")]";
@@ -61,32 +63,18 @@ fn a_default_build_turns_no_test_only_feature_on() {
     );
 }
 
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read a source folder") {
-        let path = entry.expect("a folder entry").path();
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            found.push(path);
-        }
-    }
-}
-
 #[test]
 fn the_crash_point_code_compiles_only_with_its_feature() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
     let mut gated_imports = 0;
-    for file in files {
-        if file.ends_with("effects/crashpoint.rs") {
+    for file in controller_sources() {
+        if file.relative == "effects/crashpoint.rs" {
             continue;
         }
-        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let text = &file.text;
         assert!(
             !text.contains(CRASH_ENV),
             "{} names {CRASH_ENV}",
-            file.display()
+            file.path.display()
         );
         let lines: Vec<&str> = text.lines().collect();
         for (index, line) in lines.iter().enumerate() {
@@ -98,7 +86,7 @@ fn the_crash_point_code_compiles_only_with_its_feature() {
                     above,
                     Some(GATE),
                     "{}:{}: `{}` is not behind the crash-points feature",
-                    file.display(),
+                    file.path.display(),
                     index + 1,
                     trimmed
                 );

@@ -1,4 +1,5 @@
-//! The `autoforge` command line: configuration, migrations and the demo.
+//! The `autoforge` command line: configuration, migrations and the demo;
+//! and the rules the build and the sources keep.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -7,3 +8,4 @@ mod build_features;
 mod config_cli;
 mod demo_cli;
 mod migrate_cli;
+mod source_rules;

@@ -3,8 +3,8 @@
 //! extends with what it needs: drivers and scripted agent catalogs
 //! ([`driving`]), a leased run for the effect executor ([`effects`]) or the
 //! real `autoforge serve` ([`serve`]); git and scripted-agent helpers
-//! ([`git`]), the metrics exposition reader ([`exposition`]) and the scenario language
-//! ([`scenario`]). Each binary declares it with
+//! ([`git`]), the metrics exposition reader ([`exposition`]), the scenario language
+//! ([`scenario`]) and the walker of the controller's sources ([`sources`]). Each binary declares it with
 //! `#[path = "../common/mod.rs"] mod common;`.
 // Each binary uses only part of the harness.
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
@@ -15,6 +15,7 @@ pub mod exposition;
 pub mod git;
 pub mod scenario;
 pub mod serve;
+pub mod sources;
 pub mod world;
 
 pub use driving::*;

@@ -6,8 +6,11 @@
 //! effect observed, and each intended object on fakehub exactly once with
 //! the bytes the journal planned.
 //!
-//! One test per (point, kind) cell, so the matrix reads in the test list
-//! and cells run in parallel. `docs/reliability.md` lists the matrix.
+//! The cells are generated, not listed: the matrix (`matrix.rs`) names
+//! the families of objects it crashes around — an effect kind, narrowed to
+//! one kind of object when the kind writes several, and the scenario that
+//! writes it — and each family's test crashes at every point of
+//! `Point::ALL`. `docs/reliability.md` lists the matrix.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,16 +18,19 @@ use crate::common;
 
 use std::time::Duration;
 
+use autoforge::effects::crashpoint::{CRASH_ENV, Point};
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
 use common::{OWNER, Person, REPO, World, WorldOptions, agent_command, eventually};
 use serde_json::Value;
+
+use super::matrix::Family;
 
 /// Short leases: the restarted process takes the dead one's run over soon.
 const DRIVER: &str = "[driver]\nlease_seconds = 5\n";
 
 /// How far a scenario goes, and so which agents it configures.
-#[derive(Debug, Clone, Copy)]
-enum Scenario {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scenario {
     /// No agents: the run parks in IMPLEMENT after its status comment;
     /// then an operator asks `/autoforge status`.
     StartAndStatusCommand,
@@ -280,12 +286,14 @@ async fn comments_exactly_once(world: &World, owner: &Person, effects: &[Effect]
     }
 }
 
-/// Runs one cell: crash at `point` for `kind`, restart, check.
-async fn cell(scenario: Scenario, point: &str, kind: &str) {
-    let cell = format!("{point}:{kind}");
+/// Runs one cell: crash at `point` for the family's objects, restart,
+/// check.
+pub(super) async fn cell(family: &Family, point: Point) {
+    let scenario = family.scenario;
+    let cell = family.crash_spec(point);
     let mut world = World::start_with(WorldOptions {
         config_toml: Some(scenario.config()),
-        env: vec![("AUTOFORGE_CRASH_AT".to_owned(), cell.clone())],
+        env: vec![(CRASH_ENV.to_owned(), cell.clone())],
         ..WorldOptions::default()
     })
     .await;
@@ -310,7 +318,7 @@ async fn cell(scenario: Scenario, point: &str, kind: &str) {
     if let Scenario::StartAndStatusCommand = scenario {
         // The status command comes once the run waits; a crash for the
         // start's own effects has happened by then, so restart first.
-        let crashed_early = kind == "edit_status_comment";
+        let crashed_early = family.kind == EffectKind::EditStatusComment;
         if crashed_early {
             crash_and_restart(&mut world, &cell).await;
         }
@@ -576,121 +584,6 @@ async fn crash_and_restart(world: &mut World, cell: &str) {
 fn libc_sigabrt() -> i32 {
     nix::sys::signal::Signal::SIGABRT as i32
 }
-
-macro_rules! matrix {
-    ($scenario:expr, $kind:literal => $($name:ident: $point:literal),+ $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                cell($scenario, $point, $kind).await;
-            }
-        )+
-    };
-}
-
-matrix!(Scenario::StartAndStatusCommand, "edit_status_comment" =>
-    status_comment_survives_a_crash_after_its_intent: "after_intent",
-    status_comment_survives_a_crash_after_attempted: "after_attempted",
-    status_comment_survives_a_crash_after_send: "after_send",
-    status_comment_survives_a_crash_after_read_back: "after_read_back",
-    status_comment_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::StartAndStatusCommand, "add_reaction" =>
-    reaction_survives_a_crash_after_its_intent: "after_intent",
-    reaction_survives_a_crash_after_attempted: "after_attempted",
-    reaction_survives_a_crash_after_send: "after_send",
-    reaction_survives_a_crash_after_read_back: "after_read_back",
-    reaction_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::StartAndStatusCommand, "post_comment" =>
-    command_reply_survives_a_crash_after_its_intent: "after_intent",
-    command_reply_survives_a_crash_after_attempted: "after_attempted",
-    command_reply_survives_a_crash_after_send: "after_send",
-    command_reply_survives_a_crash_after_read_back: "after_read_back",
-    command_reply_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::PublishAndReview, "push" =>
-    push_survives_a_crash_after_its_intent: "after_intent",
-    push_survives_a_crash_after_attempted: "after_attempted",
-    push_survives_a_crash_after_send: "after_send",
-    push_survives_a_crash_after_read_back: "after_read_back",
-    push_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::PublishAndReview, "create_pr" =>
-    pull_request_survives_a_crash_after_its_intent: "after_intent",
-    pull_request_survives_a_crash_after_attempted: "after_attempted",
-    pull_request_survives_a_crash_after_send: "after_send",
-    pull_request_survives_a_crash_after_read_back: "after_read_back",
-    pull_request_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::PublishAndReview, "post_comment" =>
-    review_comment_survives_a_crash_after_its_intent: "after_intent",
-    review_comment_survives_a_crash_after_attempted: "after_attempted",
-    review_comment_survives_a_crash_after_send: "after_send",
-    review_comment_survives_a_crash_after_read_back: "after_read_back",
-    review_comment_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::FullLoop, "merge_pr" =>
-    merge_survives_a_crash_after_its_intent: "after_intent",
-    merge_survives_a_crash_after_attempted: "after_attempted",
-    merge_survives_a_crash_after_send: "after_send",
-    merge_survives_a_crash_after_read_back: "after_read_back",
-    merge_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::FullLoop, "create_issue" =>
-    follow_up_issue_survives_a_crash_after_its_intent: "after_intent",
-    follow_up_issue_survives_a_crash_after_attempted: "after_attempted",
-    follow_up_issue_survives_a_crash_after_send: "after_send",
-    follow_up_issue_survives_a_crash_after_read_back: "after_read_back",
-    follow_up_issue_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::FullLoop, "splice_epic_roadmap" =>
-    roadmap_splice_survives_a_crash_after_its_intent: "after_intent",
-    roadmap_splice_survives_a_crash_after_attempted: "after_attempted",
-    roadmap_splice_survives_a_crash_after_send: "after_send",
-    roadmap_splice_survives_a_crash_after_read_back: "after_read_back",
-    roadmap_splice_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::FullLoop, "post_comment:ai-epic-progress" =>
-    epic_progress_survives_a_crash_after_its_intent: "after_intent",
-    epic_progress_survives_a_crash_after_attempted: "after_attempted",
-    epic_progress_survives_a_crash_after_send: "after_send",
-    epic_progress_survives_a_crash_after_read_back: "after_read_back",
-    epic_progress_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::FollowUpReuse, "append_issue_markers" =>
-    follow_up_markers_survive_a_crash_after_their_intent: "after_intent",
-    follow_up_markers_survive_a_crash_after_attempted: "after_attempted",
-    follow_up_markers_survive_a_crash_after_send: "after_send",
-    follow_up_markers_survive_a_crash_after_read_back: "after_read_back",
-    follow_up_markers_survive_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::AdoptPersonsPr, "adopt_pr" =>
-    adoption_survives_a_crash_after_its_intent: "after_intent",
-    adoption_survives_a_crash_after_attempted: "after_attempted",
-    adoption_survives_a_crash_after_send: "after_send",
-    adoption_survives_a_crash_after_read_back: "after_read_back",
-    adoption_survives_a_crash_after_observed: "after_observed",
-);
-
-matrix!(Scenario::PublishWithStatusLabels, "set_labels" =>
-    status_labels_survive_a_crash_after_their_intent: "after_intent",
-    status_labels_survive_a_crash_after_attempted: "after_attempted",
-    status_labels_survive_a_crash_after_send: "after_send",
-    status_labels_survive_a_crash_after_read_back: "after_read_back",
-    status_labels_survive_a_crash_after_observed: "after_observed",
-);
 
 /// Two `autoforge serve` processes on one database compete for the same
 /// run: the leases let one drive it at a time, and GitHub sees every

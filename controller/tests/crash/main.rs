@@ -7,3 +7,4 @@ mod common;
 mod crash_serve;
 mod driver_crash;
 mod effects_crash;
+mod matrix;

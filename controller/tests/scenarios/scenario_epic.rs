@@ -9,7 +9,7 @@ use crate::common::scenario;
 use autoforge_journal::EffectKind;
 use std::time::Duration;
 
-use scenario::{Agents, FaultKind, FaultRule, Phase, Running, Scenario, eventually};
+use scenario::{Agents, FaultKind, FaultRule, Marker, Phase, Role, Running, Scenario, eventually};
 
 /// An updater that names the given picks one launch after another, then
 /// reports the EPIC complete.
@@ -42,28 +42,24 @@ async fn three_issue_epic(every: u32) -> usize {
         .roadmap_every(every)
         .start()
         .await;
-    let (epic, children) = s.open_epic(3).await;
-    assert_eq!(children, [2, 3, 4]);
+    let (epic, children) = s.new_epic(3).await;
+    assert_eq!(children, [s.issue(2), s.issue(3), s.issue(4)]);
     s.operator_labels(epic).await;
 
-    let run = s.run_of(2).await;
+    let run = s.run_of(children[0]).await;
     let state = run.reaches(Phase::Done).await;
 
     assert_eq!(state.issue, 4, "the run ended on the last child");
-    let pulls = s.pulls().await;
+    let pulls = s.pull_requests().await;
     assert_eq!(pulls.len(), 3, "one PR per child: {pulls:?}");
     for pr in &pulls {
-        s.assert_pr_merged_once(pr["number"].as_u64().unwrap())
-            .await;
+        pr.assert_merged_once().await;
     }
     assert_eq!(state.merged_prs.len(), 3);
-    let progress = s.comments_with_marker(epic, "ai-epic-progress").await;
+    let progress = epic.comments_with(Marker::EpicProgress).await;
     assert_eq!(progress.len(), 3, "one progress comment per merge");
     assert_eq!(updater_log(&s), "full\nfull\nfull\n");
-    let body = s.get(&format!("/issues/{epic}")).await["body"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let body = epic.body().await;
     assert!(
         body.starts_with("please"),
         "the person's text kept: {body:?}"
@@ -88,15 +84,15 @@ async fn an_epic_of_three_issues_with_roadmap_cadence_two_updates_it_after_the_s
 async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_section_and_keeps_their_bytes()
  {
     let s = Scenario::new()
-        .agents(epic_agents([]).hold("update_epic", [1]))
+        .agents(epic_agents([]).hold(Role::UpdateEpic, [1]))
         .merge_mode("auto")
         .start()
         .await;
-    let (epic, children) = s.open_epic(1).await;
+    let (epic, children) = s.new_epic(1).await;
     s.operator_labels(epic).await;
     let run = s.run_of(children[0]).await;
 
-    s.launch_started("update_epic", 1).await;
+    s.launch_started(Role::UpdateEpic, 1).await;
     // The splice plans on the body it reads once the updater answered and
     // re-reads it just before writing; slowing issue reads opens a window
     // between the two for the person's edit.
@@ -108,13 +104,13 @@ async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_
         )
         .times(4),
     ]);
-    s.release("update_epic", 1);
+    s.release(Role::UpdateEpic, 1);
     eventually(Duration::from_secs(60), "the splice planned", || async {
         (run.effect_count(EffectKind::SpliceEpicRoadmap).await > 0).then_some(())
     })
     .await;
     let edited = "please\n\nAlso: gadgets, written by a person mid-update.";
-    s.edit_issue_body(&s.owner, epic, edited).await;
+    epic.edit_body_as(&s.owner, edited).await;
     run.reaches(Phase::Done).await;
 
     assert_eq!(
@@ -123,23 +119,17 @@ async fn a_persons_edit_of_the_epic_body_while_the_updater_runs_re_requests_the_
         "the section was asked again"
     );
     assert!(
-        s.prompt("update_epic", 2)
+        s.prompt(Role::UpdateEpic, 2)
             .contains("UPDATE_EPIC (asked again)"),
         "the second launch is a re-request"
     );
-    let body = s.get(&format!("/issues/{epic}")).await["body"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let body = epic.body().await;
     assert!(
         body.starts_with(edited),
         "the person's bytes kept: {body:?}"
     );
     assert_eq!(body.matches("ai-controller-roadmap:start").count(), 1);
-    assert_eq!(
-        s.comments_with_marker(epic, "ai-epic-progress").await.len(),
-        1
-    );
+    assert_eq!(epic.comments_with(Marker::EpicProgress).await.len(), 1);
 }
 
 /// A pick of another repository is rejected like any ineligible pick: the
@@ -154,21 +144,23 @@ async fn a_next_issue_from_another_repository_is_asked_again_and_a_second_such_p
         .merge_mode("auto")
         .start()
         .await;
-    let (epic, children) = s.open_epic(2).await;
+    let (epic, children) = s.new_epic(2).await;
     s.operator_labels(epic).await;
     let run = s.run_of(children[0]).await;
 
     let state = run.reaches(Phase::Blocked).await;
 
-    assert_eq!(updater_log(&s), "full\nagain\n", "{:?}", run.phases().await);
+    assert_eq!(
+        updater_log(&s),
+        "full\nagain\n",
+        "{:?}",
+        run.phase_history().await
+    );
     let reason = state.blocked.expect("a blocked reason").reason;
     assert!(reason.contains("repository"), "{reason}");
     assert_eq!(
-        state.issue, children[0],
+        state.issue, children[0].number,
         "no issue of another repository taken"
     );
-    assert_eq!(
-        s.comments_with_marker(epic, "ai-epic-progress").await.len(),
-        1
-    );
+    assert_eq!(epic.comments_with(Marker::EpicProgress).await.len(), 1);
 }

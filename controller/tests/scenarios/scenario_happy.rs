@@ -7,7 +7,7 @@
 use crate::common::scenario;
 
 use autoforge_journal::EffectKind;
-use scenario::{Agents, FaultRule, Phase, Scenario};
+use scenario::{Agents, FaultRule, Marker, Phase, Role, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_issue_with_auto_merge_is_merged_once_with_one_status_and_one_review_comment() {
@@ -16,25 +16,31 @@ async fn one_issue_with_auto_merge_is_merged_once_with_one_status_and_one_review
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
 
     let run = s.run_of(issue).await;
     let state = run.reaches(Phase::Done).await;
 
-    let pr = s.the_pull().await;
-    let number = pr["number"].as_u64().unwrap();
-    assert_eq!(state.merged_prs, vec![number]);
-    s.assert_pr_merged_once(number).await;
-    s.assert_one_comment_with_marker(issue, "autoforge-status")
-        .await;
-    s.assert_one_comment_with_marker(number, "ai-review-result")
-        .await;
+    let pr = s.pull().await;
+    assert_eq!(state.merged_prs, vec![pr.number]);
+    pr.assert_merged_once().await;
+    issue.assert_one_comment_with(Marker::Status).await;
+    pr.assert_one_comment_with(Marker::ReviewResult).await;
     assert_eq!(
-        run.phases().await,
-        ["IMPLEMENT", "REVIEW", "READY_FOR_MERGE", "MERGE", "DONE"]
+        run.phase_history().await,
+        [
+            Phase::Implement,
+            Phase::Review,
+            Phase::ReadyForMerge,
+            Phase::Merge,
+            Phase::Done
+        ]
     );
-    assert_eq!((s.launches("implement"), s.launches("review")), (1, 1));
+    assert_eq!(
+        (s.launches(Role::Implement), s.launches(Role::Review)),
+        (1, 1)
+    );
     assert_eq!(run.effect_count(EffectKind::MergePr).await, 1);
 }
 
@@ -45,7 +51,7 @@ async fn with_every_webhook_dropped_the_poller_still_drives_the_loop_to_done() {
         .faults(vec![FaultRule::drop_all_webhooks()])
         .start()
         .await;
-    let issue = s.open_issue("a widget nobody hears about").await;
+    let issue = s.new_issue("a widget nobody hears about").await;
     s.operator_labels(issue).await;
 
     let run = s.run_of(issue).await;
@@ -66,8 +72,7 @@ async fn with_every_webhook_dropped_the_poller_still_drives_the_loop_to_done() {
         delivered.is_empty(),
         "no webhook reached serve: {delivered:?}"
     );
-    let pr = s.the_pull().await["number"].as_u64().unwrap();
-    s.assert_pr_merged_once(pr).await;
-    s.assert_one_comment_with_marker(pr, "ai-review-result")
-        .await;
+    let pr = s.pull().await;
+    pr.assert_merged_once().await;
+    pr.assert_one_comment_with(Marker::ReviewResult).await;
 }

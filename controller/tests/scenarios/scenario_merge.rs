@@ -6,33 +6,37 @@
 
 use crate::common::scenario;
 
-use scenario::{Agents, OWNER, Phase, REPO, Scenario};
+use scenario::{Agents, Phase, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_merge_mode_never_a_persons_merge_is_noticed_and_the_run_is_done() {
     let s = Scenario::new().merge_mode("never").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     let state = run.reaches(Phase::ReadyForMerge).await;
-    let pr = state.pr.unwrap();
-    assert_eq!(s.merge_requests(pr), 0, "never: the controller waits");
+    let pr = s.pull_numbered(state.pr.unwrap());
+    assert_eq!(pr.merge_requests(), 0, "never: the controller waits");
 
-    s.merge_as(&s.owner, pr).await;
+    pr.merge_as(&s.owner).await;
     let state = run.reaches(Phase::Done).await;
 
-    assert_eq!(state.merged_prs, vec![pr], "the person's merge is counted");
-    assert_eq!(s.merge_requests(pr), 1, "only the person's merge request");
+    assert_eq!(
+        state.merged_prs,
+        vec![pr.number],
+        "the person's merge is counted"
+    );
+    assert_eq!(pr.merge_requests(), 1, "only the person's merge request");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_check_makes_the_merge_gate_refuse_and_the_run_blocks() {
     let s = Scenario::new().merge_mode("on-command").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     let state = run.reaches(Phase::ReadyForMerge).await;
-    let pr = state.pr.unwrap();
+    let pr = s.pull_numbered(state.pr.unwrap());
     s.add_check(&state.review.clean.unwrap().head_sha, "ci", "failure");
 
     s.comment_as(&s.owner, issue, "/autoforge merge").await;
@@ -40,31 +44,24 @@ async fn a_failing_check_makes_the_merge_gate_refuse_and_the_run_blocks() {
 
     let reason = state.blocked.unwrap().reason;
     assert!(reason.contains("check"), "{reason}");
-    assert_eq!(s.merge_requests(pr), 0);
+    assert_eq!(pr.merge_requests(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_draft_pull_request_makes_the_merge_gate_refuse_and_the_run_blocks() {
     let s = Scenario::new().merge_mode("on-command").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
-    let pr = run.reaches(Phase::ReadyForMerge).await.pr.unwrap();
-    // GitHub turns a PR back into a draft through GraphQL only, which
-    // fakehub does not serve: flip the flag in its world directly.
-    {
-        let mut world = s.world.hub.shared().lock();
-        let repo = world.repo_id_by_name(OWNER, REPO).unwrap();
-        let pull = world.issue_mut(repo, pr).unwrap().pull.as_mut().unwrap();
-        pull.draft = true;
-    }
+    let pr = s.pull_numbered(run.reaches(Phase::ReadyForMerge).await.pr.unwrap());
+    pr.set_draft(true);
 
     s.comment_as(&s.owner, issue, "/autoforge merge").await;
     let state = run.reaches(Phase::Blocked).await;
 
     let reason = state.blocked.unwrap().reason;
     assert!(reason.contains("draft"), "{reason}");
-    assert_eq!(s.merge_requests(pr), 0);
+    assert_eq!(pr.merge_requests(), 0);
 }
 
 /// The controller never pushes a protected change itself (see

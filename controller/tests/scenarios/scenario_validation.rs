@@ -6,7 +6,7 @@
 
 use crate::common::scenario;
 
-use scenario::{Phase, Scenario};
+use scenario::{Phase, Role, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_at_the_cap() {
@@ -15,7 +15,7 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
         .validation_cap(2)
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -23,13 +23,13 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
 
     let reason = state.blocked.unwrap().reason;
     assert!(reason.contains("validation"), "{reason}");
-    assert_eq!(s.launches("implement"), 2);
+    assert_eq!(s.launches(Role::Implement), 2);
     assert!(
-        !s.prompt("implement", 1)
+        !s.prompt(Role::Implement, 1)
             .contains("validation of your last candidate failed"),
         "the first launch has no failure to show"
     );
-    let second = s.prompt("implement", 2);
+    let second = s.prompt(Role::Implement, 2);
     assert!(
         second.contains("## The previous attempt failed validation"),
         "{second}"
@@ -38,13 +38,9 @@ async fn a_failing_validation_relaunches_implement_with_the_failure_and_blocks_a
         second.contains("the widget test failed"),
         "the failed command is named"
     );
-    assert!(s.pulls().await.is_empty(), "nothing was pushed or opened");
-    let branch = s
-        .world
-        .hub
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("git-receive-pack"))
-        .count();
-    assert_eq!(branch, 0, "no push reached GitHub");
+    assert!(
+        s.pull_requests().await.is_empty(),
+        "nothing was pushed or opened"
+    );
+    assert_eq!(s.git_pushes(), 0, "no push reached GitHub");
 }

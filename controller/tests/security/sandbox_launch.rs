@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use autoforge::agents::profile::{AgentProfile, ProfileSpec};
-use autoforge::agents::supervisor::{LaunchExit, LaunchOutcome, LaunchRequest, launch};
+use autoforge::agents::profile::{LaunchProfile, ProfileSpec};
+use autoforge::agents::supervisor::{LaunchExit, LaunchOutcome, LaunchSpec, launch};
 use autoforge::machine::AgentPhase as Role;
 use autoforge::redact::Redactor;
 use autoforge::sandbox::{Network, Sandbox, SandboxMode, SandboxPolicy};
@@ -65,8 +65,8 @@ async fn world() -> World {
     }
 }
 
-fn profile(script: &str, network: Network) -> AgentProfile {
-    AgentProfile::from_spec(
+fn profile(script: &str, network: Network) -> LaunchProfile {
+    LaunchProfile::from_spec(
         "sandboxed",
         ProfileSpec {
             command: vec!["bash".into(), "-c".into(), script.into()],
@@ -82,9 +82,9 @@ fn profile(script: &str, network: Network) -> AgentProfile {
     .unwrap()
 }
 
-async fn run_in(world: &World, profile: &AgentProfile, role: Role) -> LaunchOutcome {
+async fn run_in(world: &World, profile: &LaunchProfile, role: Role) -> LaunchOutcome {
     let redactor = Redactor::new();
-    let mut request = LaunchRequest::new(
+    let mut request = LaunchSpec::new(
         profile,
         role,
         "",

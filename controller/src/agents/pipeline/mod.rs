@@ -27,14 +27,14 @@ use tokio::sync::watch;
 use crate::agents::context::{
     ContextError, ContextFiles, ContextLimits, ensure_outside_worktree, write_context,
 };
-use crate::agents::profile::{AgentCatalog, AgentProfile};
+use crate::agents::profile::{AgentCatalog, LaunchProfile};
 use crate::agents::prompt::{PromptSet, RenderError, TemplateId, Value, correction_values};
 use crate::agents::result::{
     CapturedOutput, ReRequest, ResultError, correction_allowed, cross_check, parse_result,
     parse_update_epic_rerequest,
 };
 use crate::agents::supervisor::{
-    self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchRequest,
+    self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchSpec,
 };
 use crate::machine::{AgentPhase, AgentResult, PhaseResult};
 use crate::redact::Redactor;
@@ -248,7 +248,7 @@ fn report(outcome: PhaseOutcome, launches: Vec<LaunchRecord>) -> PhaseReport {
 /// The caller's redactor plus the values this profile hands its agent: a
 /// vendor key set in the config or inherited from our environment must not
 /// come back through the agent's output into a log.
-fn launch_redactor(base: &Redactor, profile: &AgentProfile) -> Redactor {
+fn launch_redactor(base: &Redactor, profile: &LaunchProfile) -> Redactor {
     let mut redactor = base.clone();
     for secret in profile.env_secrets() {
         redactor.add_secret(secret.clone());
@@ -275,7 +275,7 @@ struct Attempt {
 /// One launch and the judgement of its answer.
 async fn attempt_once(
     request: &PhaseRequest<'_>,
-    profile: &AgentProfile,
+    profile: &LaunchProfile,
     prompt: &str,
     log_dir: PathBuf,
     redactor: &Redactor,
@@ -287,7 +287,7 @@ async fn attempt_once(
         None
     };
     let workdir: &Path = request.worktree.path();
-    let mut launch = LaunchRequest::new(profile, request.phase, prompt, workdir, log_dir, redactor);
+    let mut launch = LaunchSpec::new(profile, request.phase, prompt, workdir, log_dir, redactor);
     let context_dir = request.launch_dir.join("context");
     launch.read_context = Some(&context_dir);
     launch.cancel = request.cancel;
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_final_message_is_parsed_whole_and_stdout_by_its_captured_end() {
-        let stdout = supervisor::CapturedOutput {
+        let stdout = supervisor::RedactedCapture {
             head: "start\n".into(),
             tail: "end\n".into(),
             total_bytes: 100,
@@ -419,7 +419,7 @@ mod tests {
                 group_survived: false,
             },
             stdout,
-            stderr: supervisor::CapturedOutput::default(),
+            stderr: supervisor::RedactedCapture::default(),
             final_message: None,
         };
         let from_stdout = captured_result(&outcome);

@@ -4,7 +4,7 @@
 //!
 //! The TOML shape lives in `config`; this module holds the checked runtime
 //! form. [`ProfileSpec`] is plain data so the config types convert into it
-//! field by field, and [`AgentProfile::from_spec`] does every check once, at
+//! field by field, and [`LaunchProfile::from_spec`] does every check once, at
 //! load time, so a launch never discovers a broken profile.
 //!
 //! The config file spells a removal as `env = { NAME = false }` (TOML has no
@@ -81,7 +81,7 @@ pub enum ProfileError {
 
 /// A checked, ready-to-launch agent profile.
 #[derive(Debug, Clone)]
-pub struct AgentProfile {
+pub struct LaunchProfile {
     pub name: String,
     pub command: Vec<String>,
     /// Variables set for the agent (after the allow-list), by name. Values
@@ -97,7 +97,7 @@ pub struct AgentProfile {
     pub sandbox: SandboxPolicy,
 }
 
-impl AgentProfile {
+impl LaunchProfile {
     /// Checks `spec` and builds the runtime profile named `name`.
     pub fn from_spec(name: &str, spec: ProfileSpec) -> Result<Self, ProfileError> {
         let profile = name.to_owned();
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_replaced_whole_and_inside_arguments() {
-        let p = AgentProfile::from_spec(
+        let p = LaunchProfile::from_spec(
             "codex",
             spec(&[
                 "codex",
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_command_without_placeholders_reads_the_prompt_on_stdin() {
-        let p = AgentProfile::from_spec("claude", spec(&["claude", "-p"])).unwrap();
+        let p = LaunchProfile::from_spec("claude", spec(&["claude", "-p"])).unwrap();
         assert!(!p.uses_prompt_file());
         assert_eq!(
             p.argv(None, None).unwrap(),
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn a_used_placeholder_without_a_path_is_an_error() {
-        let p = AgentProfile::from_spec("x", spec(&["x", "{output}"])).unwrap();
+        let p = LaunchProfile::from_spec("x", spec(&["x", "{output}"])).unwrap();
         assert_eq!(
             p.argv(None, None),
             Err(ProfileError::MissingPlaceholderPath {
@@ -323,13 +323,13 @@ mod tests {
     #[test]
     fn empty_command_zero_timeouts_and_bad_regex_are_refused() {
         assert!(matches!(
-            AgentProfile::from_spec("p", spec(&[])),
+            LaunchProfile::from_spec("p", spec(&[])),
             Err(ProfileError::EmptyCommand { .. })
         ));
         let mut s = spec(&["a"]);
         s.idle_timeout_seconds = 0;
         assert!(matches!(
-            AgentProfile::from_spec("p", s),
+            LaunchProfile::from_spec("p", s),
             Err(ProfileError::ZeroTimeout {
                 field: "idle_timeout_seconds",
                 ..
@@ -338,7 +338,7 @@ mod tests {
         let mut s = spec(&["a"]);
         s.usage_pattern = Some("(".into());
         assert!(matches!(
-            AgentProfile::from_spec("p", s),
+            LaunchProfile::from_spec("p", s),
             Err(ProfileError::BadUsagePattern { .. })
         ));
     }
@@ -355,7 +355,7 @@ mod tests {
             s.env.insert(name.into(), SecretString::from("v"));
             assert!(
                 matches!(
-                    AgentProfile::from_spec("p", s),
+                    LaunchProfile::from_spec("p", s),
                     Err(ProfileError::CredentialEnvName { .. })
                 ),
                 "{name}"
@@ -365,7 +365,7 @@ mod tests {
         s.env_inherit.push("ANTHROPIC_API_KEY".into());
         s.env
             .insert("OPENAI_BASE_URL".into(), SecretString::from("http://x"));
-        assert!(AgentProfile::from_spec("p", s).is_ok());
+        assert!(LaunchProfile::from_spec("p", s).is_ok());
     }
 
     #[test]
@@ -374,7 +374,7 @@ mod tests {
         s.env.insert("FOO".into(), SecretString::from("1"));
         s.env_remove.push("FOO".into());
         assert!(matches!(
-            AgentProfile::from_spec("p", s),
+            LaunchProfile::from_spec("p", s),
             Err(ProfileError::EnvSetAndRemoved { .. })
         ));
     }
@@ -386,7 +386,7 @@ mod tests {
             "VENDOR_API_KEY".into(),
             SecretString::from("sk-canary-1234567"),
         );
-        let p = AgentProfile::from_spec("p", s).unwrap();
+        let p = LaunchProfile::from_spec("p", s).unwrap();
         assert!(!format!("{p:?}").contains("canary"));
         assert_eq!(p.env_value("VENDOR_API_KEY"), Some("sk-canary-1234567"));
         assert_eq!(
@@ -401,9 +401,9 @@ mod tests {
     fn tokens_are_read_through_the_profile_pattern() {
         let mut s = spec(&["a"]);
         s.usage_pattern = Some(r"tokens used:\s*([0-9][0-9,]*)".into());
-        let p = AgentProfile::from_spec("p", s).unwrap();
+        let p = LaunchProfile::from_spec("p", s).unwrap();
         assert_eq!(p.parse_tokens("tokens used: 1,234\n"), Some(1_234));
-        let none = AgentProfile::from_spec("q", spec(&["a"])).unwrap();
+        let none = LaunchProfile::from_spec("q", spec(&["a"])).unwrap();
         assert_eq!(none.parse_tokens("tokens used: 1\n"), None);
     }
 }

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::AgentProfile;
+use super::LaunchProfile;
 use crate::machine::AgentPhase;
 
 /// `"1"`, `"2-5"` or `"6+"`: an inclusive range of review rounds counted
@@ -248,14 +248,14 @@ fn check_ranges(
 /// The checked profiles together with the routing that refers to them.
 #[derive(Debug, Clone)]
 pub struct AgentCatalog {
-    profiles: BTreeMap<String, AgentProfile>,
+    profiles: BTreeMap<String, LaunchProfile>,
     routing: RoleRouting,
 }
 
 impl AgentCatalog {
     /// Refuses routing that names a profile that does not exist.
     pub fn new(
-        profiles: BTreeMap<String, AgentProfile>,
+        profiles: BTreeMap<String, LaunchProfile>,
         routing: RoleRouting,
     ) -> Result<Self, RoutingError> {
         if let Some((role, profile)) = routing
@@ -272,7 +272,7 @@ impl AgentCatalog {
 
     /// The profile that runs `role` in review round `round`, or `None` when
     /// the role is not configured.
-    pub fn profile_for(&self, role: AgentPhase, round: u32) -> Option<&AgentProfile> {
+    pub fn profile_for(&self, role: AgentPhase, round: u32) -> Option<&LaunchProfile> {
         self.profiles.get(self.routing.profile_for(role, round)?)
     }
 
@@ -280,7 +280,7 @@ impl AgentCatalog {
         &self.routing
     }
 
-    pub fn profiles(&self) -> &BTreeMap<String, AgentProfile> {
+    pub fn profiles(&self) -> &BTreeMap<String, LaunchProfile> {
         &self.profiles
     }
 }
@@ -427,7 +427,7 @@ mod tests {
             .map(|n| {
                 (
                     n.to_owned(),
-                    AgentProfile::from_spec(n, spec.clone()).unwrap(),
+                    LaunchProfile::from_spec(n, spec.clone()).unwrap(),
                 )
             })
             .collect();

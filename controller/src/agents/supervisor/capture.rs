@@ -46,14 +46,14 @@ impl CaptureLimits {
 /// A finished, redacted capture. When nothing was omitted the whole output
 /// is in `head` and `tail` is empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CapturedOutput {
+pub struct RedactedCapture {
     pub head: String,
     pub tail: String,
     pub total_bytes: u64,
     pub omitted_bytes: u64,
 }
 
-impl CapturedOutput {
+impl RedactedCapture {
     /// The end of the output: the tail when something was omitted, else all
     /// of it. This is the text the CONTROL_RESULT parser searches.
     pub fn tail_text(&self) -> &str {
@@ -112,13 +112,13 @@ impl BoundedCapture {
     /// head is cut back to its last line break and the tail starts after its
     /// first one, so no half line (possibly half a secret that the patterns
     /// no longer recognise) survives at either edge of the gap.
-    pub fn finish(self, redactor: &Redactor) -> CapturedOutput {
+    pub fn finish(self, redactor: &Redactor) -> RedactedCapture {
         let kept = self.head.len() as u64 + self.tail.len() as u64;
         let mut tail: Vec<u8> = self.tail.into();
         if kept == self.total {
             let mut all = self.head;
             all.append(&mut tail);
-            return CapturedOutput {
+            return RedactedCapture {
                 head: redactor.redact(&String::from_utf8_lossy(&all)).into_owned(),
                 tail: String::new(),
                 total_bytes: self.total,
@@ -144,7 +144,7 @@ impl BoundedCapture {
         };
         let head = &self.head[..head_end];
         let tail = &tail[tail_start..];
-        CapturedOutput {
+        RedactedCapture {
             head: redactor.redact(&String::from_utf8_lossy(head)).into_owned(),
             tail: redactor.redact(&String::from_utf8_lossy(tail)).into_owned(),
             total_bytes: self.total,
@@ -312,7 +312,7 @@ impl OutputSink {
 
     /// The redacted captures (stderr is empty when merged) and the first
     /// error met while writing the log, if any.
-    pub fn finish(mut self) -> (CapturedOutput, CapturedOutput, Option<io::Error>) {
+    pub fn finish(mut self) -> (RedactedCapture, RedactedCapture, Option<io::Error>) {
         if let Some(mut log) = self.log.take() {
             for splitter in &mut self.splitters {
                 let (redactor, log_error) = (&self.redactor, &mut self.log_error);

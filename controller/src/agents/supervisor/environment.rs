@@ -16,7 +16,7 @@ use std::ffi::OsString;
 
 use secrecy::ExposeSecret;
 
-use crate::agents::profile::AgentProfile;
+use crate::agents::profile::LaunchProfile;
 
 /// Names copied from the controller's environment when present.
 const ALLOWED_NAMES: &[&str] = &[
@@ -88,7 +88,7 @@ pub fn base_environment() -> BTreeMap<String, OsString> {
 }
 
 /// The environment for an agent launched with `profile`.
-pub fn agent_environment(profile: &AgentProfile) -> Result<BTreeMap<String, OsString>, EnvError> {
+pub fn agent_environment(profile: &LaunchProfile) -> Result<BTreeMap<String, OsString>, EnvError> {
     let mut env = base_environment();
     for name in &profile.env_inherit {
         if let Some(value) = std::env::var_os(name) {

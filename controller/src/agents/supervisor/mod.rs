@@ -31,11 +31,11 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::agents::profile::{AgentProfile, ProfileError};
+use crate::agents::profile::{LaunchProfile, ProfileError};
 use crate::machine::AgentPhase;
 use crate::redact::Redactor;
 
-pub use capture::{CaptureLimits, CapturedOutput, LogFile};
+pub use capture::{CaptureLimits, LogFile, RedactedCapture};
 pub use environment::EnvError;
 pub use process::{CancelToken, Heartbeat, LaunchExit, RunLimits, RunReport};
 
@@ -43,10 +43,12 @@ pub use process::{CancelToken, Heartbeat, LaunchExit, RunLimits, RunReport};
 /// may be at most 1 MiB, so its tail end is what matters.
 const FINAL_MESSAGE_LIMIT: u64 = 2 * 1024 * 1024;
 
-/// Everything one launch needs.
+/// Everything the supervisor needs to start one agent process (the
+/// machine's `LaunchRequest` is what it asks for, before a profile and
+/// directories are chosen).
 #[derive(Debug)]
-pub struct LaunchRequest<'a> {
-    pub profile: &'a AgentProfile,
+pub struct LaunchSpec<'a> {
+    pub profile: &'a LaunchProfile,
     pub role: AgentPhase,
     /// The rendered prompt. Prompts never hold secrets (SPEC §17).
     pub prompt: &'a str,
@@ -66,12 +68,12 @@ pub struct LaunchRequest<'a> {
     pub cancel: Option<&'a CancelToken>,
 }
 
-impl<'a> LaunchRequest<'a> {
-    /// A request with the default bounds (agent capture limits, 8 MiB log,
+impl<'a> LaunchSpec<'a> {
+    /// A spec with the default bounds (agent capture limits, 8 MiB log,
     /// 5 s kill grace, heartbeat every 5 s), no heartbeat channel and no
     /// cancellation.
     pub fn new(
-        profile: &'a AgentProfile,
+        profile: &'a LaunchProfile,
         role: AgentPhase,
         prompt: &'a str,
         workdir: &'a Path,
@@ -117,8 +119,8 @@ pub struct LaunchRecord {
 #[derive(Debug, Clone)]
 pub struct LaunchOutcome {
     pub record: LaunchRecord,
-    pub stdout: CapturedOutput,
-    pub stderr: CapturedOutput,
+    pub stdout: RedactedCapture,
+    pub stderr: RedactedCapture,
     /// The redacted `{output}` file, for profiles that declare one and
     /// whose agent wrote it.
     pub final_message: Option<String>,
@@ -164,7 +166,7 @@ pub enum LaunchError {
 
 /// Runs one agent launch to its end. Failures of the agent (non-zero exit,
 /// timeout, cancellation) are in the record; `Err` means we could not run it.
-pub async fn launch(request: LaunchRequest<'_>) -> Result<LaunchOutcome, LaunchError> {
+pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchError> {
     let profile = request.profile;
     let log_dir = &request.log_dir;
     let dir_error = |source| LaunchError::LogDir {
@@ -331,7 +333,7 @@ async fn read_final_message(path: &Path, redactor: &Redactor) -> Option<String> 
     )
 }
 
-fn write_tail_log(log_dir: &Path, stdout: &CapturedOutput, stderr: &CapturedOutput) {
+fn write_tail_log(log_dir: &Path, stdout: &RedactedCapture, stderr: &RedactedCapture) {
     let text = format!(
         "== stdout ({} bytes, {} omitted) ==\n{}\n== stderr ({} bytes, {} omitted) ==\n{}\n",
         stdout.total_bytes,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::machine::AgentPhase;
 use crate::sandbox::{Access, Mount, Sandbox, dot_dot_dirs, git_mounts};
 
-use super::{LaunchError, LaunchRequest};
+use super::{LaunchError, LaunchSpec};
 
 /// The per-launch directories that become the agent's HOME and TMPDIR. Kept
 /// with the logs, so what an agent left there can be inspected afterwards.
@@ -51,7 +51,7 @@ impl<'a> LaunchDirs<'a> {
 /// The sandbox for `request`, whose program is `program` (as
 /// [`resolve_program`] returned it).
 pub(super) fn launch_sandbox(
-    request: &LaunchRequest<'_>,
+    request: &LaunchSpec<'_>,
     dirs: &LaunchDirs<'_>,
     program: &Path,
 ) -> Result<Sandbox, LaunchError> {

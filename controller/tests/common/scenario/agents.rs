@@ -12,9 +12,10 @@ pub struct Agents {
     fix: Option<Vec<String>>,
     update_epic: Option<Vec<String>>,
     /// Per role, the launch numbers (1-based) that wait for a release.
-    held: Vec<(&'static str, Vec<u32>)>,
+    held: Vec<(Role, Vec<u32>)>,
 }
 
+use super::handles::{AsRole, Role};
 use crate::common::git::agent_script as script;
 
 impl Agents {
@@ -57,12 +58,12 @@ impl Agents {
     }
 
     /// Launches `launches` of `role` wait until the test releases them.
-    pub fn hold<const N: usize>(mut self, role: &'static str, launches: [u32; N]) -> Self {
-        self.held.push((role, launches.to_vec()));
+    pub fn hold<const N: usize>(mut self, role: impl AsRole, launches: [u32; N]) -> Self {
+        self.held.push((role.role(), launches.to_vec()));
         self
     }
 
-    fn held(&self, role: &str) -> String {
+    fn held(&self, role: Role) -> String {
         let numbers: Vec<String> = self
             .held
             .iter()
@@ -81,7 +82,7 @@ impl Agents {
         &self,
         evidence: &std::path::Path,
         name: &str,
-        role: &str,
+        role: Role,
         agent: &str,
         args: &[String],
     ) -> String {
@@ -89,7 +90,7 @@ impl Agents {
         let mut argv = vec![
             script("recorded.sh"),
             evidence.clone(),
-            role.to_owned(),
+            role.role_name().to_owned(),
             self.held(role),
             script(agent),
         ];
@@ -109,7 +110,7 @@ impl Agents {
         let mut toml = self.profile(
             evidence,
             "implementer",
-            "implement",
+            Role::Implement,
             "phase_implement.sh",
             &self.implement,
         );
@@ -120,7 +121,7 @@ impl Agents {
             toml.push_str(&self.profile(
                 evidence,
                 &name,
-                "review",
+                Role::Review,
                 "phase_review.sh",
                 &[mode.clone(), "auto".to_owned()],
             ));
@@ -132,13 +133,13 @@ impl Agents {
             rounds.push(format!("{{ rounds = \"{range}\", profile = \"{name}\" }}"));
         }
         if let Some(args) = &self.fix {
-            toml.push_str(&self.profile(evidence, "fixer", "fix", "phase_fix.sh", args));
+            toml.push_str(&self.profile(evidence, "fixer", Role::Fix, "phase_fix.sh", args));
         }
         if let Some(args) = &self.update_epic {
             toml.push_str(&self.profile(
                 evidence,
                 "epic",
-                "update_epic",
+                Role::UpdateEpic,
                 "phase_update_epic.sh",
                 args,
             ));

@@ -1,5 +1,6 @@
-//! What a scenario does and checks on fakehub: people's REST calls and git
-//! pushes, and assertions on the objects GitHub ends up holding.
+//! What a scenario does on fakehub beyond one thread: raw REST calls (the
+//! handles in `handles.rs` are built on them), checks reported by an
+//! external CI, and people's git pushes.
 
 use std::path::Path;
 use std::process::Command;
@@ -7,10 +8,11 @@ use std::process::Command;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{OWNER, Person, REPO, Running, array};
+use super::{OWNER, Person, REPO, Running};
 
 impl Running {
-    /// `GET /repos/octo/widgets{path}` as the owner.
+    /// `GET /repos/octo/widgets{path}` as the owner: the raw JSON, for
+    /// what no handle reads.
     pub async fn get(&self, path: &str) -> Value {
         let path = format!("/repos/{OWNER}/{REPO}{path}");
         self.world
@@ -26,76 +28,18 @@ impl Running {
             .await
     }
 
-    /// Every PR, open or closed.
-    pub async fn pulls(&self) -> Vec<Value> {
-        array(self.get("/pulls?state=all").await)
-    }
-
-    /// The one PR of the scenario.
-    pub async fn the_pull(&self) -> Value {
-        let pulls = self.pulls().await;
-        assert_eq!(pulls.len(), 1, "exactly one PR: {pulls:?}");
-        pulls.into_iter().next().unwrap()
-    }
-
-    /// The comments on an issue or PR thread.
-    pub async fn comments(&self, thread: u64) -> Vec<Value> {
-        array(self.get(&format!("/issues/{thread}/comments")).await)
-    }
-
-    /// The comments on `thread` that carry the hidden marker `name`.
-    pub async fn comments_with_marker(&self, thread: u64, name: &str) -> Vec<Value> {
-        let opener = format!("<!-- {name}");
-        self.comments(thread)
-            .await
-            .into_iter()
-            .filter(|c| c["body"].as_str().unwrap_or_default().contains(&opener))
-            .collect()
-    }
-
-    /// Exactly one comment on `thread` carries the marker `name`.
-    pub async fn assert_one_comment_with_marker(&self, thread: u64, name: &str) {
-        let found = self.comments_with_marker(thread, name).await;
-        assert_eq!(found.len(), 1, "one {name} comment on #{thread}: {found:?}");
-    }
-
-    /// The PR is merged, by exactly one merge request.
-    pub async fn assert_pr_merged_once(&self, pr: u64) {
-        let read = self.get(&format!("/pulls/{pr}")).await;
-        assert_eq!(read["merged"], true, "PR #{pr} is merged: {read}");
-        assert_eq!(self.merge_requests(pr), 1, "PR #{pr} merged by one request");
-    }
-
-    /// How many merge requests fakehub answered for the PR.
-    pub fn merge_requests(&self, pr: u64) -> usize {
-        self.world.merge_requests(pr)
-    }
-
-    /// A person merges the PR at its current head, as a human would.
-    pub async fn merge_as(&self, person: &Person, pr: u64) {
-        let read = self.get(&format!("/pulls/{pr}")).await;
-        let path = format!("/repos/{OWNER}/{REPO}/pulls/{pr}/merge");
-        self.world
-            .rest_as(
-                person,
-                Method::PUT,
-                &path,
-                json!({ "sha": read["head"]["sha"] }),
-            )
-            .await;
-    }
-
-    /// A person replaces the body of an issue.
-    pub async fn edit_issue_body(&self, person: &Person, issue: u64, body: &str) {
-        let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}");
-        self.world
-            .rest_as(person, Method::PATCH, &path, json!({ "body": body }))
-            .await;
-    }
-
     /// An external CI reports a completed check on `sha`.
     pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
         self.world.add_check(sha, name, conclusion);
+    }
+
+    /// How many git pushes reached GitHub.
+    pub fn git_pushes(&self) -> usize {
+        let requests = self.world.hub.requests();
+        requests
+            .iter()
+            .filter(|r| r.path.ends_with("git-receive-pack"))
+            .count()
     }
 
     /// A person clones the repository, commits `file` on top of `branch`

@@ -11,10 +11,16 @@
 //!     .merge_mode("auto")
 //!     .start()
 //!     .await;
-//! let issue = s.open_issue("a widget").await;
+//! let issue = s.new_issue("a widget").await;
 //! s.operator_labels(issue).await;
 //! s.run_of(issue).await.reaches(Phase::Done).await;
+//! s.pull().await.assert_merged_once().await;
+//! assert_eq!(s.launches(Role::Fix), 1);
 //! ```
+//!
+//! What a scenario holds are typed handles (`handles.rs`): an [`Issue`] or
+//! a [`Pull`] that reads fakehub when asked, a [`Comment`], and the
+//! controller's own [`Phase`], [`Role`] and [`Marker`].
 //!
 //! Every agent is wrapped by `tests/agents/recorded.sh`, so each launch
 //! leaves its prompt in the scenario's evidence folder and a scenario can
@@ -26,15 +32,18 @@
 
 mod agents;
 mod github;
+mod handles;
+mod untyped;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use super::{OWNER, Person, REPO, World, WorldOptions, eventually};
 pub use agents::Agents;
-pub use autoforge::machine::{Phase, RunState};
+pub use autoforge::machine::RunState;
 use autoforge_journal::{RunFilter, RunId, Stage};
 pub use fakehub::{FaultKind, FaultRule};
+pub use handles::{AsRole, Comment, Issue, Marker, Phase, Pull, Role, Thread};
 use serde_json::Value;
 
 /// How long a scenario waits for any one thing before it fails; generous
@@ -181,10 +190,18 @@ pub struct RunRef<'a> {
 /// The run document at one moment, to prove nothing changed since.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSnapshot {
-    pub phase: String,
+    pub phase: Phase,
     pub version: i64,
-    /// The state document as JSON text (readable when an assertion fails).
-    pub state: String,
+    /// The state document as JSON text: compared byte for byte, and
+    /// readable when an assertion fails.
+    pub state_json: String,
+}
+
+impl RunSnapshot {
+    /// The state document the snapshot holds.
+    pub fn state(&self) -> RunState {
+        serde_json::from_str(&self.state_json).expect("a run state document")
+    }
 }
 
 impl Running {
@@ -193,42 +210,45 @@ impl Running {
         self.world.person(login, permission)
     }
 
-    /// An open issue written by the owner; its number.
-    pub async fn open_issue(&self, title: &str) -> u64 {
-        self.world.open_issue(&self.owner, title).await
+    /// A new open issue written by the owner.
+    pub async fn new_issue(&self, title: &str) -> Issue<'_> {
+        let number = self.world.open_issue(&self.owner, title).await;
+        self.issue(number)
     }
 
-    /// An EPIC (issue #1) with `children` sub-issues, in order; their numbers.
-    pub async fn open_epic(&self, children: usize) -> (u64, Vec<u64>) {
-        let epic = self.open_issue("The widgets EPIC").await;
-        assert_eq!(epic, 1, "the EPIC is the repository's first issue");
-        let mut numbers = Vec::new();
+    /// An EPIC (issue #1) with `children` sub-issues, in order.
+    pub async fn new_epic(&self, children: usize) -> (Issue<'_>, Vec<Issue<'_>>) {
+        let epic = self.new_issue("The widgets EPIC").await;
+        assert_eq!(epic.number, 1, "the EPIC is the repository's first issue");
+        let mut opened = Vec::new();
         for index in 1..=children {
-            let child = self.open_issue(&format!("Widget part {index}")).await;
-            let read = self.get(&format!("/issues/{child}")).await;
+            let child = self.new_issue(&format!("Widget part {index}")).await;
+            let read = self.get(&format!("/issues/{}", child.number)).await;
             self.post(
-                &format!("/issues/{epic}/sub_issues"),
+                &format!("/issues/{}/sub_issues", epic.number),
                 serde_json::json!({ "sub_issue_id": read["id"] }),
             )
             .await;
-            numbers.push(child);
+            opened.push(child);
         }
-        (epic, numbers)
+        (epic, opened)
     }
 
     /// The owner (an operator) adds the trigger label.
-    pub async fn operator_labels(&self, issue: u64) {
-        self.world.add_label(&self.owner, issue, "autoforge").await;
+    pub async fn operator_labels(&self, issue: impl Thread) {
+        let number = issue.number();
+        self.world.add_label(&self.owner, number, "autoforge").await;
     }
 
     /// `person` comments `body` on an issue or PR thread; the comment id.
-    pub async fn comment_as(&self, person: &Person, thread: u64, body: &str) -> u64 {
-        self.world.comment(person, thread, body).await
+    pub async fn comment_as(&self, person: &Person, thread: impl Thread, body: &str) -> u64 {
+        self.world.comment(person, thread.number(), body).await
     }
 
     /// The run working on `issue`: started for it, or an EPIC's run that
     /// moved to it (waits for one to exist).
-    pub async fn run_of(&self, issue: u64) -> RunRef<'_> {
+    pub async fn run_of(&self, issue: impl Thread) -> RunRef<'_> {
+        let issue = issue.number();
         let journal = self.world.db.journal();
         let id = eventually(PATIENCE, &format!("a run for #{issue}"), || async move {
             let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
@@ -263,15 +283,18 @@ impl Running {
     }
 
     /// The evidence file `NAME.N.SUFFIX` of launch `n` of a role.
-    fn evidence(&self, role: &str, n: u32, suffix: &str) -> PathBuf {
+    fn evidence(&self, role: Role, n: u32, suffix: &str) -> PathBuf {
+        let role = role.role_name();
         self.evidence.path().join(format!("{role}.{n}.{suffix}"))
     }
 
-    /// Waits until launch `n` of `role` (`implement`, `review`, `fix`,
-    /// `update_epic`) has started (and, when held, is waiting).
-    pub async fn launch_started(&self, role: &str, n: u32) {
+    /// Waits until launch `n` of `role` has started (and, when held, is
+    /// waiting).
+    pub async fn launch_started(&self, role: impl AsRole, n: u32) {
+        let role = role.role();
         let path = self.evidence(role, n, "started");
-        eventually(PATIENCE, &format!("{role} launch {n}"), || {
+        let what = format!("{} launch {n}", role.role_name());
+        eventually(PATIENCE, &what, || {
             let exists = path.exists();
             async move { exists.then_some(()) }
         })
@@ -279,17 +302,20 @@ impl Running {
     }
 
     /// Lets a held launch go on.
-    pub fn release(&self, role: &str, n: u32) {
-        std::fs::write(self.evidence(role, n, "release"), b"go").expect("release the agent");
+    pub fn release(&self, role: impl AsRole, n: u32) {
+        let path = self.evidence(role.role(), n, "release");
+        std::fs::write(path, b"go").expect("release the agent");
     }
 
     /// The prompt launch `n` of `role` received.
-    pub fn prompt(&self, role: &str, n: u32) -> String {
-        std::fs::read_to_string(self.evidence(role, n, "prompt")).expect("a recorded prompt")
+    pub fn prompt(&self, role: impl AsRole, n: u32) -> String {
+        let path = self.evidence(role.role(), n, "prompt");
+        std::fs::read_to_string(path).expect("a recorded prompt")
     }
 
     /// How many times `role` was launched.
-    pub fn launches(&self, role: &str) -> u32 {
+    pub fn launches(&self, role: impl AsRole) -> u32 {
+        let role = role.role().role_name();
         std::fs::read_to_string(self.evidence.path().join(format!("{role}.count")))
             .map(|text| text.trim().parse().expect("a launch count"))
             .unwrap_or(0)
@@ -344,14 +370,14 @@ impl RunRef<'_> {
                 state.phase.as_str(),
                 state.blocked,
                 state.failure,
-                self.phases().await
+                self.phase_history().await
             );
         }
         self.state().await
     }
 
     /// The phases the run went through, in order (from its transitions).
-    pub async fn phases(&self) -> Vec<String> {
+    pub async fn phase_history(&self) -> Vec<Phase> {
         let events = self
             .s
             .world
@@ -360,9 +386,10 @@ impl RunRef<'_> {
             .list_audit_events(self.id)
             .await
             .unwrap();
-        let mut phases: Vec<String> = Vec::new();
+        let mut phases: Vec<Phase> = Vec::new();
         for event in events.iter().filter(|e| e.kind == "transition") {
-            let to = event.detail["to"].as_str().unwrap_or_default().to_owned();
+            let to: Phase = serde_json::from_value(event.detail["to"].clone())
+                .unwrap_or_else(|e| panic!("a transition to a phase: {e}: {}", event.detail));
             if phases.last() != Some(&to) {
                 phases.push(to);
             }
@@ -382,9 +409,9 @@ impl RunRef<'_> {
             .unwrap()
             .expect("the run");
         RunSnapshot {
-            phase: run.phase,
+            phase: serde_json::from_value(Value::String(run.phase)).expect("a run phase"),
             version: run.version,
-            state: serde_json::to_string(&run.state).unwrap(),
+            state_json: serde_json::to_string(&run.state).unwrap(),
         }
     }
 
@@ -395,9 +422,17 @@ impl RunRef<'_> {
         let now = self.snapshot().await;
         assert_eq!(now.phase, snapshot.phase, "the run's phase changed");
         assert_eq!(
-            now.state, snapshot.state,
+            now.state_json, snapshot.state_json,
             "the run's state document changed"
         );
+    }
+
+    /// The journalled decision about the command in comment `comment`, if
+    /// one was made.
+    pub async fn decision_on(&self, comment: u64) -> Option<autoforge_journal::CommandDecision> {
+        let id = i64::try_from(comment).expect("a comment id the journal can hold");
+        let decisions = self.command_decisions().await;
+        decisions.into_iter().find(|d| d.comment_id == id)
     }
 
     /// The journalled decisions about operator commands on this run.
@@ -411,8 +446,7 @@ impl RunRef<'_> {
             .unwrap()
     }
 
-    /// The kinds of the effects the journal planned for the run, with
-    /// how many of each.
+    /// How many effects of `kind` the journal planned for the run.
     pub async fn effect_count(&self, kind: autoforge_journal::EffectKind) -> usize {
         let effects = self
             .s
@@ -430,11 +464,6 @@ impl RunRef<'_> {
 /// voided splice stays one after its re-request, by design).
 fn settled(effect: &autoforge_journal::Effect) -> bool {
     matches!(effect.stage, Stage::Observed | Stage::Conflict)
-}
-
-/// Reads a JSON array, or an empty one.
-fn array(value: Value) -> Vec<Value> {
-    value.as_array().cloned().unwrap_or_default()
 }
 
 impl Running {

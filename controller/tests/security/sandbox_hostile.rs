@@ -128,7 +128,7 @@ fn chown_tree(path: &Path, uid: u32) {
 fn scratch_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt as _;
     if !nix::unistd::geteuid().is_root() {
-        return tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        return tempfile::tempdir_in(crate::state_parent()).unwrap();
     }
     let base = Path::new("/var/lib/autoforge-tests");
     std::fs::create_dir_all(base).unwrap();

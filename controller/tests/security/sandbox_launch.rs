@@ -38,7 +38,7 @@ async fn world() -> World {
     let sha = upstream.commit("README.md", "hello\n", "first");
     // Not under /tmp, which is a private tmpfs inside the sandbox: like a
     // real state directory, this one sits below the read-only root.
-    let state = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let state = tempfile::tempdir_in(crate::state_parent()).unwrap();
     let workspaces = Workspaces::open(state.path()).unwrap();
     let mirror = workspaces
         .mirror("octo", "widgets", &upstream.url())

@@ -15,16 +15,22 @@ mod sandbox_hostile;
 mod sandbox_launch;
 
 /// Where a test puts a state directory an agent must not reach: the build's
-/// scratch folder, unless that lies under `/tmp` (a clone checked out
-/// there), which inside the sandbox is a private tmpfs — the agent would
-/// write into its own empty `/tmp` and the test would prove nothing. Then
-/// `/var/tmp`, which the sandbox does not show at all, like a real state
-/// directory below the read-only root.
-fn state_parent() -> &'static std::path::Path {
-    let scratch = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    if scratch.starts_with("/tmp") {
-        std::path::Path::new("/var/tmp")
-    } else {
-        scratch
+/// scratch folder, unless that lies under `/tmp` or `/var/tmp` (a clone
+/// checked out there), which inside the sandbox are private tmpfs mounts —
+/// the agent would write into its own empty copy and the test would prove
+/// nothing. Then a folder below the read-only root, like a real state
+/// directory: `/var/lib/autoforge-tests` as root, else under `$HOME`.
+fn state_parent() -> std::path::PathBuf {
+    let scratch = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if !scratch.starts_with("/tmp") && !scratch.starts_with("/var/tmp") {
+        return scratch;
     }
+    let parent = if nix::unistd::geteuid().is_root() {
+        std::path::PathBuf::from("/var/lib/autoforge-tests")
+    } else {
+        let home = std::env::var_os("HOME").expect("HOME is set");
+        std::path::Path::new(&home).join(".cache/autoforge-tests")
+    };
+    std::fs::create_dir_all(&parent).expect("create the tests' state parent");
+    parent
 }

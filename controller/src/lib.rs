@@ -13,6 +13,7 @@ pub mod demo;
 pub mod driver;
 pub mod effects;
 pub mod github;
+pub mod inline_code;
 pub mod intake;
 pub mod logging;
 pub mod machine;

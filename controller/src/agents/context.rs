@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::agents::prompt::fence_untrusted;
-use crate::publish::review::code_span;
+use crate::inline_code::code_span;
 use crate::redact::Redactor;
 
 /// One file's content: controller facts (shown as `- name: value`, the

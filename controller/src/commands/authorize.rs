@@ -141,6 +141,16 @@ impl OperatorDecision {
     pub fn is_allowed(&self) -> bool {
         matches!(self, OperatorDecision::Allowed { .. })
     }
+
+    /// Refused because the actor is the controller's own account.
+    pub fn is_the_app_itself(&self) -> bool {
+        matches!(
+            self,
+            OperatorDecision::Refused {
+                reason: RefusalReason::TheAppItself
+            }
+        )
+    }
 }
 
 /// Decides whether `actor`, holding `permission` on the repository, is an

@@ -8,8 +8,8 @@ use autoforge_journal::Lease;
 use serde_json::json;
 
 use super::Shared;
-use super::run_task::RunEnd;
-use crate::machine::{Event, RunState, decide};
+use super::run_task::{RunEnd, stored_state};
+use crate::machine::{Event, decide};
 
 /// Feeds `RepositoryAccessLost` and commits the stop. Anything unexpected
 /// (an unreadable state, a lost lease) leaves the run as it was, for the
@@ -32,12 +32,7 @@ async fn try_stop(shared: &Shared, lease: &Lease, repository: &str) -> anyhow::R
     let Some(run) = shared.journal.get_run(lease.run_id).await? else {
         anyhow::bail!("run {} is gone", lease.run_id);
     };
-    let fresh = run.state.as_object().is_some_and(serde_json::Map::is_empty);
-    let state = if fresh {
-        RunState::new(lease.run_id.0.to_string(), shared.config.settings.clone())
-    } else {
-        serde_json::from_value(run.state)?
-    };
+    let state = stored_state(shared, lease.run_id, run.state)?;
     let reason = format!(
         "{repository} is no longer served by this controller (removed from its installation or configuration)"
     );

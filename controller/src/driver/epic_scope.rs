@@ -25,6 +25,9 @@ pub struct StartScope {
     /// The issue the run works on first.
     pub issue: u64,
     pub epic: Option<u64>,
+    /// The text digest of `issue` as read here (`Issue::text_digest`),
+    /// which the run freezes.
+    pub issue_text: String,
 }
 
 /// `#n` references and `owner/repo#n` / issue URLs of this repository, in
@@ -137,16 +140,18 @@ pub async fn start_scope(
     if !children.is_empty() || issue.has_label(epic_label) {
         // No open child left: the machine refuses a run on the EPIC itself
         // with a reason an operator can act on.
-        let first_open = children.iter().find(|c| c.is_open()).map(|c| c.number);
+        let start = children.iter().find(|c| c.is_open()).unwrap_or(&issue);
         return Ok(StartScope {
-            issue: first_open.unwrap_or(labelled),
+            issue: start.number,
             epic: Some(labelled),
+            issue_text: start.text_digest(),
         });
     }
     if known_epic.is_some() {
         return Ok(StartScope {
             issue: labelled,
             epic: known_epic,
+            issue_text: issue.text_digest(),
         });
     }
     if let Some(parent) = api.parent_issue(repo, labelled).await?
@@ -155,6 +160,7 @@ pub async fn start_scope(
         return Ok(StartScope {
             issue: labelled,
             epic: Some(parent.number),
+            issue_text: issue.text_digest(),
         });
     }
     let labelled_epics = api.open_issues_with_label(repo, epic_label).await?;
@@ -167,12 +173,14 @@ pub async fn start_scope(
             return Ok(StartScope {
                 issue: labelled,
                 epic: Some(candidate.number),
+                issue_text: issue.text_digest(),
             });
         }
     }
     Ok(StartScope {
         issue: labelled,
         epic: None,
+        issue_text: issue.text_digest(),
     })
 }
 

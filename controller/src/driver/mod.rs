@@ -266,7 +266,7 @@ impl Driver {
             return;
         }
         *last = tokio::time::Instant::now();
-        match self.shared.repositories.refresh(Duration::ZERO).await {
+        match self.shared.repositories.refresh().await {
             Some(Ok(changed)) if !changed.removed.is_empty() => {
                 for repository in &changed.removed {
                     if let Err(error) = self.shared.journal.wake_runs_of(repository).await {

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
@@ -64,9 +63,8 @@ pub struct Refreshed {
 pub(crate) struct RepositoryMap {
     entries: RwLock<HashMap<String, Arc<RepositoryAccess>>>,
     source: Option<RepositorySource>,
-    /// When the last refresh finished; held across a refresh so two tasks
-    /// never list installations at once.
-    last_refresh: tokio::sync::Mutex<Option<Instant>>,
+    /// Held across a rebuild, so two tasks never list installations at once.
+    rebuilding: tokio::sync::Mutex<()>,
 }
 
 impl RepositoryMap {
@@ -79,7 +77,7 @@ impl RepositoryMap {
         Self {
             entries: RwLock::new(entries),
             source: None,
-            last_refresh: tokio::sync::Mutex::new(None),
+            rebuilding: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -89,7 +87,7 @@ impl RepositoryMap {
         Ok(Self {
             entries: RwLock::new(entries),
             source: Some(source),
-            last_refresh: tokio::sync::Mutex::new(Some(Instant::now())),
+            rebuilding: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -116,39 +114,30 @@ impl RepositoryMap {
         let Some(source) = &self.source else {
             return Ok(None);
         };
-        let mut last = self.last_refresh.lock().await;
+        let _rebuilding = self.rebuilding.lock().await;
         // Another task may have rebuilt the map while this one waited.
         if let Some(found) = self.get(repository) {
             return Ok(Some(found));
         }
-        self.rebuild(source, &mut last).await?;
+        self.rebuild(source).await?;
         Ok(self.get(repository))
     }
 
-    /// Rebuilds the map unless a refresh finished less than `min_gap` ago.
-    /// `None` when skipped.
-    pub(crate) async fn refresh(&self, min_gap: Duration) -> Option<anyhow::Result<Refreshed>> {
+    /// Rebuilds the map from GitHub; `None` for a map that never changes.
+    pub(crate) async fn refresh(&self) -> Option<anyhow::Result<Refreshed>> {
         let source = self.source.as_ref()?;
-        let mut last = self.last_refresh.lock().await;
-        if last.is_some_and(|at| at.elapsed() < min_gap) {
-            return None;
-        }
-        Some(self.rebuild(source, &mut last).await)
+        let _rebuilding = self.rebuilding.lock().await;
+        Some(self.rebuild(source).await)
     }
 
-    async fn rebuild(
-        &self,
-        source: &RepositorySource,
-        last: &mut Option<Instant>,
-    ) -> anyhow::Result<Refreshed> {
+    /// Callers hold `rebuilding`.
+    async fn rebuild(&self, source: &RepositorySource) -> anyhow::Result<Refreshed> {
         let known = self
             .entries
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let loaded = source.load(&known).await;
-        *last = Some(Instant::now());
-        let served = loaded?;
+        let served = source.load(&known).await?;
         let mut changed = Refreshed {
             added: served
                 .keys()

@@ -26,7 +26,7 @@ mod observed;
 pub(super) mod reads;
 mod signals;
 
-use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, Stage};
+use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunId, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -63,6 +63,25 @@ pub enum RunEnd {
     /// A defect (unreadable state, refused plan…); recorded as an audit
     /// event, the run is looked at again after the idle re-check.
     Failed(String),
+}
+
+/// The run's state document as stored. Observers create runs with an empty
+/// document; the driver fills it in when it feeds `Started`.
+pub(super) fn stored_state(
+    shared: &Shared,
+    run: RunId,
+    document: Value,
+) -> Result<RunState, DriverError> {
+    if document.as_object().is_some_and(serde_json::Map::is_empty) {
+        return Ok(RunState::new(
+            run.0.to_string(),
+            shared.config.settings.clone(),
+        ));
+    }
+    serde_json::from_value(document).map_err(|e| DriverError::CorruptState {
+        run,
+        detail: e.to_string(),
+    })
 }
 
 /// Drives the leased run until it is idle, terminal or must back off.
@@ -231,17 +250,7 @@ impl<'a> RunTask<'a> {
                 return Err(DriverError::NoAccess(run.repository.clone()));
             }
         };
-        // Observers create runs with an empty document; the driver fills it
-        // in when it feeds `Started`.
-        let fresh = run.state.as_object().is_some_and(serde_json::Map::is_empty);
-        let state = if fresh {
-            RunState::new(run_id.0.to_string(), shared.config.settings.clone())
-        } else {
-            serde_json::from_value(run.state).map_err(|e| DriverError::CorruptState {
-                run: run_id,
-                detail: e.to_string(),
-            })?
-        };
+        let state = stored_state(shared, run_id, run.state)?;
         let recorded_pr = shared.journal.run_pull_request(run_id).await?;
         if recorded_pr != state.pr.and_then(|n| i64::try_from(n).ok()) {
             // A crash between a transition and the column's update.

@@ -2,8 +2,8 @@
 //! reply to an operator command and the notices. Their visible text is checked with the
 //! published-text policy like every other body; the marker is added after.
 
+use crate::inline_code::code_span;
 use crate::machine::{MergeMode, Notice, Phase, Reply, StatusSnapshot};
-use crate::publish::review::code_span;
 use crate::publish::{PolicyViolation, check_body};
 
 /// The commands that make sense next, by phase and what the run waits for.

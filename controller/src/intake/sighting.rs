@@ -10,9 +10,7 @@ use serde_json::json;
 use super::access::GitHubAccess;
 use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
-use crate::commands::{
-    Actor, Command, CommandParseError, OperatorDecision, RefusalReason, is_own_login,
-};
+use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
 use crate::github::GitHubApi;
 
 /// One change, whoever saw it. Each variant builds the same dedupe key from
@@ -272,15 +270,15 @@ pub async fn entries_for(
             let Some(run_id) = run_of(repository, *issue).await? else {
                 return Ok(None);
             };
+            let decision = access.decide(api, repository, editor).await?;
             // The run's own writes (an EPIC's roadmap) are its text already.
-            if is_own_login(&editor.login, &access.own_login) {
+            if decision.is_the_app_itself() {
                 return Ok(Some(ChangeEntries::new(key, "own edit")));
             }
-            let decision = access.decide(api, repository, editor).await?;
             let signal = RunSignal::IssueEdited {
                 issue: *issue,
                 editor: Some(editor.login.clone()),
-                by_operator: matches!(decision, OperatorDecision::Allowed { .. }),
+                by_operator: decision.is_allowed(),
             };
             ChangeEntries::signal(key, run_id, signal)
         }
@@ -453,9 +451,7 @@ fn plan_removal(
                 signal,
             ));
         }
-        Some(OperatorDecision::Refused {
-            reason: RefusalReason::TheAppItself,
-        }) => {
+        Some(decision) if decision.is_the_app_itself() => {
             return Ok(ChangeEntries::new(
                 format!("{key}:{removal}"),
                 "own label removal ignored",

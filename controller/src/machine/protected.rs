@@ -28,6 +28,8 @@ pub fn protected_among<'a>(
     found
 }
 
+use crate::inline_code::code_span;
+
 /// How many paths a reason names before it says "and N more".
 const NAMED: usize = 3;
 
@@ -40,23 +42,6 @@ pub(crate) fn describe_paths(paths: &[String]) -> String {
         text.push_str(&format!(" and {} more", paths.len() - NAMED));
     }
     text
-}
-
-/// `text` in a code span whose fence is longer than any backtick run in it,
-/// so a file name cannot end the span early and act as Markdown.
-fn code_span(text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or_default();
-    let fence = "`".repeat(longest + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 #[cfg(test)]
@@ -97,7 +82,7 @@ mod tests {
 
     #[test]
     fn a_backtick_in_a_file_name_cannot_close_its_code_span() {
-        assert_eq!(code_span("a`b"), "``a`b``");
-        assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(describe_paths(&["a`b".to_owned()]), "``a`b``");
+        assert_eq!(describe_paths(&["`x".to_owned()]), "`` `x ``");
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::issue_ref::IssueRef;
 use super::marker::render_marker;
 use super::policy::{self, GITHUB_BODY_MAX_CHARS, PolicyViolation};
-use super::review::code_span;
+use crate::inline_code::code_span;
 use crate::redact::find_credential;
 
 /// The block the controller appends to a PR body it opens or adopts:

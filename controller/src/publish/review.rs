@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::marker::render_marker;
 use super::policy::{self, GITHUB_BODY_MAX_CHARS, PolicyViolation};
+use crate::inline_code::code_span;
 use crate::machine::{Finding, ReviewSections};
 
 /// Everything a review comment is rendered from: the controller's binding
@@ -93,69 +94,4 @@ pub fn render_review_comment(review: &ReviewRender<'_>) -> Result<String, Policy
     let comment = format!("{body}\n\n{marker}");
     policy::check_size(BODY_FIELD, &comment, GITHUB_BODY_MAX_CHARS)?;
     Ok(comment)
-}
-
-/// `value` as an inline code span whose backtick run is longer than any run
-/// inside it. It is padded with one space on each side when it starts or
-/// ends with a backtick or a space, because CommonMark strips exactly one
-/// space from each side of such a span; the padding is what gets stripped.
-pub fn code_span(value: &str) -> String {
-    let longest = longest_run(value, '`');
-    let fence = "`".repeat(longest + 1);
-    let edge = |c: char| c == '`' || c == ' ';
-    let all_spaces = value.chars().all(|c| c == ' ');
-    if !all_spaces && (value.starts_with(edge) || value.ends_with(edge)) {
-        format!("{fence} {value} {fence}")
-    } else {
-        format!("{fence}{value}{fence}")
-    }
-}
-
-/// Length of the longest run of `c` in `text`.
-pub fn longest_run(text: &str, c: char) -> usize {
-    let mut longest = 0;
-    let mut current = 0;
-    for ch in text.chars() {
-        if ch == c {
-            current += 1;
-            longest = longest.max(current);
-        } else {
-            current = 0;
-        }
-    }
-    longest
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn code_span_fence_outgrows_the_value() {
-        assert_eq!(code_span("src/a.rs:3"), "`src/a.rs:3`");
-        assert_eq!(code_span("a``b"), "```a``b```");
-        assert_eq!(code_span("`x"), "`` `x ``");
-        assert_eq!(code_span(" a "), "`  a  `");
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn a_code_span_renders_exactly_its_value(value in "[^\\n\\r]{1,40}") {
-            proptest::prop_assume!(!value.chars().all(|c| c == ' '));
-            let rendered = code_span(&value);
-            let codes: Vec<String> = pulldown_cmark::Parser::new(&rendered)
-                .filter_map(|e| match e {
-                    pulldown_cmark::Event::Code(text) => Some(text.into_string()),
-                    _ => None,
-                })
-                .collect();
-            proptest::prop_assert_eq!(codes, vec![value]);
-        }
-    }
-
-    #[test]
-    fn longest_run_counts_consecutive_characters() {
-        assert_eq!(longest_run("a`b``c```", '`'), 3);
-        assert_eq!(longest_run("none", '`'), 0);
-    }
 }

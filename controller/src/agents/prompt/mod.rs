@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::publish::review::longest_run;
+use crate::inline_code::longest_run;
 
 mod sections;
 mod templates;

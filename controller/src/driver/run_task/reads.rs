@@ -119,8 +119,6 @@ impl RunTask<'_> {
         )
         .await?;
         let branch = crate::machine::RunState::branch_for(scope.issue);
-        // Frozen now: the text the operator started the run on.
-        let issue_text = api.issue(repo, scope.issue).await?.text_digest();
         Ok(Event::Started {
             repository: self.access.repo.to_string(),
             issue: scope.issue,
@@ -130,7 +128,8 @@ impl RunTask<'_> {
             branch_head: branch_head(api, repo, &branch).await?,
             settings: self.state.settings.clone(),
             repository_settings,
-            issue_text: Some(issue_text),
+            // Frozen now: the text the operator started the run on.
+            issue_text: Some(scope.issue_text),
             started_by: Some(labeled_by),
         })
     }

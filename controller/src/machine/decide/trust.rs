@@ -9,6 +9,7 @@
 //! then. So agents only ever work from text an operator stood behind.
 
 use super::turn::Turn;
+use crate::inline_code::code_span;
 use crate::machine::decision::{Decision, EffectIntent, MachineError, Notice};
 use crate::machine::event::{GitHubFacts, RefusedLabelRemoval};
 use crate::machine::phase::Phase;
@@ -65,7 +66,7 @@ pub(super) fn edit_reason(editor: Option<&str>) -> String {
     let who = editor.map_or_else(
         || "someone not known to be an operator".to_owned(),
         // In a code span: the published-text policy allows no mention.
-        |login| format!("`{login}`, who is not an operator,"),
+        |login| format!("{}, who is not an operator,", code_span(login)),
     );
     format!(
         "the issue's title or body was edited by {who} after the run started; \

@@ -93,16 +93,10 @@ impl Turn {
 
     /// Closes a decision that must write nothing to GitHub, not even the
     /// status comment: the repository can no longer be reached.
-    pub fn finish_without_writes(mut self) -> Decision {
-        self.effects.clear();
-        Decision {
-            next: self.state,
-            transitions: self.transitions,
-            effects: self.effects,
-            launches: Vec::new(),
-            validation: None,
-            refusal: None,
-        }
+    pub fn finish_without_writes(self) -> Decision {
+        let mut decision = self.finish();
+        decision.effects.clear();
+        decision
     }
 
     pub fn effect(&mut self, effect: EffectIntent) {

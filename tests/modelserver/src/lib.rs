@@ -137,8 +137,9 @@ impl Handle {
         self.shared.claims().remove(script).unwrap_or_default()
     }
 
-    /// The usage `script` claimed in its step replies (side replies, such as
-    /// OpenCode's title request, are left out: the CLIs do not count them).
+    /// The usage `script` claimed in its step replies, cut ones included
+    /// for what they carried (side replies, such as OpenCode's title
+    /// request, are left out: the CLIs do not count them).
     pub fn claimed(&self, script: &str) -> Usage {
         self.claims(script)
             .iter()

@@ -16,7 +16,8 @@ use tokio::sync::watch;
 use crate::conversation::{Conversation, Wire};
 use crate::script::{Action, Capture, CaptureSource, Fault, FaultKind, Script, ScriptError, Usage};
 
-/// Usage the server claimed in one reply it sent whole.
+/// Usage the server claimed in one reply: one sent whole, or the part of a
+/// cut reply that was sent before the break.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
     pub step: usize,
@@ -24,6 +25,9 @@ pub struct Claim {
     /// A reply to a request that offered no tools (OpenCode's title
     /// request): answered with plain text and not a script step.
     pub side: bool,
+    /// The reply was cut: `usage` is what its sent half carried.
+    #[serde(default)]
+    pub cut: bool,
 }
 
 /// What the server did with a request.

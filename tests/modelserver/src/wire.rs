@@ -162,32 +162,59 @@ pub(crate) async fn answer(
         return finish(&shared, record, error_response(wire, &e));
     }
     let cut = decision.fault == Some(FaultKind::CutStream);
-    record.outcome = if cut {
-        Outcome::Fault {
-            fault: FaultKind::CutStream,
-        }
-    } else if decision.side {
-        Outcome::Side
+    record.outcome = outcome(wire, &decision);
+    let claimed = if cut {
+        cut_usage(wire, conv.stream, decision.usage)
     } else {
-        match tool_name(wire, &decision.turn) {
-            Some(tool) => Outcome::ToolCall {
-                tool: tool.to_owned(),
-            },
-            None => Outcome::Final,
-        }
+        Some(decision.usage)
     };
-    if !cut {
+    if let Some(usage) = claimed {
         shared.claim(
             &decision.script,
             Claim {
                 step: decision.step,
-                usage: decision.usage,
+                usage,
                 side: decision.side,
+                cut,
             },
         );
     }
     let response = reply(wire, &decision, &conv, cut);
     finish(&shared, record, response)
+}
+
+/// The usage a cut reply still claims in the half that is sent. Only an
+/// Anthropic stream carries any: its first event, `message_start`, holds
+/// the input usage (the output count comes in `message_delta`, near the
+/// end, which a cut never reaches). The OpenAI streams put usage in their
+/// last events.
+fn cut_usage(
+    wire: Wire,
+    stream: bool,
+    usage: crate::script::Usage,
+) -> Option<crate::script::Usage> {
+    (wire == Wire::Anthropic && stream).then_some(crate::script::Usage {
+        output_tokens: 0,
+        ..usage
+    })
+}
+
+/// What a reply (not an error) is logged as.
+fn outcome(wire: Wire, d: &Decision) -> Outcome {
+    if d.fault == Some(FaultKind::CutStream) {
+        return Outcome::Fault {
+            fault: FaultKind::CutStream,
+        };
+    }
+    if d.side {
+        return Outcome::Side;
+    }
+    match tool_name(wire, &d.turn) {
+        Some(tool) => Outcome::ToolCall {
+            tool: tool.to_owned(),
+        },
+        None => Outcome::Final,
+    }
 }
 
 fn finish(shared: &Shared, mut record: RequestRecord, response: Response) -> Response {
@@ -197,8 +224,20 @@ fn finish(shared: &Shared, mut record: RequestRecord, response: Response) -> Res
     response
 }
 
-/// The reply body: SSE frames or one JSON object; a cut reply sends the
-/// first half and then breaks the connection.
+/// How the first frame carrying part of the reply's content begins: a cut
+/// stream ends right after it, so the client always holds a started but
+/// unfinished reply (half a tool call's arguments, an item in progress).
+fn first_content_frame(wire: Wire) -> &'static str {
+    match wire {
+        Wire::Anthropic => "event: content_block_delta",
+        Wire::Responses => "event: response.output_item.added",
+        Wire::Chat => "data: {",
+    }
+}
+
+/// The reply body: SSE frames or one JSON object. A cut stream sends whole
+/// frames up to the first one with content (the same bytes on every run)
+/// and then breaks the connection; a cut JSON reply sends half its bytes.
 fn reply(wire: Wire, d: &Decision, conv: &Conversation, cut: bool) -> Response {
     let model = conv.model.as_str();
     let (pieces, content_type): (Vec<String>, &str) = if conv.stream {
@@ -217,8 +256,17 @@ fn reply(wire: Wire, d: &Decision, conv: &Conversation, cut: bool) -> Response {
         (vec![object.to_string()], "application/json")
     };
     let body = if cut {
-        let all = Bytes::from(pieces.concat().into_bytes());
-        let half = all.slice(..all.len() / 2);
+        let half = if conv.stream {
+            let marker = first_content_frame(wire);
+            let last = pieces
+                .iter()
+                .position(|f| f.starts_with(marker))
+                .unwrap_or(0);
+            Bytes::from(pieces[..=last].concat().into_bytes())
+        } else {
+            let all = Bytes::from(pieces.concat().into_bytes());
+            all.slice(..all.len() / 2)
+        };
         // The pause lets the headers and the first half reach the client
         // before the connection breaks, as when a real stream dies midway.
         let tail = futures_util::stream::once(async {

@@ -232,28 +232,56 @@ async fn overload_and_rate_limit_use_each_vendors_error_envelope() {
     );
 }
 
-#[tokio::test]
-async fn a_cut_stream_breaks_off_before_the_reply_ends() {
-    let server = server().await;
-    server
-        .load(writer("writer", "ROLE=writer").fault(0, FaultKind::CutStream, 1))
-        .expect("loads");
-    let response = reqwest::Client::new()
-        .post(format!("{}/v1/messages", server.base_url()))
-        .json(&anthropic_request(&[], true))
+/// Reads a streamed body until it ends or breaks: the bytes received and
+/// whether it ended cleanly.
+async fn read_until_break(path: &str, base: &str, body: &Value) -> (String, bool) {
+    let mut response = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(body)
         .send()
         .await
         .expect("headers arrive");
     assert_eq!(response.status().as_u16(), 200);
-    let body = response.text().await;
-    assert!(body.is_err(), "the body must not end cleanly: {body:?}");
-    assert!(server.claims("writer").is_empty());
-    let (_, again) = post(
-        server.base_url(),
-        "/v1/messages",
-        &anthropic_request(&[], true),
-    )
-    .await;
+    let mut received = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(bytes)) => received.extend_from_slice(&bytes),
+            Ok(None) => return (String::from_utf8_lossy(&received).into_owned(), true),
+            Err(_) => return (String::from_utf8_lossy(&received).into_owned(), false),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cut_stream_breaks_off_after_half_its_events_and_books_what_they_carried() {
+    let server = server().await;
+    let script = writer("writer", "ROLE=writer")
+        .fault(0, FaultKind::CutStream, 1)
+        .fault(1, FaultKind::CutStream, 1);
+    server.load(script).expect("loads");
+    let base = server.base_url();
+    let (got, clean) = read_until_break("/v1/messages", base, &anthropic_request(&[], true)).await;
+    assert!(!clean, "the body must not end cleanly: {got}");
+    assert!(
+        got.starts_with("event: message_start\n") && got.ends_with("\n\n"),
+        "{got}"
+    );
+    assert!(!got.contains("message_delta"), "{got}");
+    // message_start carried the input usage; the output count never came.
+    let claims = server.claims("writer");
+    assert_eq!(claims.len(), 1);
+    assert!(claims[0].cut);
+    assert_eq!(claims[0].usage, usage(100, 0));
+    let (got, clean) =
+        read_until_break("/v1/chat/completions", base, &chat_request(&["done"], true)).await;
+    assert!(!clean && !got.contains("usage"), "{got}");
+    assert_eq!(
+        server.claims("writer").len(),
+        1,
+        "a cut chat stream carried no usage"
+    );
+    // The retry of a cut request is answered whole.
+    let (_, again) = post(base, "/v1/messages", &anthropic_request(&[], true)).await;
     assert!(again.contains("event: message_stop"), "{again}");
 }
 

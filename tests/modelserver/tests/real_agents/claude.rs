@@ -101,3 +101,50 @@ async fn real_agent_claude_code_read_only_tools_refuse_the_models_writes() {
     harness::assert_untouched(&launch, &before, "claude", "reviewer");
     launch.assert_clean("claude");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_claude_code_retries_an_overloaded_reply_and_a_cut_stream_itself() {
+    let Some(cli) = clis::require(AgentCli::ClaudeCode) else {
+        return;
+    };
+    let marker = "MS-ROLE=faulty-claude";
+    let launch = Launch::new(vec![]).await;
+    let file = launch.repo.join("greeting.txt");
+    let script = harness::faulty_script("writer", marker, file.to_str().expect("UTF-8 path"));
+    launch.server.load(script).expect("loads");
+    let mut args = os(&PRINT);
+    args.extend(os(&[
+        "--permission-mode",
+        "dontAsk",
+        "--allowedTools",
+        "Write,Edit,Read,Bash",
+    ]));
+    args.extend(os(&["--no-session-persistence"]));
+    let prompt = format!("{marker}\nAdd greeting.txt and commit it.\n");
+    let ran = launch.run(&cli, &args, &env(), Some(&prompt)).await;
+    harness::report("claude", "writer through faults", &ran);
+    ran.assert_success("claude writer through faults");
+    harness::assert_recovered(&launch, "claude");
+    let out = json_output(&ran);
+    assert_eq!(
+        harness::control_result(out["result"].as_str().expect("text"))["head_sha"],
+        launch.head()
+    );
+    // The refused reply claimed nothing; the cut one claimed its input in
+    // `message_start`, and Claude Code counts it, as a bill would.
+    let claimed = launch.server.claimed("writer");
+    assert!(
+        launch
+            .server
+            .claims("writer")
+            .iter()
+            .any(|c| c.cut && c.usage.input_tokens > 0)
+    );
+    assert_eq!(out["usage"]["input_tokens"], claimed.input_tokens);
+    assert_eq!(out["usage"]["output_tokens"], claimed.output_tokens);
+    assert_eq!(
+        out["usage"]["cache_read_input_tokens"],
+        claimed.cached_input_tokens
+    );
+    launch.assert_clean("claude");
+}

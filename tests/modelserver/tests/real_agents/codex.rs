@@ -10,14 +10,17 @@ use crate::harness::{self, INNER_BASE, Launch, os};
 
 const KEY_VAR: &str = "MODELSERVER_KEY";
 
-fn overrides() -> Vec<String> {
+/// The provider and quiet switches; `retries` is the provider's request and
+/// stream retry count.
+fn overrides(retries: u32) -> Vec<String> {
     [
         // A model name Codex knows, so it offers its `apply_patch` tool.
         "model=\"gpt-5.5\"".to_owned(),
         "model_provider=\"modelserver\"".to_owned(),
         format!(
             "model_providers.modelserver={{name=\"modelserver\",base_url=\"{INNER_BASE}/v1\",\
-             wire_api=\"responses\",env_key=\"{KEY_VAR}\",request_max_retries=0,stream_max_retries=0}}"
+             wire_api=\"responses\",env_key=\"{KEY_VAR}\",request_max_retries={retries},\
+             stream_max_retries={retries}}}"
         ),
         "approval_policy=\"never\"".to_owned(),
         "check_for_update_on_startup=false".to_owned(),
@@ -33,8 +36,17 @@ fn overrides() -> Vec<String> {
 }
 
 fn args(launch: &Launch, sandbox: &str, last: &Path) -> Vec<std::ffi::OsString> {
+    args_retrying(launch, sandbox, last, 0)
+}
+
+fn args_retrying(
+    launch: &Launch,
+    sandbox: &str,
+    last: &Path,
+    retries: u32,
+) -> Vec<std::ffi::OsString> {
     let mut args = os(&["exec"]);
-    args.extend(overrides().into_iter().map(Into::into));
+    args.extend(overrides(retries).into_iter().map(Into::into));
     args.extend(os(&[
         "--skip-git-repo-check",
         "--sandbox",
@@ -105,18 +117,7 @@ async fn real_agent_codex_writes_commits_and_reports_the_real_head() {
         .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "agent_message")
         .expect("an agent_message item");
     assert_eq!(agent_message["item"]["text"], final_message.as_str());
-    let usage = &events
-        .iter()
-        .find(|e| e["type"] == "turn.completed")
-        .expect("a turn.completed event")["usage"];
-    let claimed = launch.server.claimed("writer");
-    // Codex's input_tokens include the cached ones, as OpenAI reports them.
-    assert_eq!(
-        usage["input_tokens"],
-        claimed.input_tokens + claimed.cached_input_tokens
-    );
-    assert_eq!(usage["cached_input_tokens"], claimed.cached_input_tokens);
-    assert_eq!(usage["output_tokens"], claimed.output_tokens);
+    assert_usage_claimed(&events, &launch);
     launch.assert_clean("codex");
 }
 
@@ -159,4 +160,94 @@ async fn real_agent_codex_read_only_sandbox_refuses_the_models_writes() {
     });
     eprintln!("codex left /tmp/{daemon_dir}: {listing:?}");
     launch.assert_clean_but("codex", &[&daemon_dir]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_codex_without_retries_fails_on_overload_and_on_a_cut_stream() {
+    let Some(cli) = clis::require(AgentCli::Codex) else {
+        return;
+    };
+    let launch = Launch::new(vec![]).await;
+    let overloaded = "MS-ROLE=overloaded-codex";
+    let cut = "MS-ROLE=cut-codex";
+    let only =
+        |name, marker, kind| harness::writer_script(name, marker, "greeting.txt").fault(0, kind, 1);
+    let server = &launch.server;
+    server
+        .load(only(
+            "overloaded",
+            overloaded,
+            modelserver::FaultKind::Overloaded,
+        ))
+        .expect("loads");
+    server
+        .load(only("cut", cut, modelserver::FaultKind::CutStream))
+        .expect("loads");
+    let before = launch.fingerprint();
+    let last = launch.tmp.join("last-message.txt");
+    for (marker, said) in [
+        (overloaded, "Selected model is at capacity"),
+        (cut, "stream disconnected before completion"),
+    ] {
+        let prompt = format!("{marker}\nAdd greeting.txt and commit it.\n");
+        let argv = args(&launch, "danger-full-access", &last);
+        let ran = launch.run(&cli, &argv, &env(), Some(&prompt)).await;
+        harness::report("codex", "writer meeting a fault", &ran);
+        assert!(
+            !ran.output.status.success(),
+            "codex must fail: {}",
+            ran.stdout()
+        );
+        let failed = events(&ran)
+            .into_iter()
+            .find(|e| e["type"] == "turn.failed")
+            .expect("a turn.failed event");
+        let message = failed["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(said), "{message}");
+    }
+    assert_eq!(launch.fingerprint(), before);
+    launch.assert_clean("codex");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_codex_with_retries_recovers_from_overload_and_a_cut_stream() {
+    let Some(cli) = clis::require(AgentCli::Codex) else {
+        return;
+    };
+    let marker = "MS-ROLE=faulty-codex";
+    let launch = Launch::new(vec![]).await;
+    launch
+        .server
+        .load(harness::faulty_script("writer", marker, "greeting.txt"))
+        .expect("loads");
+    let last = launch.tmp.join("last-message.txt");
+    let prompt = format!("{marker}\nAdd greeting.txt and commit it.\n");
+    let argv = args_retrying(&launch, "danger-full-access", &last, 1);
+    let ran = launch.run(&cli, &argv, &env(), Some(&prompt)).await;
+    harness::report("codex", "writer through faults", &ran);
+    ran.assert_success("codex writer through faults");
+    harness::assert_recovered(&launch, "codex");
+    let final_message = std::fs::read_to_string(&last).expect("-o file written");
+    assert_eq!(
+        harness::control_result(&final_message)["head_sha"],
+        launch.head()
+    );
+    assert_usage_claimed(&events(&ran), &launch);
+    launch.assert_clean("codex");
+}
+
+/// The `turn.completed` usage equals what the writer script claimed.
+fn assert_usage_claimed(events: &[serde_json::Value], launch: &Launch) {
+    let usage = &events
+        .iter()
+        .find(|e| e["type"] == "turn.completed")
+        .expect("a turn.completed event")["usage"];
+    let claimed = launch.server.claimed("writer");
+    // Codex's input_tokens include the cached ones, as OpenAI reports them.
+    assert_eq!(
+        usage["input_tokens"],
+        claimed.input_tokens + claimed.cached_input_tokens
+    );
+    assert_eq!(usage["cached_input_tokens"], claimed.cached_input_tokens);
+    assert_eq!(usage["output_tokens"], claimed.output_tokens);
 }

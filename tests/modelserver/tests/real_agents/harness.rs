@@ -149,6 +149,10 @@ impl Launch {
         stdin: Option<&str>,
     ) -> Ran {
         let mut command = tokio::process::Command::new("unshare");
+        if !nix::unistd::geteuid().is_root() {
+            // Without root, a user namespace grants the rights for the others.
+            command.args(["--user", "--map-root-user"]);
+        }
         command
             .args(["--net", "--mount", "--", "sh", "-c"])
             // Loopback comes up inside the new namespace; /tmp is our
@@ -315,5 +319,44 @@ pub fn assert_untouched(launch: &Launch, before: &str, cli: &str, script: &str) 
     assert!(
         finals >= 1,
         "{cli} never came back for the final message after the refusals"
+    );
+}
+
+/// A writer whose first reply is refused as overloaded and whose second
+/// reply's stream breaks midway, each once.
+pub fn faulty_script(name: &str, marker: &str, file: &str) -> Script {
+    writer_script(name, marker, file)
+        .fault(0, modelserver::FaultKind::Overloaded, 1)
+        .fault(1, modelserver::FaultKind::CutStream, 1)
+}
+
+/// The outcomes the server logged for `script`, in order.
+pub fn outcomes(launch: &Launch, script: &str) -> Vec<(Option<usize>, Outcome)> {
+    launch
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.script.as_deref() == Some(script) && r.outcome != Outcome::Side)
+        .map(|r| (r.step, r.outcome))
+        .collect()
+}
+
+/// Both faults were met and each step was then answered.
+pub fn assert_recovered(launch: &Launch, cli: &str) {
+    let log = outcomes(launch, "writer");
+    let fault = |kind| Outcome::Fault { fault: kind };
+    assert_eq!(
+        log.first(),
+        Some(&(Some(0), fault(modelserver::FaultKind::Overloaded))),
+        "{cli}: {log:?}"
+    );
+    assert!(
+        log.contains(&(Some(1), fault(modelserver::FaultKind::CutStream))),
+        "{cli}: {log:?}"
+    );
+    assert_eq!(
+        log.last(),
+        Some(&(Some(2), Outcome::Final)),
+        "{cli}: {log:?}"
     );
 }

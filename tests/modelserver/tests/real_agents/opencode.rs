@@ -140,3 +140,39 @@ async fn real_agent_opencode_denied_permissions_refuse_the_models_writes() {
     harness::assert_untouched(&launch, &before, "opencode", "reviewer");
     launch.assert_clean("opencode");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_opencode_retries_an_overloaded_reply_and_a_cut_stream_itself() {
+    let Some(cli) = clis::require(AgentCli::OpenCode) else {
+        return;
+    };
+    let marker = "MS-ROLE=faulty-opencode";
+    let launch = Launch::new(vec![]).await;
+    let file = launch.repo.join("greeting.txt");
+    let script = harness::faulty_script("writer", marker, file.to_str().expect("UTF-8 path"));
+    launch.server.load(script).expect("loads");
+    let config = configure(&launch, true);
+    let prompt = format!("{marker}\nAdd greeting.txt and commit it.\n");
+    let args = [os(&["run", "--format", "json"]), vec![prompt.into()]].concat();
+    let ran = launch.run(&cli, &args, &env(config), None).await;
+    harness::report("opencode", "writer through faults", &ran);
+    ran.assert_success("opencode writer through faults");
+    harness::assert_recovered(&launch, "opencode");
+    let events = events(&ran);
+    let text = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "text")
+        .and_then(|e| e["part"]["text"].as_str())
+        .expect("a text event");
+    assert_eq!(harness::control_result(text)["head_sha"], launch.head());
+    // Neither fault carried usage (a chat stream reports it at its end).
+    let claimed = launch.server.claimed("writer");
+    assert_eq!(token_sum(&events, "/input"), claimed.input_tokens);
+    assert_eq!(
+        token_sum(&events, "/cache/read"),
+        claimed.cached_input_tokens
+    );
+    assert_eq!(token_sum(&events, "/output"), claimed.output_tokens);
+    launch.assert_clean("opencode");
+}

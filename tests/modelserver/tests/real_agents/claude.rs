@@ -36,7 +36,7 @@ async fn real_agent_claude_code_writes_commits_and_reports_the_real_head() {
         return;
     };
     let marker = "MS-ROLE=implement-claude";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let file = launch.repo.join("greeting.txt");
     let file_arg = file.to_str().expect("UTF-8 path");
     launch
@@ -79,7 +79,7 @@ async fn real_agent_claude_code_read_only_tools_refuse_the_models_writes() {
         return;
     };
     let marker = "MS-ROLE=review-claude";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let file = launch.repo.join("intruder.txt");
     let script = harness::intruder_script("reviewer", marker, file.to_str().expect("UTF-8 path"));
     launch.server.load(script).expect("loads");
@@ -108,7 +108,7 @@ async fn real_agent_claude_code_retries_an_overloaded_reply_and_a_cut_stream_its
         return;
     };
     let marker = "MS-ROLE=faulty-claude";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let file = launch.repo.join("greeting.txt");
     let script = harness::faulty_script("writer", marker, file.to_str().expect("UTF-8 path"));
     launch.server.load(script).expect("loads");

@@ -81,7 +81,7 @@ async fn real_agent_codex_writes_commits_and_reports_the_real_head() {
         return;
     };
     let marker = "MS-ROLE=implement-codex";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     // apply_patch takes paths relative to the working directory.
     launch
         .server
@@ -127,7 +127,7 @@ async fn real_agent_codex_read_only_sandbox_refuses_the_models_writes() {
         return;
     };
     let marker = "MS-ROLE=review-codex";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     launch
         .server
         .load(harness::intruder_script("reviewer", marker, "intruder.txt"))
@@ -167,7 +167,7 @@ async fn real_agent_codex_without_retries_fails_on_overload_and_on_a_cut_stream(
     let Some(cli) = clis::require(AgentCli::Codex) else {
         return;
     };
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let overloaded = "MS-ROLE=overloaded-codex";
     let cut = "MS-ROLE=cut-codex";
     let only =
@@ -215,7 +215,7 @@ async fn real_agent_codex_with_retries_recovers_from_overload_and_a_cut_stream()
         return;
     };
     let marker = "MS-ROLE=faulty-codex";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     launch
         .server
         .load(harness::faulty_script("writer", marker, "greeting.txt"))

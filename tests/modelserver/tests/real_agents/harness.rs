@@ -83,8 +83,8 @@ fn entries(dir: &Path) -> BTreeSet<String> {
 
 impl Launch {
     /// A scratch directory, a repository with one commit, and a started
-    /// server with `scripts` loaded.
-    pub async fn new(scripts: Vec<Script>) -> Launch {
+    /// server (the test loads its scripts).
+    pub async fn new() -> Launch {
         let scratch = tempfile::Builder::new()
             .prefix("real-agent-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -105,9 +105,6 @@ impl Launch {
         })
         .await
         .expect("modelserver starts");
-        for script in scripts {
-            server.load(script).expect("script loads");
-        }
         let initial = entries(&root);
         Launch {
             _scratch: scratch,
@@ -302,8 +299,8 @@ pub fn intruder_script(name: &str, marker: &str, file: &str) -> Script {
         .final_message("write tool said: {{write}}\nshell tool said: {{shell}}")
 }
 
-/// Runs `check` and then the read-only assertions shared by every CLI:
-/// the repository did not move and the model saw both refusals.
+/// The read-only assertions shared by every CLI: the repository did not
+/// move, and the CLI came back to the model after the refusals.
 pub fn assert_untouched(launch: &Launch, before: &str, cli: &str, script: &str) {
     assert_eq!(
         launch.fingerprint(),

@@ -81,7 +81,7 @@ async fn real_agent_opencode_writes_commits_and_reports_the_real_head() {
         return;
     };
     let marker = "MS-ROLE=implement-opencode";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let file = launch.repo.join("greeting.txt");
     let script = harness::writer_script("writer", marker, file.to_str().expect("UTF-8 path"));
     launch.server.load(script).expect("loads");
@@ -120,7 +120,7 @@ async fn real_agent_opencode_denied_permissions_refuse_the_models_writes() {
         return;
     };
     let marker = "MS-ROLE=review-opencode";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let file = launch.repo.join("intruder.txt");
     let script = harness::intruder_script("reviewer", marker, file.to_str().expect("UTF-8 path"));
     launch.server.load(script).expect("loads");
@@ -147,7 +147,7 @@ async fn real_agent_opencode_retries_an_overloaded_reply_and_a_cut_stream_itself
         return;
     };
     let marker = "MS-ROLE=faulty-opencode";
-    let launch = Launch::new(vec![]).await;
+    let launch = Launch::new().await;
     let file = launch.repo.join("greeting.txt");
     let script = harness::faulty_script("writer", marker, file.to_str().expect("UTF-8 path"));
     launch.server.load(script).expect("loads");

@@ -9,10 +9,9 @@
 //! created. Nothing on GitHub is trusted to say which comment is the clean
 //! review; a comment that merely looks like one proves nothing.
 
-use autoforge_journal::{Effect, EffectKind, Stage};
-use serde_json::Value;
+use autoforge_journal::Effect;
 
-use crate::effects::markers::MarkerName;
+use crate::effects::recorded_review_comment;
 use crate::github::{GitHubApi, GitHubError, RepoName};
 use crate::machine::RoundBinding;
 
@@ -42,30 +41,12 @@ pub fn find_review_comment(
     effects
         .iter()
         .rev()
-        .filter(|e| e.kind == EffectKind::PostComment && e.stage == Stage::Observed)
-        .filter(|e| e.target == format!("issue/{}", clean.pr))
-        .filter(|e| {
-            e.completion.get("marker").and_then(Value::as_str)
-                == Some(MarkerName::ReviewResult.as_str())
+        .find_map(|e| recorded_review_comment(e, clean))
+        .map(|recorded| CleanReviewRecord {
+            binding: clean.clone(),
+            comment_id: recorded.comment_id,
+            body: recorded.body,
         })
-        .find(|e| binds(e.completion.get("key"), clean))
-        .and_then(|e| {
-            let comment_id = e.observed.as_ref()?.get("comment_id")?.as_u64()?;
-            let payload: Value = serde_json::from_slice(&e.payload).ok()?;
-            let body = payload.get("body")?.as_str()?.to_owned();
-            Some(CleanReviewRecord {
-                binding: clean.clone(),
-                comment_id,
-                body,
-            })
-        })
-}
-
-fn binds(key: Option<&Value>, clean: &RoundBinding) -> bool {
-    let text = |name: &str| key.and_then(|k| k.get(name)).and_then(Value::as_str);
-    text("reviewed_head_sha") == Some(clean.head_sha.as_str())
-        && text("reviewed_base_ref") == Some(clean.base_ref.as_str())
-        && text("reviewed_merge_base_sha") == Some(clean.merge_base_sha.as_str())
 }
 
 /// Whether the recorded comment is still there with the same bytes. A
@@ -86,7 +67,7 @@ pub async fn comment_intact(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use autoforge_journal::{EffectId, RunId};
+    use autoforge_journal::{EffectId, EffectKind, RunId, Stage};
     use serde_json::json;
 
     fn binding(head: &str) -> RoundBinding {

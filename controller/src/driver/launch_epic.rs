@@ -10,8 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::{Effect, EffectKind, Stage};
-use serde_json::Value as Json;
+use autoforge_journal::Effect;
 
 use super::agent_step::PhasePlan;
 use super::epic_scope::epic_children;
@@ -22,9 +21,8 @@ use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, rerequest_values};
 use crate::agents::result::{ReRequest, UpdateEpicObservations};
-use crate::effects::markers::{
-    MarkerName, ROADMAP_END, ROADMAP_START, RoadmapMarkers, scan_roadmap,
-};
+use crate::effects::markers::{ROADMAP_END, ROADMAP_START, RoadmapMarkers, scan_roadmap};
+use crate::effects::recorded_progress_comment;
 use crate::machine::AgentPhase;
 use crate::publish::IssueRef;
 
@@ -173,11 +171,6 @@ fn progress_comment_url(effects: &[Effect], epic: u64) -> Option<String> {
     effects
         .iter()
         .rev()
-        .filter(|e| e.kind == EffectKind::PostComment && e.stage == Stage::Observed)
-        .filter(|e| e.target == format!("issue/{epic}"))
-        .find(|e| {
-            e.completion.get("marker").and_then(Json::as_str)
-                == Some(MarkerName::EpicProgress.as_str())
-        })
-        .and_then(|e| e.observed.as_ref()?.get("url")?.as_str().map(str::to_owned))
+        .find_map(|e| recorded_progress_comment(e, epic))
+        .map(|recorded| recorded.url)
 }

@@ -6,8 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::{Effect, EffectKind, RunId, Stage};
-use serde_json::Value as Json;
+use autoforge_journal::{Effect, RunId};
 
 use super::agent_step::PhasePlan;
 use super::clean_review::find_review_comment;
@@ -17,7 +16,7 @@ use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, findings_value, follow_up_issues_value};
 use crate::agents::result::HandedOverFollowUp;
-use crate::effects::markers::MarkerName;
+use crate::effects::recorded_follow_up;
 use crate::machine::{AgentPhase, Finding, LaunchRequest, RoundBinding, RunState};
 
 /// The FIX inputs of one launch, as the machine planned them.
@@ -128,18 +127,11 @@ pub(super) fn recorded_follow_ups(
 ) -> Vec<(String, String)> {
     effects
         .iter()
-        .filter(|e| e.kind == EffectKind::CreateIssue && e.stage == Stage::Observed)
-        .filter(|e| {
-            e.completion.get("marker").and_then(Json::as_str) == Some(MarkerName::FollowUp.as_str())
-        })
-        .filter_map(|e| {
-            let key = e.completion.get("key")?;
-            if key.get("pr").and_then(Json::as_str) != Some(pr_url) {
-                return None;
-            }
-            let finding = key.get("finding_id")?.as_str()?.to_owned();
-            let number = e.observed.as_ref()?.get("number")?.as_u64()?;
-            Some((finding, format!("{issues_base}/{number}")))
+        .filter_map(recorded_follow_up)
+        .filter(|follow_up| follow_up.pr_url == pr_url)
+        .map(|follow_up| {
+            let url = format!("{issues_base}/{}", follow_up.number);
+            (follow_up.finding_id, url)
         })
         .collect()
 }

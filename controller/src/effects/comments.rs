@@ -7,8 +7,9 @@
 //! Both reconcile by listing every comment of the target conversation to
 //! the end and scanning each for the effect's marker.
 
+use autoforge_journal::CommitSha;
 use autoforge_journal::{Effect, EffectKind, NewEffect};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::EffectError;
@@ -16,19 +17,70 @@ use super::executor::EffectExecutor;
 use super::markers::{MarkerName, Scan, scan};
 use super::planning::{Draft, PlanError, identity_key};
 use super::protocol::{Holder, Observation, Ownership, Sent, Verdict, read_failed};
-use super::row::{BodyPayload, Marked, NoPrecondition, Row, completion, payload, target_number};
+use super::row::{
+    BodyPayload, Marked, NoPrecondition, Row, completion, observed_as, observed_key, payload,
+    target_number,
+};
 use super::texts::{notice_text, reply_text, status_text};
 use crate::github::{IssueComment, writes};
 use crate::machine::{Notice, Reply, RoundBinding, StatusSnapshot};
 use crate::publish::bodies::compose_progress_comment;
 
 /// A review result is identified by its round and everything it reviewed.
-#[derive(Serialize)]
-struct ReviewKey<'a> {
+#[derive(Serialize, Deserialize)]
+struct ReviewKey {
     round: u32,
-    reviewed_head_sha: &'a str,
-    reviewed_base_ref: &'a str,
-    reviewed_merge_base_sha: &'a str,
+    reviewed_head_sha: CommitSha,
+    reviewed_base_ref: String,
+    reviewed_merge_base_sha: CommitSha,
+}
+
+/// An observed comment as read-back recorded it.
+#[derive(Deserialize)]
+struct ObservedComment {
+    comment_id: u64,
+    url: String,
+}
+
+/// A comment the run posted and saw land, with the body it sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedComment {
+    pub comment_id: u64,
+    pub url: String,
+    pub body: String,
+}
+
+/// The review comment `effect` posted for `binding` (any round), if it is
+/// one and was observed.
+pub fn recorded_review_comment(effect: &Effect, binding: &RoundBinding) -> Option<RecordedComment> {
+    if effect.target != format!("issue/{}", binding.pr) {
+        return None;
+    }
+    let key: ReviewKey = observed_key(effect, EffectKind::PostComment, MarkerName::ReviewResult)?;
+    let bound = key.reviewed_head_sha == binding.head_sha
+        && key.reviewed_base_ref == binding.base_ref
+        && key.reviewed_merge_base_sha == binding.merge_base_sha;
+    bound.then(|| recorded_comment(effect)).flatten()
+}
+
+/// The progress comment `effect` posted on `epic`, if it is one and was
+/// observed.
+pub fn recorded_progress_comment(effect: &Effect, epic: u64) -> Option<RecordedComment> {
+    if effect.target != format!("issue/{epic}") {
+        return None;
+    }
+    observed_key::<serde_json::Value>(effect, EffectKind::PostComment, MarkerName::EpicProgress)?;
+    recorded_comment(effect)
+}
+
+fn recorded_comment(effect: &Effect) -> Option<RecordedComment> {
+    let observed: ObservedComment = observed_as(effect)?;
+    let sent: BodyPayload = payload(effect).ok()?;
+    Some(RecordedComment {
+        comment_id: observed.comment_id,
+        url: observed.url,
+        body: sent.body,
+    })
 }
 
 /// EPIC progress is identified by the child issue and its PR.
@@ -83,9 +135,9 @@ pub(crate) fn plan_review(
 ) -> Result<NewEffect, PlanError> {
     let key = identity_key(&ReviewKey {
         round,
-        reviewed_head_sha: binding.head_sha.as_str(),
-        reviewed_base_ref: &binding.base_ref,
-        reviewed_merge_base_sha: binding.merge_base_sha.as_str(),
+        reviewed_head_sha: binding.head_sha.clone(),
+        reviewed_base_ref: binding.base_ref.clone(),
+        reviewed_merge_base_sha: binding.merge_base_sha.clone(),
     })?;
     let body = draft.stamp(rendered, MarkerName::ReviewResult)?;
     let completion = draft.marked(MarkerName::ReviewResult, key);

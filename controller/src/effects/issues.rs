@@ -23,8 +23,8 @@ use super::markers::{MarkerName, Scan, scan};
 use super::planning::{Draft, PlanError, blank_line_after, identity_key};
 use super::protocol::{Holder, Observation, Ownership, Sent, read_failed};
 use super::row::{
-    BaseDigest, BodyPayload, Marked, NoPrecondition, Row, completion, digest, payload,
-    precondition, target_number,
+    BaseDigest, BodyPayload, Marked, NoPrecondition, Row, completion, digest, observed_as,
+    observed_key, payload, precondition, target_number,
 };
 use crate::github::{Issue, writes};
 use crate::publish::bodies::compose_follow_up_body;
@@ -40,10 +40,36 @@ struct NewIssuePayload {
 }
 
 /// A follow-up is identified by the finding and the PR it came from.
-#[derive(Serialize)]
-struct FollowUpKey<'a> {
-    finding_id: &'a str,
-    pr: &'a str,
+#[derive(Serialize, Deserialize)]
+struct FollowUpKey {
+    finding_id: String,
+    pr: String,
+}
+
+/// An observed issue as read-back recorded it.
+#[derive(Deserialize)]
+struct ObservedIssue {
+    number: u64,
+}
+
+/// A follow-up issue the run created and saw land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedFollowUp {
+    pub finding_id: String,
+    /// The URL of the pull request whose finding it defers.
+    pub pr_url: String,
+    pub number: u64,
+}
+
+/// The follow-up issue `effect` created, if it is one and was observed.
+pub fn recorded_follow_up(effect: &Effect) -> Option<RecordedFollowUp> {
+    let key: FollowUpKey = observed_key(effect, EffectKind::CreateIssue, MarkerName::FollowUp)?;
+    let observed: ObservedIssue = observed_as(effect)?;
+    Some(RecordedFollowUp {
+        finding_id: key.finding_id,
+        pr_url: key.pr,
+        number: observed.number,
+    })
 }
 
 /// What appending follow-up markers completes: one marker per finding.
@@ -71,8 +97,8 @@ pub(crate) fn plan_follow_up(
     let pr_url = draft.ctx.pr_url(pr);
     let composed = compose_follow_up_body(body, finding_id, &pr_url)?;
     let key = identity_key(&FollowUpKey {
-        finding_id,
-        pr: &pr_url,
+        finding_id: finding_id.to_owned(),
+        pr: pr_url.clone(),
     })?;
     let row = Row {
         target: "issues".into(),
@@ -104,8 +130,8 @@ pub(crate) fn plan_append(
     let mut lines = Vec::new();
     for finding_id in finding_ids {
         let key = identity_key(&FollowUpKey {
-            finding_id,
-            pr: &pr_url,
+            finding_id: finding_id.to_owned(),
+            pr: pr_url.clone(),
         })?;
         if present.iter().any(|m| m.matches(&key)) {
             return Err(PlanError::Refused(format!(

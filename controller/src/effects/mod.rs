@@ -42,9 +42,11 @@ mod push;
 mod reactions;
 mod texts;
 
+pub use comments::{RecordedComment, recorded_progress_comment, recorded_review_comment};
 pub use drive::DriveOutcome;
 pub use epic::{outside_digest, splice_roadmap};
 pub use executor::{EffectExecutor, PushTransport};
+pub use issues::{RecordedFollowUp, recorded_follow_up};
 pub use plan::plan;
 pub use planning::{PlanContext, PlanError};
 pub use push::{PUSH_NAMESPACE, refused_ref};

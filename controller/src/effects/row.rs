@@ -8,7 +8,7 @@
 //! and the crash matrix depend on it): field names are the journal's keys,
 //! and payload bytes are written with sorted keys.
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{Effect, EffectKind, NewEffect, Stage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -122,6 +122,31 @@ pub(crate) struct Marked {
     /// [`super::markers::FoundMarker::matches`].
     pub key: Map<String, Value>,
     pub write: String,
+}
+
+/// The identity `key` of an observed row of `kind` recognised by a `name`
+/// marker, decoded as the kind's own key type; `None` for any other row
+/// (another kind or marker, not yet observed, or a key of another shape).
+pub(crate) fn observed_key<K: DeserializeOwned>(
+    effect: &Effect,
+    kind: EffectKind,
+    name: MarkerName,
+) -> Option<K> {
+    #[derive(Deserialize)]
+    struct MarkedKey<K> {
+        marker: MarkerName,
+        key: K,
+    }
+    if effect.kind != kind || effect.stage != Stage::Observed {
+        return None;
+    }
+    let marked: MarkedKey<K> = serde_json::from_value(effect.completion.clone()).ok()?;
+    (marked.marker == name).then_some(marked.key)
+}
+
+/// What read-back recorded for an observed row, decoded as `T`.
+pub(crate) fn observed_as<T: DeserializeOwned>(effect: &Effect) -> Option<T> {
+    serde_json::from_value(effect.observed.clone()?).ok()
 }
 
 /// The completion of kinds recognised without a marker: only the nonce.

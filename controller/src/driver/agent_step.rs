@@ -33,7 +33,7 @@ use crate::machine::{
 use crate::publish::IssueRef;
 use crate::redact::Redactor;
 use crate::validation::{
-    Candidate, CandidateVerdict, ValidationCommand, ValidationLimits, validate_candidate,
+    CandidateValidation, CandidateVerdict, ValidationCommand, ValidationLimits, validate_candidate,
 };
 use crate::workspace::{CommitSha, Mirror, Workspaces, Worktree};
 
@@ -440,7 +440,7 @@ pub(super) async fn validate(
         changed.iter().map(String::as_str),
         &shared.config.protected_paths,
     );
-    let verdict = validate_candidate(Candidate {
+    let verdict = validate_candidate(CandidateValidation {
         journal: &shared.journal,
         lease,
         mirror: &mirror,

@@ -14,9 +14,7 @@ use super::agent_step::AgentRuntime;
 use super::error::DriverError;
 use crate::agents::profile::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange};
 use crate::config::RepositoryAgents;
-use crate::config::{
-    REPOSITORY_SETTINGS_PATH, ValidationCommand as ConfiguredCommand, parse_repository_settings,
-};
+use crate::config::{REPOSITORY_SETTINGS_PATH, parse_repository_settings};
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::{AgentPhase, RepositorySettingsRead, RunState};
 use crate::validation::ValidationCommand;
@@ -55,7 +53,7 @@ pub(super) fn validation_commands(
     runtime: &AgentRuntime,
 ) -> Vec<ValidationCommand> {
     match &state.repository_settings.validation.commands {
-        Some(chosen) => chosen.iter().map(converted).collect(),
+        Some(chosen) => chosen.clone(),
         None => runtime.validation_commands.clone(),
     }
 }
@@ -120,13 +118,6 @@ fn operator_review_routes(operator: &RoleRouting, max_round: u32) -> Option<Vec<
     Some(routes)
 }
 
-fn converted(command: &ConfiguredCommand) -> ValidationCommand {
-    match command {
-        ConfiguredCommand::Shell(line) => ValidationCommand::Shell(line.clone()),
-        ConfiguredCommand::Argv(argv) => ValidationCommand::Argv(argv.clone()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -167,20 +158,5 @@ mod tests {
                 "round {round}"
             );
         }
-    }
-
-    #[test]
-    fn frozen_repository_commands_are_converted_one_to_one() {
-        let chosen = [
-            ConfiguredCommand::Argv(vec!["cargo".into(), "test".into()]),
-            ConfiguredCommand::Shell("make lint".into()),
-        ];
-        assert_eq!(
-            chosen.iter().map(converted).collect::<Vec<_>>(),
-            vec![
-                ValidationCommand::Argv(vec!["cargo".into(), "test".into()]),
-                ValidationCommand::Shell("make lint".into()),
-            ]
-        );
     }
 }

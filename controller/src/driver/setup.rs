@@ -19,11 +19,11 @@ use secrecy::SecretString;
 use super::repositories::{RepositoryMap, RepositorySource};
 use super::{AgentRuntime, Driver, DriverConfig, GitCredential, GitRemote};
 use crate::agents::prompt::PromptSet;
-use crate::config::{Config, DatabaseSource, GithubAuth, ValidationCommand as ConfiguredCommand};
+use crate::config::{Config, DatabaseSource, GithubAuth};
 use crate::github::{GitHubApi, RepoName};
 use crate::intake::GitHubAccess;
 use crate::redact::Redactor;
-use crate::validation::{ValidationCommand, ValidationLimits};
+use crate::validation::ValidationLimits;
 use crate::workspace::Workspaces;
 
 /// Time between SIGTERM and SIGKILL when an agent's or a validation
@@ -74,15 +74,7 @@ pub fn agent_runtime_from_config(config: &Config) -> anyhow::Result<Option<Agent
             config.state_dir.display()
         )
     })?;
-    let validation_commands = settings
-        .validation
-        .commands
-        .iter()
-        .map(|command| match command {
-            ConfiguredCommand::Shell(line) => ValidationCommand::Shell(line.clone()),
-            ConfiguredCommand::Argv(argv) => ValidationCommand::Argv(argv.clone()),
-        })
-        .collect();
+    let validation_commands = settings.validation.commands.clone();
     Ok(Some(AgentRuntime {
         workspaces,
         catalog,
@@ -156,6 +148,7 @@ mod tests {
     use super::*;
     use crate::agents::prompt::TemplateId;
     use crate::config::{DATABASE_URL_VAR, Environment, load};
+    use crate::validation::ValidationCommand;
 
     const TOKEN: &str = "ghp_setupTestToken0123456789abcdefABCD";
     const WEBHOOK: &str = "setup-test-webhook-secret";

@@ -107,7 +107,7 @@ pub enum EffectReadBack {
 /// Operator commands (SPEC §2), already authorised by the commands layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "snake_case")]
-pub enum Command {
+pub enum OperatorRequest {
     /// The driver reads GitHub before handing the command over, so the
     /// decision is a pure function of these facts.
     Unblock {
@@ -127,7 +127,7 @@ pub struct OperatorCommand {
     pub thread: u64,
     pub comment_id: u64,
     pub actor: String,
-    pub command: Command,
+    pub command: OperatorRequest,
 }
 
 /// What GitHub reported after the `merge_pr` effect.

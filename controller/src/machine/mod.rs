@@ -51,8 +51,8 @@ pub use decision::{
     Notice, Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
 };
 pub use event::{
-    ChecksState, Command, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState,
-    NextIssueFacts, OperatorCommand, PrFacts, PrState, RefusedCommand, RefusedLabelRemoval,
+    ChecksState, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
+    OperatorCommand, OperatorRequest, PrFacts, PrState, RefusedCommand, RefusedLabelRemoval,
     RepositorySettingsRead,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};

@@ -8,6 +8,7 @@
 //! is stored with the run.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// The settings a repository chose; every `None` keeps the operator's value.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,4 +50,31 @@ pub enum ValidationCommand {
     Shell(String),
     /// Run directly, no shell.
     Argv(Vec<String>),
+}
+
+/// Shown as a person would type it: a shell line as it is, an argv with
+/// the arguments a shell would split quoted.
+impl fmt::Display for ValidationCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Shell(line) => f.write_str(line),
+            Self::Argv(argv) => {
+                let shown: Vec<String> = argv
+                    .iter()
+                    .map(|arg| {
+                        let plain = !arg.is_empty()
+                            && arg
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+                        if plain {
+                            arg.clone()
+                        } else {
+                            format!("'{}'", arg.replace('\'', r"'\''"))
+                        }
+                    })
+                    .collect();
+                f.write_str(&shown.join(" "))
+            }
+        }
+    }
 }

@@ -47,7 +47,7 @@ pub enum CandidateError {
 
 /// Everything one candidate validation needs.
 #[derive(Debug)]
-pub struct Candidate<'a> {
+pub struct CandidateValidation<'a> {
     pub journal: &'a Journal,
     pub lease: &'a Lease,
     pub mirror: &'a Mirror,
@@ -60,7 +60,7 @@ pub struct Candidate<'a> {
 /// Validates `candidate.sha`, answering from the journal where it already
 /// knows the outcome and running (and recording) only the rest.
 pub async fn validate_candidate(
-    candidate: Candidate<'_>,
+    candidate: CandidateValidation<'_>,
 ) -> Result<CandidateVerdict, CandidateError> {
     let sha = candidate.sha.as_str();
     let recorded = candidate

@@ -13,7 +13,6 @@
 
 pub mod candidate;
 
-use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -26,41 +25,11 @@ use crate::agents::supervisor::view::resolve_program;
 use crate::redact::Redactor;
 use crate::sandbox::{Access, Mount, Sandbox, SandboxMode, SandboxPolicy};
 
-pub use candidate::{Candidate, CandidateError, CandidateVerdict, validate_candidate};
+pub use candidate::{CandidateError, CandidateValidation, CandidateVerdict, validate_candidate};
 
-/// One configured validation command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ValidationCommand {
-    /// A program and its arguments, run without a shell.
-    Argv(Vec<String>),
-    /// A shell line, run as `sh -c <line>`.
-    Shell(String),
-}
-
-impl fmt::Display for ValidationCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Shell(line) => f.write_str(line),
-            Self::Argv(argv) => {
-                let shown: Vec<String> = argv
-                    .iter()
-                    .map(|arg| {
-                        let plain = !arg.is_empty()
-                            && arg
-                                .bytes()
-                                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
-                        if plain {
-                            arg.clone()
-                        } else {
-                            format!("'{}'", arg.replace('\'', r"'\''"))
-                        }
-                    })
-                    .collect();
-                f.write_str(&shown.join(" "))
-            }
-        }
-    }
-}
+/// One configured validation command: the machine's type, frozen into the
+/// run with the repository's settings.
+pub use crate::machine::ValidationCommand;
 
 /// The verdict on one command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

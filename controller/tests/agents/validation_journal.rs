@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use autoforge::redact::Redactor;
 use autoforge::validation::{
-    Candidate, CandidateError, CandidateVerdict, ValidationCommand, ValidationLimits,
+    CandidateError, CandidateValidation, CandidateVerdict, ValidationCommand, ValidationLimits,
     ValidationOutcome, validate_candidate,
 };
 use autoforge::workspace::{CommitSha, Mirror, Workspaces};
@@ -72,7 +72,7 @@ impl Fixture {
         sha: &CommitSha,
         commands: &[ValidationCommand],
     ) -> Result<CandidateVerdict, CandidateError> {
-        validate_candidate(Candidate {
+        validate_candidate(CandidateValidation {
             journal: self.db.journal(),
             lease: &self.lease,
             mirror: &self.mirror,

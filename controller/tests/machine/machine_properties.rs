@@ -236,7 +236,7 @@ fn agent_outcome(kind: u8, state: &RunState, flavor: u8) -> AgentOutcome {
     }
 }
 
-fn operator(command: Command) -> Event {
+fn operator(command: OperatorRequest) -> Event {
     Event::Operator(OperatorCommand {
         thread: 7,
         comment_id: 1,
@@ -331,16 +331,16 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
             identity: "x".into(),
             reason: "refused".into(),
         },
-        12 => operator(Command::Retry),
-        13 if flavor.is_multiple_of(2) => operator(Command::Merge),
-        13 => operator(Command::Status),
-        14 => operator(Command::Unblock {
+        12 => operator(OperatorRequest::Retry),
+        13 if flavor.is_multiple_of(2) => operator(OperatorRequest::Merge),
+        13 => operator(OperatorRequest::Status),
+        14 => operator(OperatorRequest::Unblock {
             reason: "go".into(),
             facts: Box::new(github_facts(state, flavor)),
         }),
         _ if flavor < 8 => Event::LabelRemoved,
-        _ if flavor < 16 => operator(Command::Stop),
-        _ => operator(Command::Status),
+        _ if flavor < 16 => operator(OperatorRequest::Stop),
+        _ => operator(OperatorRequest::Status),
     }
 }
 
@@ -422,7 +422,7 @@ fn checked_step(state: &RunState, event: &Event) -> Decision {
             assert!(matches!(
                 event,
                 Event::Operator(OperatorCommand {
-                    command: Command::Unblock { .. },
+                    command: OperatorRequest::Unblock { .. },
                     ..
                 })
             ));

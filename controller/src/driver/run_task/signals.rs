@@ -11,7 +11,7 @@ use super::reads::read_facts;
 use crate::driver::error::DriverError;
 use crate::intake::RunSignal;
 use crate::machine::{
-    Awaiting, Command, Event, OperatorCommand, RefusedCommand, RefusedLabelRemoval,
+    Awaiting, Event, OperatorCommand, OperatorRequest, RefusedCommand, RefusedLabelRemoval,
 };
 
 impl RunTask<'_> {
@@ -51,7 +51,7 @@ impl RunTask<'_> {
                     thread,
                     comment_id,
                     actor,
-                    command: Command::Unblock {
+                    command: OperatorRequest::Unblock {
                         reason,
                         facts: Box::new(facts),
                     },
@@ -187,12 +187,12 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
 }
 
 /// The commands the machine decides from the command alone.
-fn command_without_reads(verb: &str) -> Option<Command> {
+fn command_without_reads(verb: &str) -> Option<OperatorRequest> {
     match verb {
-        "retry" => Some(Command::Retry),
-        "stop" => Some(Command::Stop),
-        "merge" => Some(Command::Merge),
-        "status" => Some(Command::Status),
+        "retry" => Some(OperatorRequest::Retry),
+        "stop" => Some(OperatorRequest::Stop),
+        "merge" => Some(OperatorRequest::Merge),
+        "status" => Some(OperatorRequest::Status),
         _ => None,
     }
 }
@@ -237,7 +237,7 @@ mod tests {
                 thread: 3,
                 comment_id: 5,
                 actor: "alice".into(),
-                command: Command::Status,
+                command: OperatorRequest::Status,
             })))
         );
         assert_eq!(

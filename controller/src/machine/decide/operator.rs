@@ -7,19 +7,19 @@ use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{
     Decision, EffectIntent, MachineError, Refusal, Reply, StatusSnapshot,
 };
-use crate::machine::event::{Command, OperatorCommand, RefusedCommand};
+use crate::machine::event::{OperatorCommand, OperatorRequest, RefusedCommand};
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::carry_stale;
 use crate::machine::state::{Awaiting, RunState};
 use crate::machine::unblock::unblock_target;
 
-fn command_name(command: &Command) -> &'static str {
+fn command_name(command: &OperatorRequest) -> &'static str {
     match command {
-        Command::Unblock { .. } => "unblock",
-        Command::Retry => "retry",
-        Command::Stop => "stop",
-        Command::Merge => "merge",
-        Command::Status => "status",
+        OperatorRequest::Unblock { .. } => "unblock",
+        OperatorRequest::Retry => "retry",
+        OperatorRequest::Stop => "stop",
+        OperatorRequest::Merge => "merge",
+        OperatorRequest::Status => "status",
     }
 }
 
@@ -76,7 +76,7 @@ pub(super) fn decide(
     state: &RunState,
     command: &OperatorCommand,
 ) -> Result<Decision, MachineError> {
-    if let Command::Status = command.command {
+    if let OperatorRequest::Status = command.command {
         let mut turn = Turn::new(state);
         turn.effect(EffectIntent::AddReaction {
             comment_id: command.comment_id,
@@ -100,7 +100,7 @@ pub(super) fn decide(
     match &command.command {
         // Besides answering the command, stopping writes nothing but the
         // status update; the driver kills a running agent.
-        Command::Stop => {
+        OperatorRequest::Stop => {
             turn.stop()?;
             Ok(accepted(
                 turn,
@@ -108,7 +108,7 @@ pub(super) fn decide(
                 "the run is stopped; a running agent is killed".to_owned(),
             ))
         }
-        Command::Retry => {
+        OperatorRequest::Retry => {
             let Awaiting::OperatorRetry { resume } = &state.awaiting else {
                 return Ok(refused(state, command, Refusal::NothingToRetry));
             };
@@ -123,7 +123,7 @@ pub(super) fn decide(
                 format!("retrying the current step of {}", state.phase),
             ))
         }
-        Command::Merge => match (state.phase, state.settings.merge_mode) {
+        OperatorRequest::Merge => match (state.phase, state.settings.merge_mode) {
             (Phase::ReadyForMerge, MergeMode::OnCommand) => {
                 turn.state.merge_approved = true;
                 Ok(accepted(
@@ -145,7 +145,7 @@ pub(super) fn decide(
         },
         // The reason is recorded by the driver with the actor; it is never
         // evidence and never echoed into a GitHub body.
-        Command::Unblock { facts, .. } => match unblock_target(state, facts) {
+        OperatorRequest::Unblock { facts, .. } => match unblock_target(state, facts) {
             Err(refusal) => Ok(refused(state, command, Refusal::Unblock(refusal))),
             Ok(target) => {
                 turn.state.blocked = None;
@@ -171,6 +171,6 @@ pub(super) fn decide(
                 ))
             }
         },
-        Command::Status => Ok(turn.finish()),
+        OperatorRequest::Status => Ok(turn.finish()),
     }
 }

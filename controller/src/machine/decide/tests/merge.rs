@@ -39,7 +39,7 @@ fn on_command_mode_merges_only_after_the_merge_command() {
     let mut run = Run::to_ready(settings(MergeMode::OnCommand), None);
     run.github(facts(Some(pr_at(&sha(2), &sha(1)))));
     assert_eq!(run.state.phase, Phase::ReadyForMerge);
-    run.apply(command(Command::Merge));
+    run.apply(command(OperatorRequest::Merge));
     assert!(run.state.merge_approved);
     run.github(facts(Some(pr_at(&sha(2), &sha(1)))));
     assert_eq!(run.state.phase, Phase::Merge);
@@ -146,7 +146,7 @@ fn merge_refused_by_a_push_returns_to_review() {
 #[test]
 fn merge_command_in_never_mode_is_refused_and_changes_nothing() {
     let mut run = Run::to_ready(settings(MergeMode::Never), None);
-    let refusal = run.refuse(command(Command::Merge));
+    let refusal = run.refuse(command(OperatorRequest::Merge));
     assert_eq!(
         refusal,
         Refusal::MergeNotAvailable {

@@ -60,7 +60,7 @@ pub(super) fn finding(round: u32, n: u32, resolution: &str) -> Finding {
     }
 }
 
-pub(super) fn command(command: Command) -> Event {
+pub(super) fn command(command: OperatorRequest) -> Event {
     Event::Operator(OperatorCommand {
         thread: ISSUE,
         comment_id: 555,

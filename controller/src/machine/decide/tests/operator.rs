@@ -20,7 +20,7 @@ fn blocked_in_fix() -> Run {
 }
 
 fn unblock(facts: GitHubFacts) -> Event {
-    command(Command::Unblock {
+    command(OperatorRequest::Unblock {
         reason: "fixed the branch".into(),
         facts: Box::new(facts),
     })
@@ -29,7 +29,7 @@ fn unblock(facts: GitHubFacts) -> Event {
 #[test]
 fn stop_answers_the_command_and_otherwise_writes_only_the_status_comment() {
     let mut run = Run::to_review(RunSettings::default(), None);
-    run.apply(command(Command::Stop));
+    run.apply(command(OperatorRequest::Stop));
     assert_eq!(run.state.phase, Phase::Stopped);
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(
@@ -110,7 +110,7 @@ fn removing_the_label_stops_the_run() {
 fn status_replies_without_changing_state() {
     let mut run = Run::to_review(RunSettings::default(), None);
     let before = run.state.clone();
-    run.apply(command(Command::Status));
+    run.apply(command(OperatorRequest::Status));
     assert_eq!(run.state, before);
     assert!(matches!(
         run.last.effects[..],
@@ -170,7 +170,7 @@ fn unblock_of_a_run_that_is_not_blocked_is_refused() {
 fn commands_on_a_finished_run_are_refused_with_a_reply() {
     let mut run = Run::default_run();
     run.apply(Event::LabelRemoved);
-    let decision = decide(&run.state, &command(Command::Retry)).expect("legal");
+    let decision = decide(&run.state, &command(OperatorRequest::Retry)).expect("legal");
     assert_eq!(
         decision.refusal,
         Some(Refusal::Terminal {
@@ -201,7 +201,7 @@ fn effect_conflict_blocks_naming_the_effect() {
 #[test]
 fn refusal_replies_say_why_in_operator_words() {
     let mut run = Run::to_ready(RunSettings::default(), None);
-    let decision = decide(&run.state, &command(Command::Merge)).expect("legal");
+    let decision = decide(&run.state, &command(OperatorRequest::Merge)).expect("legal");
     let [
         EffectIntent::PostCommandReply {
             reply: Reply::Refused { reason, .. },
@@ -215,7 +215,7 @@ fn refusal_replies_say_why_in_operator_words() {
         reason,
         "merge is not available: merge.mode is never in READY_FOR_MERGE"
     );
-    run.refuse(command(Command::Merge));
+    run.refuse(command(OperatorRequest::Merge));
 }
 
 #[test]

@@ -18,7 +18,7 @@ fn blocked_reason(run: &Run) -> String {
 }
 
 fn unblock() -> Event {
-    command(Command::Unblock {
+    command(OperatorRequest::Unblock {
         reason: "the workflow is not for the agent".into(),
         facts: Box::new(facts(None)),
     })
@@ -139,7 +139,7 @@ fn retry_of_a_run_blocked_by_a_protected_candidate_is_refused() {
     let mut run = Run::default_run();
     run.implement(&sha(2));
     run.validated_protected(&sha(2), &[WORKFLOW]);
-    let refusal = run.refuse(command(Command::Retry));
+    let refusal = run.refuse(command(OperatorRequest::Retry));
     assert_eq!(refusal, Refusal::NothingToRetry);
 }
 
@@ -191,7 +191,7 @@ fn an_unblock_after_a_protected_fix_asks_the_fixer_again_with_the_reason() {
     let mut run = Run::to_review(RunSettings::default(), None);
     fix_candidate(&mut run);
     run.validated_protected(&sha(3), &[WORKFLOW]);
-    run.apply(command(Command::Unblock {
+    run.apply(command(OperatorRequest::Unblock {
         reason: "ask again".into(),
         facts: Box::new(facts(Some(pr_at(&sha(2), &sha(1))))),
     }));

@@ -171,7 +171,7 @@ fn unusable_repository_settings_block_the_run_with_the_reason_and_unblock_is_ref
         state: decision.next.clone(),
         last: decision,
     };
-    let refusal = run.refuse(command(Command::Unblock {
+    let refusal = run.refuse(command(OperatorRequest::Unblock {
         reason: "fixed it".into(),
         facts: Box::new(facts(None)),
     }));

@@ -118,7 +118,7 @@ fn an_operators_unblock_accepts_the_text_as_it_is_then() {
     run.apply(edited("edited", Some("mallory"), false));
     let mut read = facts(None);
     read.issue_text = Some("edited-again".into());
-    run.apply(command(Command::Unblock {
+    run.apply(command(OperatorRequest::Unblock {
         reason: "the edit is fine".into(),
         facts: Box::new(read),
     }));

@@ -338,7 +338,7 @@ impl Poller {
                 pr,
                 merged,
                 merge_commit_sha: if merged {
-                    polled.merge_commit_sha
+                    polled.merge_commit_sha.map(|sha| sha.to_string())
                 } else {
                     None
                 },
@@ -348,7 +348,7 @@ impl Poller {
             Sighting::PrHead {
                 repository: run.repository.clone(),
                 pr,
-                head_sha: polled.head.sha,
+                head_sha: polled.head.sha.to_string(),
             }
         };
         self.act(&sighting, api).await

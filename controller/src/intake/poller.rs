@@ -1,10 +1,13 @@
 //! The poller: the backstop for missed webhooks (SPEC §14). Every
 //! `poll.interval_seconds` it reads, with conditional requests (a `304`
-//! costs no rate limit), the open issues carrying the trigger label in each
-//! watched repository and the issue, comments and pull request of each
-//! active run. What it sees goes through the same planner as webhooks with
-//! the same dedupe keys, so a change seen both ways acts once. As a GitHub
-//! App it also asks GitHub to redeliver failed deliveries our inbox lacks.
+//! costs no rate limit, so an unchanged pass is free), the App's
+//! installations and their repositories, the open issues carrying the
+//! trigger label in each watched repository and the issue, comments and
+//! pull request of each active run. What it sees goes through the same
+//! planner as webhooks with the same dedupe keys, so a change seen both
+//! ways acts once. As a GitHub App it also asks GitHub to redeliver failed
+//! deliveries our inbox lacks, listing the deliveries only back to the
+//! newest one its previous pass saw.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -17,6 +17,9 @@ fn every_interval() -> Scenario {
     Scenario::new().backstop_max_seconds(POLL_SECONDS)
 }
 
+/// A route only the run's facts read asks (the PR's merge base).
+const COMPARE: &str = "/repos/{owner}/{repo}/compare/{*basehead}";
+
 /// Poll intervals a run is given to warm its ETags after it settled.
 const WARM_UP: u32 = 3;
 /// Poll intervals measured: one simulated stretch of waiting.
@@ -47,8 +50,30 @@ async fn a_run_parked_for_a_human_merge_costs_no_points_once_its_etags_are_warm(
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     run.reaches(Phase::ReadyForMerge).await;
+    let parked = run.snapshot().await;
 
-    assert_waiting_is_free(&s, "a parked run").await;
+    let spent = assert_waiting_is_free(&s, "a parked run").await;
+    // About once per interval (a re-read's own time stretches the pauses).
+    assert!(
+        spent.reads_of(COMPARE) >= MEASURED as usize - 2,
+        "the backstop re-read the facts every interval: {spent:?}"
+    );
+    run.assert_run_state_unchanged_since(&parked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_parked_run_rereads_its_facts_less_and_less_often() {
+    let s = Scenario::new().merge_mode("never").start().await;
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    run.reaches(Phase::ReadyForMerge).await;
+
+    // Pauses of 1, 2, 4, 8… poll intervals: a handful of facts reads in
+    // twelve intervals where a fixed re-check would make twelve.
+    let spent = s.spent_over(12).await;
+    let reads = spent.reads_of(COMPARE);
+    assert!((1..=5).contains(&reads), "{reads} facts reads: {spent:?}");
     run.reaches(Phase::ReadyForMerge).await;
 }
 

@@ -20,6 +20,16 @@ pub struct Spent {
     pub conditional_hits: usize,
     /// Points per `METHOD route`, to say what cost them.
     pub by_route: BTreeMap<String, u64>,
+    /// Requests per `METHOD route`, charged or not.
+    pub requests_by_route: BTreeMap<String, usize>,
+}
+
+impl Spent {
+    /// Requests made to `GET route`.
+    pub fn reads_of(&self, route: &str) -> usize {
+        let key = format!("GET {route}");
+        self.requests_by_route.get(&key).copied().unwrap_or(0)
+    }
 }
 
 /// Whether a rate scope is one of the controller's own credentials (the
@@ -48,10 +58,11 @@ impl Running {
             spent.requests += 1;
             spent.conditional_hits += usize::from(record.conditional_hit);
             spent.points += record.cost;
+            let key = format!("{} {}", record.method, record.route);
             if record.cost > 0 {
-                let key = format!("{} {}", record.method, record.route);
-                *spent.by_route.entry(key).or_default() += record.cost;
+                *spent.by_route.entry(key.clone()).or_default() += record.cost;
             }
+            *spent.requests_by_route.entry(key).or_default() += 1;
         }
         spent
     }

@@ -152,11 +152,19 @@ impl Default for DriverSettings {
 #[serde(default, deny_unknown_fields)]
 pub struct PollSettings {
     pub interval_seconds: u64,
+    /// The longest backstop pause of a waiting run (see `driver::backstop`).
+    pub backstop_max_seconds: u64,
 }
 
 impl PollSettings {
     pub fn interval(&self) -> Duration {
         Duration::from_secs(self.interval_seconds)
+    }
+
+    /// The longest pause before a waiting run re-reads GitHub unprompted;
+    /// never shorter than the poll interval.
+    pub fn backstop_max(&self) -> Duration {
+        Duration::from_secs(self.backstop_max_seconds.max(self.interval_seconds))
     }
 }
 
@@ -164,6 +172,7 @@ impl Default for PollSettings {
     fn default() -> Self {
         Self {
             interval_seconds: 60,
+            backstop_max_seconds: 900,
         }
     }
 }

@@ -371,6 +371,8 @@ mod tests {
             token_kind: token_kind.into(),
             conditional_hit: false,
             duration_ms: 1.0,
+            rate_scope: String::new(),
+            cost: 1,
         }
     }
 

@@ -41,6 +41,7 @@
 
 mod access_lost;
 mod agent_step;
+pub mod backstop;
 mod cancel;
 pub mod clean_review;
 mod epic_scope;
@@ -85,8 +86,13 @@ pub struct DriverConfig {
     pub concurrency: usize,
     /// How often the loop looks for due runs when none is free.
     pub poll_interval: Duration,
-    /// When a run with nothing to do is looked at again.
+    /// When a run with nothing to do is first looked at again without a
+    /// webhook (the backstop's first pause, see [`backstop`]).
     pub idle_recheck: Duration,
+    /// The backstop's longest pause: it doubles up to this while the
+    /// re-checks change nothing. At or below `idle_recheck` (the default
+    /// here; `serve` sets `poll.backstop_max_seconds`) it never grows.
+    pub idle_recheck_max: Duration,
     pub retry: StepRetryPolicy,
     /// Frozen into a run's state when it starts.
     pub settings: RunSettings,
@@ -98,6 +104,14 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
+    /// The backstop re-check of a waiting run.
+    pub fn backstop(&self) -> backstop::BackstopPolicy {
+        backstop::BackstopPolicy {
+            first: self.idle_recheck,
+            max: self.idle_recheck_max,
+        }
+    }
+
     pub fn new(worker_id: impl Into<String>) -> Self {
         DriverConfig {
             worker_id: worker_id.into(),
@@ -105,6 +119,7 @@ impl DriverConfig {
             concurrency: 8,
             poll_interval: Duration::from_secs(1),
             idle_recheck: Duration::from_secs(30),
+            idle_recheck_max: Duration::ZERO,
             retry: StepRetryPolicy::default(),
             settings: RunSettings::default(),
             protected_paths: vec![".github/workflows/".to_owned()],
@@ -141,6 +156,7 @@ pub(crate) struct Shared {
     pub(crate) journal: Journal,
     pub(crate) repositories: RepositoryMap,
     pub(crate) retries: RetryBook,
+    pub(crate) backstop: backstop::BackstopBook,
     pub(crate) agents: Option<AgentRuntime>,
     /// Stops and wake-ups from the observers of this process.
     pub(crate) notifier: RunNotifier,
@@ -175,6 +191,7 @@ impl Driver {
                 journal,
                 repositories,
                 retries: RetryBook::default(),
+                backstop: backstop::BackstopBook::default(),
                 agents: None,
                 notifier: RunNotifier::default(),
                 #[cfg(feature = "test-hooks")]
@@ -332,6 +349,7 @@ impl Driver {
         renewer.abort();
         if ended == RunEnd::Terminal {
             self.shared.notifier.forget(run);
+            self.shared.backstop.forget(run);
         }
         let ended = run_task::schedule_next(&self.shared, &lease, ended).await;
         // Reported before the release: once released, another task may

@@ -93,7 +93,16 @@ pub(super) async fn drive(
     shutdown: watch::Receiver<bool>,
 ) -> RunEnd {
     let outcome = match RunTask::load(shared, lease).await {
-        Ok(mut task) => task.work(&shutdown).await,
+        Ok(mut task) => {
+            let end = task.work(&shutdown).await;
+            if matches!(end, Ok(RunEnd::Idle)) {
+                let policy = shared.config.backstop();
+                shared
+                    .backstop
+                    .pause_after(&policy, lease.run_id, task.moved);
+            }
+            end
+        }
         Err(error) => Err(error),
     };
     match outcome {
@@ -163,7 +172,13 @@ pub(super) async fn schedule_next(shared: &Shared, lease: &Lease, end: RunEnd) -
         // An event stored while the task was finishing (its wake-up set to
         // now by the observer) must not be pushed back to the re-check.
         RunEnd::Idle if has_queued_event(shared, lease).await => Utc::now(),
-        RunEnd::Idle | RunEnd::Failed(_) => Utc::now() + shared.config.idle_recheck,
+        // Webhooks wake a waiting run; this is the backstop, its pause
+        // growing while the re-checks change nothing.
+        RunEnd::Idle => {
+            let pause = shared.backstop.current(lease.run_id);
+            Utc::now() + pause.unwrap_or(shared.config.idle_recheck)
+        }
+        RunEnd::Failed(_) => Utc::now() + shared.config.idle_recheck,
         RunEnd::RecheckAfter(pause) => Utc::now() + (*pause).min(shared.config.idle_recheck),
         RunEnd::LostLease | RunEnd::Terminal | RunEnd::Yielded | RunEnd::Backoff => return end,
     };
@@ -231,6 +246,9 @@ struct RunTask<'a> {
     /// Set when the machine just counted an inconclusive pre-merge read:
     /// how soon to read again once the task goes idle.
     recheck_after: Option<std::time::Duration>,
+    /// Whether this task moved the run (a transition, a consumed run
+    /// event): the backstop pause then starts over.
+    moved: bool,
 }
 
 impl<'a> RunTask<'a> {
@@ -269,6 +287,7 @@ impl<'a> RunTask<'a> {
             reported: None,
             performed: Vec::new(),
             recheck_after: None,
+            moved: false,
         })
     }
 
@@ -295,6 +314,7 @@ impl<'a> RunTask<'a> {
                 .await?;
             if let Some(event) = next.into_iter().next() {
                 self.handle_run_event(event).await?;
+                self.moved = true;
                 // Whatever the event said (a command, a merge, finished
                 // checks), GitHub may look different now: the awaited read
                 // is worth doing again in this task. Launches and
@@ -538,6 +558,7 @@ impl<'a> RunTask<'a> {
         let bodies = self.bodies_for(&decision.effects).await?;
         let planned = self.plan_all(&decision.next, &decision.effects, &bodies)?;
         let changed = decision.next != self.state || !planned.is_empty();
+        self.moved |= changed;
         let mut tx: JournalTx = self.shared.journal.begin().await?;
         let mut version = self.version;
         if changed {

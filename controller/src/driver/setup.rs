@@ -130,6 +130,10 @@ pub async fn driver_from_config(
         lease_ttl: config.settings.driver.lease_ttl(),
         concurrency: config.settings.driver.concurrency,
         epic_label: config.settings.labels.epic.clone(),
+        // Webhooks wake a waiting run; this unprompted re-read is the
+        // backstop, from one poll interval up to the configured cap.
+        idle_recheck: config.settings.poll.interval(),
+        idle_recheck_max: config.settings.poll.backstop_max(),
         ..DriverConfig::new(worker)
     };
     let driver = Driver::over(driver_config, journal, repositories);

@@ -2,8 +2,9 @@
 //! JWT → installation tokens, cached, refreshed before expiry and after a
 //! 401; or a personal token), with our own request loop on top for what
 //! octocrab does not do the way we need: bounded jittered retries for reads
-//! only, a per-installation rate-limit gate, ETag-conditional reads and
-//! complete pagination.
+//! only, a per-installation rate-limit gate, ETag-conditional reads (every
+//! GET: a `304` costs no rate limit, so waiting is free) and complete
+//! pagination.
 //!
 //! Every request uses a relative path: octocrab attaches credentials only to
 //! relative URLs (or the literal `api.github.com`), which is also what keeps
@@ -428,16 +429,18 @@ impl GitHubApi {
         })
     }
 
-    /// A GET decoded into `T`.
+    /// A GET decoded into `T`. Every read is conditional (see
+    /// [`Self::read_conditional`]): an unchanged answer costs no rate limit
+    /// and is the very body the last `200` carried.
     pub async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
     ) -> Result<T, GitHubError> {
-        let response = self.read(path, &HeaderMap::new()).await?;
-        decode(path, &response.body)
+        Ok(self.get_conditional(path).await?.into_inner())
     }
 
-    /// A GET that sends `If-None-Match` when we hold an ETag for `path`.
+    /// A GET that sends `If-None-Match` when we hold an ETag for `path`,
+    /// and says whether GitHub sent something new.
     pub async fn get_conditional<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
@@ -451,8 +454,16 @@ impl GitHubApi {
         })
     }
 
+    /// Drops the cached answer of `path`, so its next read asks GitHub
+    /// unconditionally: for an answer that is not final yet (a pull
+    /// request whose mergeability GitHub is still computing).
+    pub(super) fn forget_cached(&self, path: &str) {
+        self.shared.etags.forget(self.scope, path);
+    }
+
     /// A conditional GET whose `304` is replaced by the cached body and
     /// `Link` header; the flag says whether GitHub sent something new.
+    /// Only a `200` with an ETag is stored.
     pub(super) async fn read_conditional(
         &self,
         path: &str,
@@ -479,9 +490,14 @@ impl GitHubApi {
             }
             return Ok((response, false));
         }
-        if let Some(etag) = response.headers.get(ETAG).and_then(|v| v.to_str().ok()) {
-            let link = response.headers.get(LINK).and_then(|v| v.to_str().ok());
-            etags.store(self.scope, path, etag, link, response.body.as_bytes());
+        let etag = response.headers.get(ETAG).and_then(|v| v.to_str().ok());
+        match etag {
+            Some(etag) if response.status == StatusCode::OK => {
+                let link = response.headers.get(LINK).and_then(|v| v.to_str().ok());
+                etags.store(self.scope, path, etag, link, response.body.as_bytes());
+            }
+            // Whatever we held for the path is no longer GitHub's answer.
+            _ => etags.forget(self.scope, path),
         }
         Ok((response, true))
     }

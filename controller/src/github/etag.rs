@@ -1,7 +1,9 @@
-//! A bounded ETag cache that makes polling reads conditional.
+//! A bounded ETag cache that makes every GET conditional.
 //!
 //! A `304 Not Modified` costs no rate limit, so the poller can look at every
-//! labelled issue each minute. We keep our own small cache instead of
+//! labelled issue each minute and a waiting run can re-read its facts for
+//! free. It is bounded twice: by entries and by the bytes of the bodies it
+//! keeps, the least recently used entry leaving first. We keep our own small cache instead of
 //! octocrab's `HttpCacheLayer`: that one is unbounded, is shared by every
 //! installation, and turns a 304 into a 200, hiding the one fact the poller
 //! wants ("nothing changed, skip the work").
@@ -12,6 +14,9 @@ use std::sync::{Arc, Mutex};
 
 /// Bodies larger than this are not cached (they would crowd out the rest).
 pub const MAX_CACHED_BODY_BYTES: usize = 1024 * 1024;
+
+/// All cached bodies together stay under this.
+pub const MAX_CACHED_TOTAL_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -39,6 +44,27 @@ pub struct EtagCache {
 struct Inner {
     entries: HashMap<(RateScope, String), Entry>,
     clock: u64,
+    /// Sum of the cached bodies' lengths.
+    bytes: usize,
+}
+
+impl Inner {
+    fn remove(&mut self, key: &(RateScope, String)) {
+        if let Some(entry) = self.entries.remove(key) {
+            self.bytes -= entry.answer.body.len();
+        }
+    }
+
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .entries
+            .iter()
+            .min_by_key(|(_, entry)| entry.last_used)
+            .map(|(key, _)| key.clone());
+        if let Some(oldest) = oldest {
+            self.remove(&oldest);
+        }
+    }
 }
 
 impl EtagCache {
@@ -75,17 +101,15 @@ impl EtagCache {
         let mut inner = self.lock();
         inner.clock += 1;
         let key = (scope, path.to_owned());
-        if !inner.entries.contains_key(&key) && inner.entries.len() >= self.capacity {
-            let oldest = inner
-                .entries
-                .iter()
-                .min_by_key(|(_, entry)| entry.last_used)
-                .map(|(key, _)| key.clone());
-            if let Some(oldest) = oldest {
-                inner.entries.remove(&oldest);
-            }
+        inner.remove(&key);
+        while !inner.entries.is_empty()
+            && (inner.entries.len() >= self.capacity
+                || inner.bytes + body.len() > MAX_CACHED_TOTAL_BYTES)
+        {
+            inner.evict_oldest();
         }
         let last_used = inner.clock;
+        inner.bytes += body.len();
         inner.entries.insert(
             key,
             Entry {
@@ -101,7 +125,7 @@ impl EtagCache {
 
     /// Forgets a path, e.g. when a `304` arrived but the body is gone.
     pub fn forget(&self, scope: RateScope, path: &str) {
-        self.lock().entries.remove(&(scope, path.to_owned()));
+        self.lock().remove(&(scope, path.to_owned()));
     }
 
     pub fn len(&self) -> usize {
@@ -181,6 +205,19 @@ mod tests {
         let disabled = EtagCache::new(0);
         disabled.store(SCOPE, "/a", "1", None, b"a");
         assert!(disabled.is_empty());
+    }
+
+    #[test]
+    fn total_bytes_stay_under_the_budget() {
+        let cache = EtagCache::new(1000);
+        let body = vec![0; MAX_CACHED_BODY_BYTES];
+        let fit = MAX_CACHED_TOTAL_BYTES / MAX_CACHED_BODY_BYTES;
+        for n in 0..fit + 3 {
+            cache.store(SCOPE, &format!("/{n}"), "1", None, &body);
+        }
+        assert_eq!(cache.len(), fit);
+        assert!(cache.etag(SCOPE, "/0").is_none(), "the oldest left first");
+        assert!(cache.etag(SCOPE, &format!("/{}", fit + 2)).is_some());
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub(crate) mod writes;
 mod http_tests;
 
 #[cfg(test)]
+mod conditional_tests;
+
+#[cfg(test)]
 mod conformance_tests;
 
 #[cfg(test)]

@@ -147,6 +147,8 @@ pub struct PullRequest {
     pub mergeable: Option<bool>,
     #[serde(default)]
     pub mergeable_state: Option<String>,
+    #[serde(default)]
+    pub closed_at: Option<String>,
 }
 
 /// Result of `compare/{base}...{head}`.

@@ -120,8 +120,30 @@ impl GitHubApi {
         repo: &RepoName,
         number: u64,
     ) -> Result<PullRequest, GitHubError> {
-        self.get_json(&repo.api_path(&format!("/pulls/{number}")))
-            .await
+        Ok(self
+            .pull_request_if_changed(repo, number)
+            .await?
+            .into_inner())
+    }
+
+    /// The pull request, conditionally. An open PR whose mergeability
+    /// GitHub is still computing (`mergeable: null`) is not kept in the
+    /// cache: that answer is provisional, so the next read asks afresh
+    /// rather than be told "unchanged" about it.
+    pub async fn pull_request_if_changed(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Conditional<PullRequest>, GitHubError> {
+        let path = repo.api_path(&format!("/pulls/{number}"));
+        let read: Conditional<PullRequest> = self.get_conditional(&path).await?;
+        let pr = match &read {
+            Conditional::Modified(pr) | Conditional::NotModified(pr) => pr,
+        };
+        if !mergeability_settled(pr) {
+            self.forget_cached(&path);
+        }
+        Ok(read)
     }
 
     /// Every PR (any state) whose head is `head_owner:branch`.
@@ -278,10 +300,30 @@ impl GitHubApi {
             .await
     }
 
-    /// Recent deliveries of the App's webhook, newest first (App handle).
-    pub async fn hook_deliveries(&self) -> Result<Vec<HookDelivery>, GitHubError> {
-        self.get_all("/app/hook/deliveries").await
+    /// Recent deliveries of the App's webhook, newest first (App handle),
+    /// page by page down to the page holding `known` (the newest delivery
+    /// an earlier pass saw): older pages are not read. Without `known`
+    /// (a fresh process) only the first page, the newest deliveries.
+    pub async fn hook_deliveries_since(
+        &self,
+        known: Option<u64>,
+    ) -> Result<Vec<HookDelivery>, GitHubError> {
+        let mut listed = Vec::new();
+        self.walk_until("/app/hook/deliveries", |page_path, response| {
+            let page: Vec<HookDelivery> = super::client::decode(page_path, &response.body)?;
+            let reached = known.is_none_or(|id| page.iter().any(|d| d.id <= id));
+            listed.extend(page);
+            Ok(reached)
+        })
+        .await?;
+        Ok(listed)
     }
+}
+
+/// Whether GitHub has finished computing a PR's mergeability: a closed or
+/// merged PR has nothing to compute, an open one answers `true`/`false`.
+pub fn mergeability_settled(pr: &PullRequest) -> bool {
+    pr.state != "open" || pr.mergeable.is_some()
 }
 
 /// The actor of the newest `labeled` event for `label` (names compare

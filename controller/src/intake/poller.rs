@@ -1,10 +1,13 @@
 //! The poller: the backstop for missed webhooks (SPEC §14). Every
 //! `poll.interval_seconds` it reads, with conditional requests (a `304`
-//! costs no rate limit), the open issues carrying the trigger label in each
-//! watched repository and the issue, comments and pull request of each
-//! active run. What it sees goes through the same planner as webhooks with
-//! the same dedupe keys, so a change seen both ways acts once. As a GitHub
-//! App it also asks GitHub to redeliver failed deliveries our inbox lacks.
+//! costs no rate limit, so an unchanged pass is free), the App's
+//! installations and their repositories, the open issues carrying the
+//! trigger label in each watched repository and the issue, comments and
+//! pull request of each active run. What it sees goes through the same
+//! planner as webhooks with the same dedupe keys, so a change seen both
+//! ways acts once. As a GitHub App it also asks GitHub to redeliver failed
+//! deliveries our inbox lacks, listing the deliveries only back to the
+//! newest one its previous pass saw.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -37,6 +40,12 @@ pub struct Poller {
     pub interval: Duration,
     /// Hook delivery ids we already asked GitHub to redeliver.
     redelivered: HashSet<u64>,
+    /// The newest hook delivery id a pass listed: the next pass reads the
+    /// listing only back to it.
+    newest_delivery: Option<u64>,
+    /// Failed deliveries a pass found but did not get to (the per-pass
+    /// bound, or an error): the next pass takes them first.
+    deferred: Vec<HookDelivery>,
     /// This process's run driver, told about the run events a pass stores
     /// (see [`Poller::with_notifier`]); without one the driver finds them
     /// at its own pace.
@@ -64,22 +73,6 @@ struct PolledIssue {
     labels: Vec<crate::github::Label>,
 }
 
-#[derive(Debug, Deserialize)]
-struct PolledPull {
-    state: String,
-    #[serde(default)]
-    merged: Option<bool>,
-    merged_at: Option<String>,
-    merge_commit_sha: Option<String>,
-    closed_at: Option<String>,
-    head: PolledRef,
-}
-
-#[derive(Debug, Deserialize)]
-struct PolledRef {
-    sha: String,
-}
-
 impl Poller {
     pub fn new(journal: Journal, access: GitHubAccess, interval: Duration) -> Poller {
         Poller {
@@ -87,6 +80,8 @@ impl Poller {
             access,
             interval,
             redelivered: HashSet::new(),
+            newest_delivery: None,
+            deferred: Vec::new(),
             labelled_scan_done: HashSet::new(),
             notifier: None,
         }
@@ -338,10 +333,7 @@ impl Poller {
         pr: u64,
     ) -> anyhow::Result<usize> {
         let repo = repo_name(&run.repository)?;
-        let polled: PolledPull = api
-            .get_conditional(&repo.api_path(&format!("/pulls/{pr}")))
-            .await?
-            .into_inner();
+        let polled = api.pull_request_if_changed(&repo, pr).await?.into_inner();
         let sighting = if polled.state == "closed" {
             let merged = polled.merged.unwrap_or(polled.merged_at.is_some());
             Sighting::PrClosed {
@@ -349,7 +341,7 @@ impl Poller {
                 pr,
                 merged,
                 merge_commit_sha: if merged {
-                    polled.merge_commit_sha
+                    polled.merge_commit_sha.map(|sha| sha.to_string())
                 } else {
                     None
                 },
@@ -359,7 +351,7 @@ impl Poller {
             Sighting::PrHead {
                 repository: run.repository.clone(),
                 pr,
-                head_sha: polled.head.sha,
+                head_sha: polled.head.sha.to_string(),
             }
         };
         self.act(&sighting, api).await
@@ -381,30 +373,61 @@ impl Poller {
     }
 
     /// Asks GitHub to redeliver recent deliveries that failed and never
-    /// reached our inbox, each at most once per process.
+    /// reached our inbox, each at most once per process. Only deliveries
+    /// newer than the last pass's newest are listed (conditionally, so an
+    /// unchanged listing costs nothing).
     async fn redeliver_failed(&mut self) -> anyhow::Result<usize> {
         let app = self.access.client.app()?;
-        let deliveries = app
-            .hook_deliveries()
+        let mut deliveries = app
+            .hook_deliveries_since(self.newest_delivery)
             .await
             .context("cannot list the App's hook deliveries")?;
-        let candidates = redelivery_candidates(&deliveries);
+        if let Some(newest) = deliveries.iter().map(|d| d.id).max() {
+            self.newest_delivery = Some(self.newest_delivery.map_or(newest, |n| n.max(newest)));
+        }
+        // Listed newest first; what an earlier pass left comes after.
+        deliveries.append(&mut self.deferred);
+        let mut queue: std::collections::VecDeque<HookDelivery> =
+            redelivery_candidates(&deliveries)
+                .into_iter()
+                .filter(|d| !self.redelivered.contains(&d.id))
+                .cloned()
+                .collect();
         let mut sent = 0;
-        for delivery in candidates {
-            if sent >= MAX_REDELIVERIES_PER_PASS || self.redelivered.contains(&delivery.id) {
+        while let Some(delivery) = queue.pop_front() {
+            if sent >= MAX_REDELIVERIES_PER_PASS {
+                self.deferred.push(delivery);
                 continue;
             }
-            if self.journal.get_delivery(&delivery.guid).await?.is_some() {
-                continue;
+            let outcome = self.redeliver_one(&app, &delivery).await;
+            match outcome {
+                Ok(asked) => sent += usize::from(asked),
+                Err(error) => {
+                    self.deferred.push(delivery);
+                    self.deferred.extend(queue);
+                    return Err(error);
+                }
             }
-            writes::redeliver_hook_delivery(&app, delivery.id)
-                .await
-                .with_context(|| format!("cannot redeliver delivery {}", delivery.guid))?;
-            tracing::info!(guid = %delivery.guid, "asked GitHub to redeliver a failed delivery");
-            self.redelivered.insert(delivery.id);
-            sent += 1;
         }
         Ok(sent)
+    }
+
+    /// Asks for one redelivery unless the inbox holds the delivery; whether
+    /// it asked.
+    async fn redeliver_one(
+        &mut self,
+        app: &GitHubApi,
+        delivery: &HookDelivery,
+    ) -> anyhow::Result<bool> {
+        if self.journal.get_delivery(&delivery.guid).await?.is_some() {
+            return Ok(false);
+        }
+        writes::redeliver_hook_delivery(app, delivery.id)
+            .await
+            .with_context(|| format!("cannot redeliver delivery {}", delivery.guid))?;
+        tracing::info!(guid = %delivery.guid, "asked GitHub to redeliver a failed delivery");
+        self.redelivered.insert(delivery.id);
+        Ok(true)
     }
 }
 

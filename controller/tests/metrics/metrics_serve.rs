@@ -357,8 +357,15 @@ async fn a_github_read_sets_the_installation_rate_limit_gauges_from_the_response
             > value_of(&before, durations, &[("method", "GET")])
     );
 
-    // A second read spends one more request and the gauge follows it.
+    // Reading the unchanged listing again is a free `304`; a read of
+    // another path spends one more request, and the gauge follows both.
     api.installation_repositories().await.unwrap();
+    let unchanged = scrape(&app).await;
+    assert_eq!(
+        value_of(&unchanged, "autoforge_github_rate_limit_remaining", &labels),
+        value_of(&after, "autoforge_github_rate_limit_remaining", &labels)
+    );
+    let _repository: serde_json::Value = api.get_json("/repos/octo/widgets").await.unwrap();
     let again = scrape(&app).await;
     assert_eq!(
         value_of(&again, "autoforge_github_rate_limit_remaining", &labels),

@@ -15,3 +15,4 @@ mod scenario_protected;
 mod scenario_review;
 mod scenario_trust;
 mod scenario_validation;
+mod scenario_waiting_cost;

@@ -45,6 +45,20 @@ impl Caller {
             Caller::App { .. } => "app_jwt",
         }
     }
+
+    /// The budget a request is counted against, for fakehub's accounting:
+    /// `installation:<id>` (every token of the installation shares it, as
+    /// on GitHub), `app:<id>`, `user:<id>` or `anonymous`.
+    pub fn rate_scope(&self) -> String {
+        match self {
+            Caller::Anonymous => "anonymous".to_owned(),
+            Caller::User { user_id } => format!("user:{user_id}"),
+            Caller::Installation {
+                installation_id, ..
+            } => format!("installation:{installation_id}"),
+            Caller::App { app_id } => format!("app:{app_id}"),
+        }
+    }
 }
 
 /// The raw credential carried by a request, from `Authorization: token|Bearer`

@@ -516,6 +516,12 @@ impl Handle {
         self.shared.lock().requests.clone()
     }
 
+    /// Rate-limit points spent so far per scope (`installation:<id>`,
+    /// `app:<id>`, `user:<id>`, `anonymous`); a `304` costs none.
+    pub fn points_spent(&self) -> std::collections::BTreeMap<String, u64> {
+        self.shared.lock().points.clone()
+    }
+
     /// Refs moved by git pushes so far, oldest first.
     pub fn ref_updates(&self) -> Vec<crate::world::RefUpdate> {
         self.shared.lock().ref_updates.clone()

@@ -98,6 +98,11 @@ pub async fn http_requests(State(s): S) -> ApiResult {
     ok(json!(s.lock().requests))
 }
 
+/// `GET /_fakehub/rate_usage`: points spent per rate scope since start.
+pub async fn http_rate_usage(State(s): S) -> ApiResult {
+    ok(json!({"points": s.lock().points}))
+}
+
 pub async fn http_state(State(s): S) -> Response {
     Json(json!(&*s.lock())).into_response()
 }

@@ -1,7 +1,9 @@
 //! The layer every REST request passes through: authentication, injected
-//! faults (a held request waits here, before its handler reads the world), primary rate limits with `x-ratelimit-*` headers, ETags with
-//! `If-None-Match` → 304 (free of rate limit, as on GitHub), and the request
-//! log.
+//! faults (a held request waits here, before its handler reads the world),
+//! primary rate limits with `x-ratelimit-*` headers, ETags with
+//! `If-None-Match` → 304 (free of rate limit, as on GitHub), the request
+//! log, and the accounting of points each rate scope spent (every token of
+//! an installation counts against the installation, as on GitHub).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,7 +44,13 @@ pub async fn api_layer(
     let token = credential(req.headers());
     let caller = authenticate(&shared.lock(), token.as_deref(), Utc::now());
     let caller_kind = caller.as_ref().map(Caller::kind).unwrap_or("invalid");
-    let log = |status: StatusCode, hit: bool| {
+    let rate_scope = caller
+        .as_ref()
+        .map(Caller::rate_scope)
+        .unwrap_or_else(|_| "invalid".to_owned());
+    // `cost` is what the request was charged: 0 unless it was served
+    // without a conditional hit.
+    let log = |status: StatusCode, hit: bool, cost: u64| {
         let mut w = shared.lock();
         // Keep the log bounded for long-running demos: drop the oldest tenth.
         if w.requests.len() >= MAX_LOGGED_REQUESTS {
@@ -56,6 +64,8 @@ pub async fn api_layer(
             token_kind: caller_kind.to_string(),
             conditional_hit: hit,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            rate_scope: rate_scope.clone(),
+            cost,
         });
     };
     let caller = match caller {
@@ -64,7 +74,7 @@ pub async fn api_layer(
             // Rejected credentials are answered with the anonymous limits, as on GitHub.
             let mut resp = e.into_response();
             add_rate_headers(&shared, "anonymous", 60, &mut resp);
-            log(resp.status(), false);
+            log(resp.status(), false, 0);
             return resp;
         }
     };
@@ -88,14 +98,14 @@ pub async fn api_layer(
                 let resp =
                     ApiError::new(status, status.canonical_reason().unwrap_or("Server Error"))
                         .into_response();
-                log(resp.status(), false);
+                log(resp.status(), false, 0);
                 return resp;
             }
             FaultKind::SecondaryRateLimit { retry_after } => {
                 let mut resp = ApiError::forbidden("You have exceeded a secondary rate limit. Please wait a few minutes before you try again.").into_response();
                 resp.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
-                log(resp.status(), false);
+                log(resp.status(), false, 0);
                 return resp;
             }
             FaultKind::ExhaustPrimary => {
@@ -118,7 +128,7 @@ pub async fn api_layer(
         )
         .into_response();
         add_rate_headers(&shared, &rate_key, limit, &mut resp);
-        log(resp.status(), false);
+        log(resp.status(), false, 0);
         return resp;
     }
     let if_none_match = req
@@ -155,9 +165,11 @@ pub async fn api_layer(
     } else {
         body
     };
+    let cost = u64::from(!hit);
     if !hit {
         let mut w = shared.lock();
         window(&mut w.rate, &rate_key, limit).used += 1;
+        *w.points.entry(rate_scope.clone()).or_default() += 1;
     }
     let mut resp = Response::from_parts(parts, body);
     add_rate_headers(&shared, &rate_key, limit, &mut resp);
@@ -167,11 +179,11 @@ pub async fn api_layer(
     match ambiguous {
         Some(false) => {
             let resp = ApiError::new(StatusCode::BAD_GATEWAY, "Bad Gateway").into_response();
-            log(resp.status(), false);
+            log(resp.status(), false, cost);
             resp
         }
         Some(true) => {
-            log(StatusCode::BAD_GATEWAY, false);
+            log(StatusCode::BAD_GATEWAY, false, cost);
             // A body that fails mid-stream makes hyper abort the connection.
             let stream = futures_error_stream();
             Response::builder()
@@ -180,7 +192,7 @@ pub async fn api_layer(
                 .unwrap_or_default()
         }
         None => {
-            log(resp.status(), hit);
+            log(resp.status(), hit, cost);
             resp
         }
     }

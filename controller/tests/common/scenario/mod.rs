@@ -31,6 +31,7 @@
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
 mod agents;
+mod budget;
 mod github;
 mod handles;
 mod untyped;
@@ -38,10 +39,11 @@ mod untyped;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use super::{OWNER, Person, REPO, World, WorldOptions, eventually};
+pub use super::{OWNER, POLL_SECONDS, Person, REPO, World, WorldOptions, eventually};
 pub use agents::Agents;
 pub use autoforge::machine::RunState;
 use autoforge_journal::{RunFilter, RunId, Stage};
+pub use budget::Spent;
 pub use fakehub::{FaultKind, FaultRule};
 pub use handles::{AsRole, Comment, Issue, Marker, Phase, Pull, Role, Thread};
 use serde_json::Value;
@@ -60,6 +62,7 @@ pub struct Scenario {
     validation_cap: Option<u32>,
     validation: Vec<String>,
     faults: Vec<FaultRule>,
+    backstop_max_seconds: Option<u64>,
 }
 
 impl Default for Scenario {
@@ -80,6 +83,7 @@ impl Scenario {
             validation_cap: None,
             validation: vec!["true".to_owned()],
             faults: Vec::new(),
+            backstop_max_seconds: None,
         }
     }
 
@@ -124,12 +128,22 @@ impl Scenario {
         self
     }
 
+    /// `poll.backstop_max_seconds`: the longest pause before a waiting run
+    /// re-reads GitHub without a webhook.
+    pub fn backstop_max_seconds(mut self, seconds: u64) -> Self {
+        self.backstop_max_seconds = Some(seconds);
+        self
+    }
+
     /// The whole `autoforge.toml` for an evidence folder.
     fn config(&self, evidence: &std::path::Path) -> String {
         let mut toml = format!(
             "[driver]\nlease_seconds = 5\n\n[merge]\nmode = \"{}\"\n\n",
             self.merge_mode
         );
+        if let Some(seconds) = self.backstop_max_seconds {
+            toml.push_str(&format!("[poll]\nbackstop_max_seconds = {seconds}\n\n"));
+        }
         if let Some(every) = self.roadmap_every {
             toml.push_str(&format!("[epic]\nupdate_every = {every}\n\n"));
         }

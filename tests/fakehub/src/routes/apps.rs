@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::{S, Who, ctx};
 use crate::auth::{Caller, mint_token};
-use crate::http::{ApiError, ApiResult, JsonBody, created, ok, page_of, paginated};
+use crate::http::{
+    ApiError, ApiResult, JsonBody, Page, created, ok, page_of, paginated, query_value,
+};
 use crate::render::{
     render_app, render_delivery, render_installation, render_private_user, render_repo, ts,
 };
@@ -211,6 +213,9 @@ fn app_deliveries(w: &World, app_id: u64) -> Vec<&crate::world::Delivery> {
     list
 }
 
+/// `GET /app/hook/deliveries`, newest first, paged as GitHub pages it: by
+/// an opaque `cursor` named in the `Link: rel="next"` URL (no page
+/// numbers, no `last` link).
 pub async fn deliveries(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
@@ -218,14 +223,42 @@ pub async fn deliveries(
 ) -> ApiResult {
     let app_id = app_caller(&c)?;
     let w = s.lock();
-    paginated(
-        app_deliveries(&w, app_id)
-            .into_iter()
-            .map(render_delivery)
-            .collect(),
-        &uri,
-        &s.base,
-    )
+    let listed = app_deliveries(&w, app_id);
+    let (page, next) = cursor_page(&listed, &uri);
+    let body: Vec<Value> = page.iter().map(|d| render_delivery(d)).collect();
+    let mut resp = ok(json!(body))?;
+    if let Some(cursor) = next {
+        let per_page = Page::from_uri(&uri).per_page;
+        let link = format!(
+            "<{}{}?per_page={per_page}&cursor={cursor}>; rel=\"next\"",
+            s.base,
+            uri.path()
+        );
+        if let Ok(value) = axum::http::HeaderValue::from_str(&link) {
+            resp.headers_mut().insert(axum::http::header::LINK, value);
+        }
+    }
+    Ok(resp)
+}
+
+/// One page of `listed` (newest first) from the `cursor` query value on,
+/// and the cursor of the next page if there is one. The cursor names the
+/// id of the next page's first delivery, so deliveries arriving between
+/// two page reads do not shift the pages.
+fn cursor_page<'a>(
+    listed: &[&'a crate::world::Delivery],
+    uri: &Uri,
+) -> (Vec<&'a crate::world::Delivery>, Option<String>) {
+    let per_page = Page::from_uri(uri).per_page;
+    let from = query_value(uri, "cursor")
+        .and_then(|c| c.strip_prefix("v1_").and_then(|id| id.parse::<u64>().ok()));
+    let rest: Vec<&crate::world::Delivery> = listed
+        .iter()
+        .copied()
+        .filter(|d| from.is_none_or(|from| d.id <= from))
+        .collect();
+    let next = rest.get(per_page).map(|d| format!("v1_{}", d.id));
+    (rest.into_iter().take(per_page).collect(), next)
 }
 
 pub async fn delivery(

@@ -179,6 +179,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             post(control::http_release),
         )
         .route("/_fakehub/requests", get(control::http_requests))
+        .route("/_fakehub/rate_usage", get(control::http_rate_usage))
         .route("/_fakehub/state", get(control::http_state));
     api.merge(control)
         .fallback(git_http::handle)

@@ -278,6 +278,14 @@ pub struct RequestRecord {
     pub token_kind: String,
     pub conditional_hit: bool,
     pub duration_ms: f64,
+    /// Whose rate limit the request was counted against, as
+    /// [`crate::auth::Caller::rate_scope`] names it.
+    #[serde(default)]
+    pub rate_scope: String,
+    /// Points it cost: 1, or 0 for a `304` and for an answer refused
+    /// before it was served (rate limit exhausted, bad credentials).
+    #[serde(default)]
+    pub cost: u64,
 }
 
 /// One ref a git push created, moved or deleted (all-zero SHAs for an
@@ -320,4 +328,8 @@ pub struct World {
     pub ref_updates: Vec<RefUpdate>,
     #[serde(skip)]
     pub rate: HashMap<String, RateWindow>,
+    /// Points spent per rate scope since fakehub started, never reset by a
+    /// window (`GET /_fakehub/rate_usage`): what a test measures a cost by.
+    #[serde(skip)]
+    pub points: BTreeMap<String, u64>,
 }

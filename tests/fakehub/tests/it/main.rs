@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod accounting;
 mod conformance;
 mod flows;
 mod support;

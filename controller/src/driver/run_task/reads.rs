@@ -388,6 +388,9 @@ mod tests {
             status: status.into(),
             conclusion: conclusion.map(Into::into),
             head_sha: "a".repeat(40),
+            external_id: None,
+            output: Default::default(),
+            html_url: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! the next state plus what it asks the driver to do. Phase changes go through [`Turn::enter`], which checks the
 //! edge and performs the new phase's entry action.
 
-use super::{epic, fix, implement, merge, review};
+use super::{check_run, epic, fix, implement, merge, review};
 use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
     Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Notice, Refusal,
@@ -63,7 +63,8 @@ impl Turn {
         )
     }
 
-    /// Closes the decision; any phase change edits the status comment.
+    /// Closes the decision; any phase change edits the status comment, and
+    /// a change of what the check run should show writes it.
     pub fn finish(mut self) -> Decision {
         if let Some((from, _)) = self.transitions.first() {
             self.effects.push(EffectIntent::EditStatusComment {
@@ -81,6 +82,8 @@ impl Turn {
                 }
             }
         }
+        let checks = check_run::update(&mut self.state);
+        self.effects.extend(checks);
         Decision {
             next: self.state,
             transitions: self.transitions,

@@ -10,7 +10,7 @@
 //! the completion; ours showing something else (an earlier write) or none
 //! is a write still to send.
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{CommitSha, Effect, EffectKind, NewEffect};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -38,7 +38,7 @@ struct CheckOutput {
 #[derive(Debug, Serialize, Deserialize)]
 struct CheckPayload {
     name: String,
-    head_sha: String,
+    head_sha: CommitSha,
     external_id: String,
     /// `in_progress` or `completed`.
     status: String,

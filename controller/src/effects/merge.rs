@@ -6,7 +6,7 @@
 //! Row: target `pull/<n>`, payload [`MergePayload`], precondition the
 //! reviewed head, completion the base it was reviewed against.
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{CommitSha, Effect, EffectKind, NewEffect};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -20,14 +20,14 @@ use crate::github::writes;
 /// GitHub's merge request: refused unless the head is still `sha`.
 #[derive(Serialize, Deserialize)]
 struct MergePayload {
-    sha: String,
+    sha: CommitSha,
     merge_method: String,
 }
 
 /// The head the review approved.
 #[derive(Serialize, Deserialize)]
 struct MergePrecondition {
-    head_sha: String,
+    head_sha: CommitSha,
 }
 
 /// The merge counts only into the base the review was bound to.
@@ -41,16 +41,16 @@ struct MergeCompletion {
 pub(crate) fn plan(
     draft: Draft<'_>,
     pr: u64,
-    sha: &str,
+    sha: &CommitSha,
     base_ref: &str,
 ) -> Result<NewEffect, PlanError> {
     let row = Row {
         target: format!("pull/{pr}"),
         precondition: MergePrecondition {
-            head_sha: sha.to_owned(),
+            head_sha: sha.clone(),
         },
         payload: MergePayload {
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             merge_method: draft.ctx.merge_method.to_owned(),
         },
         completion: MergeCompletion {

@@ -27,7 +27,7 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             branch,
             sha,
             expected_old,
-        } => push::plan(draft, branch, sha, expected_old.as_deref()),
+        } => push::plan(draft, branch, sha, expected_old.as_ref()),
         EffectIntent::CreatePr {
             issue,
             branch,
@@ -45,9 +45,9 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         } => {
             let rendered = render_review_comment(&ReviewRender {
                 round: *round,
-                reviewed_head_sha: &binding.head_sha,
+                reviewed_head_sha: binding.head_sha.as_str(),
                 base_ref: &binding.base_ref,
-                merge_base_sha: &binding.merge_base_sha,
+                merge_base_sha: binding.merge_base_sha.as_str(),
                 needs_fix_round: !findings.is_empty(),
                 findings,
                 sections,
@@ -247,7 +247,7 @@ mod tests {
         let bodies = BTreeMap::new();
         let intent = EffectIntent::MergePr {
             pr: 4,
-            sha: "a".repeat(40),
+            sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
         };
         let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
@@ -292,7 +292,7 @@ mod tests {
             (
                 EffectIntent::Push {
                     branch: "autoforge/3".into(),
-                    sha: sha.clone(),
+                    sha: autoforge_journal::testing::sha(&sha.clone()),
                     expected_old: None,
                 },
                 json!({"kind": "push", "target": "refs/heads/autoforge/3",
@@ -365,7 +365,7 @@ mod tests {
             (
                 EffectIntent::MergePr {
                     pr: 4,
-                    sha: sha.clone(),
+                    sha: autoforge_journal::testing::sha(&sha.clone()),
                     base_ref: "main".into(),
                 },
                 json!({"kind": "merge_pr", "target": "pull/4", "precondition": {"head_sha": sha},
@@ -377,7 +377,7 @@ mod tests {
                     issue: 3,
                     view: crate::machine::CheckRunView {
                         pr: 2,
-                        head_sha: sha.clone(),
+                        head_sha: autoforge_journal::testing::sha(&sha),
                         shows: crate::machine::CheckShows::Cancelled,
                     },
                     status: StatusSnapshot {

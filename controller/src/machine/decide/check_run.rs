@@ -7,6 +7,7 @@
 use crate::machine::decision::{CheckRunView, CheckShows, EffectIntent, StatusSnapshot};
 use crate::machine::phase::Phase;
 use crate::machine::state::{Awaiting, FactsPurpose, RunState};
+use autoforge_journal::CommitSha;
 
 /// The intents that bring the check runs up to date with `state`, which is
 /// updated to remember what they show.
@@ -73,7 +74,7 @@ fn wanted(state: &RunState) -> Option<CheckRunView> {
     })
 }
 
-fn shows(state: &RunState, head: &str) -> CheckShows {
+fn shows(state: &RunState, head: &CommitSha) -> CheckShows {
     let round = state.review.round;
     match state.phase {
         Phase::Review => CheckShows::InProgress {
@@ -89,11 +90,11 @@ fn shows(state: &RunState, head: &str) -> CheckShows {
                 .review
                 .clean
                 .as_ref()
-                .is_some_and(|c| c.head_sha == head);
+                .is_some_and(|c| c.head_sha == *head);
             let validated = state
                 .last_validation
                 .as_ref()
-                .is_some_and(|v| v.sha == head && v.passed);
+                .is_some_and(|v| v.sha == *head && v.passed);
             match (clean, validated) {
                 (true, true) => CheckShows::Success,
                 (true, false) => CheckShows::Neutral {

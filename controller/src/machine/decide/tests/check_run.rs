@@ -2,6 +2,7 @@
 //! change of what it shows, on the bound PR head, never while off.
 
 use super::*;
+use autoforge_journal::CommitSha;
 
 fn checks_on() -> RunSettings {
     RunSettings {
@@ -25,28 +26,28 @@ fn check_writes(decision: &Decision) -> Vec<CheckRunView> {
         .collect()
 }
 
-fn in_progress(head: &str, phase: Phase, round: u32) -> CheckRunView {
+fn in_progress(head: &CommitSha, phase: Phase, round: u32) -> CheckRunView {
     CheckRunView {
         pr: PR,
-        head_sha: head.to_owned(),
+        head_sha: head.clone(),
         shows: CheckShows::InProgress { phase, round },
     }
 }
 
-fn fix_with_new_head(run: &mut Run, from: &str, to: &str) {
+fn fix_with_new_head(run: &mut Run, from: &CommitSha, to: &CommitSha) {
     run.github(facts(Some(pr_at(from, &sha(1)))));
     run.succeed(PhaseResult::Fix(FixResult {
-        previous_head_sha: from.to_owned(),
-        head_sha: to.to_owned(),
+        previous_head_sha: from.clone(),
+        head_sha: to.clone(),
         resolutions: vec![Resolution {
             finding_id: "R1-F1".to_owned(),
             kind: ResolutionKind::Fixed {
-                commit_sha: Some(to.to_owned()),
+                commit_sha: Some(to.clone()),
             },
         }],
     }));
     run.validated(to, true);
-    run.observed(vec![EffectReadBack::Pushed { sha: to.to_owned() }]);
+    run.observed(vec![EffectReadBack::Pushed { sha: to.clone() }]);
 }
 
 #[test]

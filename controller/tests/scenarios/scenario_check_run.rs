@@ -1,8 +1,8 @@
 //! The `autoforge` check run on the real `autoforge serve`: one check per
 //! PR head through a round with a finding, a fix and a clean round, the
 //! success at the merged head, a blocked run's neutral check and a failed
-//! run's failure. Our own check's webhook wakes the run without another
-//! check write.
+//! run's failure. Our own check's webhook is ignored: it writes no other
+//! check.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -147,8 +147,8 @@ async fn a_fixed_and_merged_pr_has_one_check_per_head_ending_in_success() {
     );
     assert_eq!(check_creations(&s), 2, "one check created per head");
 
-    // GitHub tells every App about the completed check, ours included: it
-    // wakes the run, which re-reads and writes no other check.
+    // GitHub tells every App about the completed check, ours included: the
+    // delivery is processed and no other check is written.
     let delivered = eventually(PATIENCE, "our check's completion delivered", || async {
         s.world
             .hub

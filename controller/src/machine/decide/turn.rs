@@ -98,8 +98,11 @@ impl Turn {
     /// Closes a decision that must write nothing to GitHub, not even the
     /// status comment: the repository can no longer be reached.
     pub fn finish_without_writes(self) -> Decision {
+        let shown = self.state.check_run.clone();
         let mut decision = self.finish();
         decision.effects.clear();
+        // Nothing was written, so the check still shows what it showed.
+        decision.next.check_run = shown;
         decision
     }
 

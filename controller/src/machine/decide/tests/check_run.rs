@@ -230,3 +230,16 @@ fn a_refused_event_writes_no_check() {
     });
     assert_eq!(run.state.check_run, shown);
 }
+
+#[test]
+fn a_run_that_lost_its_repository_writes_no_check_and_remembers_none() {
+    let mut run = Run::to_review(checks_on(), None);
+    run.bind(&sha(2));
+    let shown = run.state.check_run.clone();
+    run.apply(Event::RepositoryAccessLost {
+        reason: "the repository left the installation".into(),
+    });
+    assert_eq!(run.state.phase, Phase::Stopped);
+    assert!(run.last.effects.is_empty());
+    assert_eq!(run.state.check_run, shown);
+}

@@ -15,6 +15,7 @@ use super::row::Nonce;
 use super::{
     EffectError, check_run, comments, epic, issues, labels, merge, pulls, push, reactions,
 };
+use crate::metrics::DriveEnd;
 
 /// How a drive ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +43,7 @@ impl EffectExecutor {
     /// `pending_effects`). At most one write is sent per call.
     pub async fn drive(&self, lease: &Lease, effect: &Effect) -> Result<DriveOutcome, EffectError> {
         let outcome = self.drive_step(lease, effect).await;
-        crate::metrics::effect_driven(effect.kind, &outcome);
+        crate::metrics::effect_driven(effect.kind, drive_end(&outcome));
         outcome
     }
 
@@ -232,5 +233,17 @@ impl EffectExecutor {
             EffectKind::Push => push::send(self, effect).await,
             EffectKind::CheckRun => check_run::send(self, effect).await,
         }
+    }
+}
+
+/// The metric's fixed name for how a drive step ended (never its reason).
+fn drive_end(outcome: &Result<DriveOutcome, EffectError>) -> DriveEnd {
+    match outcome {
+        Ok(DriveOutcome::Observed(_)) => DriveEnd::Observed,
+        Ok(DriveOutcome::StillAttempted) => DriveEnd::StillAttempted,
+        Ok(DriveOutcome::Conflict { .. }) => DriveEnd::Conflict,
+        Ok(DriveOutcome::Blocked { .. }) => DriveEnd::Blocked,
+        Ok(DriveOutcome::Rerequest { .. }) => DriveEnd::Rerequest,
+        Err(_) => DriveEnd::Error,
     }
 }

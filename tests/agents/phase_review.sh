@@ -38,6 +38,8 @@ case $mode in
     clean) block "$(review "$round" false "")" ;;
     findings) block "$(review "$round" true "$(finding "$round")")" ;;
     round_findings) block "$(review "$round" true "$(round_finding "$round")")" ;;
+    blocked) block '{"phase":"REVIEW","status":"blocked","message":"The reviewer cannot tell which behaviour the issue wants."}' ;;
+    failure) block '{"phase":"REVIEW","status":"failure","message":"The change cannot be reviewed: the issue is out of scope."}' ;;
     wrong_round)
         other=$((round + 1))
         block "$(review "$other" true "$(finding "$other")")" ;;

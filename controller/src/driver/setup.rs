@@ -125,7 +125,11 @@ pub async fn driver_from_config(
     let repositories = RepositoryMap::load(source).await?;
     let worker = format!("driver-{}-{}", std::process::id(), uuid::Uuid::new_v4());
     let driver_config = DriverConfig {
-        settings: config.settings.run_settings(),
+        settings: crate::machine::RunSettings {
+            // Only a GitHub App can write check runs.
+            check_run: access.is_app(),
+            ..config.settings.run_settings()
+        },
         protected_paths: config.settings.merge.protected_paths.clone(),
         lease_ttl: config.settings.driver.lease_ttl(),
         concurrency: config.settings.driver.concurrency,

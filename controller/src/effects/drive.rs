@@ -12,7 +12,9 @@ use super::crashpoint::{Point, crash_point};
 use super::executor::EffectExecutor;
 use super::protocol::{Observation, Ownership, Sent};
 use super::row::Nonce;
-use super::{EffectError, comments, epic, issues, labels, merge, pulls, push, reactions};
+use super::{
+    EffectError, check_run, comments, epic, issues, labels, merge, pulls, push, reactions,
+};
 use crate::metrics::DriveEnd;
 
 /// How a drive ended.
@@ -212,10 +214,7 @@ impl EffectExecutor {
             EffectKind::SetLabels => labels::reconcile(self, effect).await,
             EffectKind::MergePr => merge::reconcile(self, effect).await,
             EffectKind::Push => push::reconcile(self, effect).await,
-            EffectKind::CheckRun => Err(EffectError::Missing {
-                kind: effect.kind,
-                what: "a check-run implementation (optional in SPEC §6; not built)",
-            }),
+            EffectKind::CheckRun => check_run::reconcile(self, effect).await,
         }
     }
 
@@ -232,10 +231,7 @@ impl EffectExecutor {
             EffectKind::SetLabels => labels::send(self, effect).await,
             EffectKind::MergePr => merge::send(self, effect).await,
             EffectKind::Push => push::send(self, effect).await,
-            EffectKind::CheckRun => Err(EffectError::Missing {
-                kind: effect.kind,
-                what: "a check-run implementation (optional in SPEC §6; not built)",
-            }),
+            EffectKind::CheckRun => check_run::send(self, effect).await,
         }
     }
 }

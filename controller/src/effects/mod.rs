@@ -13,7 +13,7 @@
 //!   reconcile in between.
 //!
 //! Each kind family lives in its own file (`comments`, `issues`, `pulls`,
-//! `epic`, `merge`, `push`, `reactions`, `labels`) with its row's column
+//! `epic`, `merge`, `push`, `reactions`, `labels`, `check_run`) with its row's column
 //! types, its planner, a `reconcile` (what GitHub shows for the effect's
 //! identity) and a `send` (the one write). What they share: `protocol`
 //! (what a reconcile and a send may conclude), `row` (the typed columns),
@@ -32,6 +32,7 @@ mod planning;
 mod protocol;
 mod row;
 
+mod check_run;
 mod comments;
 mod epic;
 mod issues;
@@ -42,6 +43,7 @@ mod push;
 mod reactions;
 mod texts;
 
+pub use check_run::CHECK_NAME;
 pub use comments::{RecordedComment, recorded_progress_comment, recorded_review_comment};
 pub use drive::DriveOutcome;
 pub use epic::{outside_digest, splice_roadmap};
@@ -50,7 +52,7 @@ pub use issues::{RecordedFollowUp, recorded_follow_up};
 pub use plan::plan;
 pub use planning::{PlanContext, PlanError};
 pub use push::{PUSH_NAMESPACE, refused_ref};
-pub use texts::{notice_text, reply_text, status_text};
+pub use texts::{check_run_text, notice_text, reply_text, status_text};
 
 use crate::github::GitHubError;
 use autoforge_journal::{EffectKind, JournalError};

@@ -15,7 +15,7 @@
 use autoforge_journal::NewEffect;
 
 use super::planning::{Draft, PlanContext, PlanError};
-use super::{comments, epic, issues, labels, merge, pulls, push, reactions};
+use super::{check_run, comments, epic, issues, labels, merge, pulls, push, reactions};
 use crate::machine::EffectIntent;
 use crate::publish::{ReviewRender, render_review_comment};
 
@@ -88,6 +88,11 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         EffectIntent::AddReaction { comment_id } => reactions::plan(draft, *comment_id),
         EffectIntent::SetLabels { issue, add, remove } => labels::plan(draft, *issue, add, remove),
         EffectIntent::MergePr { pr, sha, base_ref } => merge::plan(draft, *pr, sha, base_ref),
+        EffectIntent::CheckRun {
+            issue,
+            view,
+            status,
+        } => check_run::plan(draft, *issue, view, status),
     }
 }
 
@@ -366,6 +371,34 @@ mod tests {
                 json!({"kind": "merge_pr", "target": "pull/4", "precondition": {"head_sha": sha},
                     "payload": {"merge_method": "squash", "sha": sha},
                     "completion": {"base_ref": "main", "write": "W"}}),
+            ),
+            (
+                EffectIntent::CheckRun {
+                    issue: 3,
+                    view: crate::machine::CheckRunView {
+                        pr: 2,
+                        head_sha: autoforge_journal::testing::sha(&sha),
+                        shows: crate::machine::CheckShows::Cancelled,
+                    },
+                    status: StatusSnapshot {
+                        phase: crate::machine::Phase::Stopped,
+                        round: 1,
+                        pr: Some(2),
+                        blocked_reason: None,
+                        failure: None,
+                        waiting_for: "nothing".into(),
+                        last_validation: None,
+                        merge_mode: crate::machine::MergeMode::Never,
+                        blocked_from: None,
+                    },
+                },
+                json!({"kind": "check_run", "target": format!("commit/{sha}"), "precondition": {},
+                    "payload": {"conclusion": "cancelled", "details_url": issue,
+                        "external_id": format!("autoforge:run=9:head={sha}"), "head_sha": sha,
+                        "name": "autoforge", "output": {"title": "Stopped",
+                            "summary": "The run was stopped before it finished.\n\nCommands: none: the run is finished."},
+                        "status": "completed"},
+                    "completion": {"external_id": format!("autoforge:run=9:head={sha}"), "write": "W"}}),
             ),
         ];
         for (intent, expected) in cases {

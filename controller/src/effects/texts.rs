@@ -1,9 +1,9 @@
 //! The bodies no other module renders: the run's status comment, the
-//! reply to an operator command and the notices. Their visible text is checked with the
+//! reply to an operator command, the notices and the check run's output. Their visible text is checked with the
 //! published-text policy like every other body; the marker is added after.
 
 use crate::inline_code::code_span;
-use crate::machine::{MergeMode, Notice, Phase, Reply, StatusSnapshot};
+use crate::machine::{CheckShows, MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use crate::publish::{PolicyViolation, check_body};
 
 /// The commands that make sense next, by phase and what the run waits for.
@@ -149,6 +149,81 @@ pub fn notice_text(notice: &Notice) -> Result<String, PolicyViolation> {
     };
     check_body("notice", &text)?;
     Ok(text)
+}
+
+/// The check run's title and summary for `shows`, with the run's status
+/// for the details. Like the status comment, a reason that breaks the
+/// published-text policy is withheld rather than stopping the check.
+pub fn check_run_text(
+    shows: &CheckShows,
+    status: &StatusSnapshot,
+) -> Result<(String, String), PolicyViolation> {
+    match check_lines(shows, status, true) {
+        Ok(text) => Ok(text),
+        Err(_) if !matches!(shows, CheckShows::InProgress { .. }) => {
+            check_lines(shows, status, false)
+        }
+        Err(violation) => Err(violation),
+    }
+}
+
+fn check_lines(
+    shows: &CheckShows,
+    status: &StatusSnapshot,
+    with_reasons: bool,
+) -> Result<(String, String), PolicyViolation> {
+    let shown = |reason: &str| {
+        if with_reasons {
+            reason.replace('\n', " ")
+        } else {
+            REASON_WITHHELD.to_owned()
+        }
+    };
+    let (title, mut lines) = match shows {
+        CheckShows::InProgress { phase, round } => (
+            format!("{phase} (round {round})"),
+            vec![format!("The run is in **{phase}** (review round {round}).")],
+        ),
+        CheckShows::Success => (
+            "Reviewed clean and validated".to_owned(),
+            vec!["The review at this head is clean and its validation passed.".to_owned()],
+        ),
+        CheckShows::Neutral { reason } if status.phase == Phase::Blocked => (
+            "Blocked".to_owned(),
+            vec![format!("The run is blocked: {}", shown(reason))],
+        ),
+        CheckShows::Neutral { reason } => (
+            "Reviewed, not validated".to_owned(),
+            vec![format!("Not a success: {}", shown(reason))],
+        ),
+        CheckShows::Failure { reason } => (
+            "Failed".to_owned(),
+            vec![format!("The run failed: {}", shown(reason))],
+        ),
+        CheckShows::Cancelled => (
+            "Stopped".to_owned(),
+            vec!["The run was stopped before it finished.".to_owned()],
+        ),
+        CheckShows::Superseded { by } => {
+            let newer = code_span(by.abbreviated(12));
+            let text = format!("A newer head of the pull request ({newer}) took over.");
+            check_body("check run", &text)?;
+            return Ok(("Superseded by a newer head".to_owned(), text));
+        }
+    };
+    if let Some(validation) = &status.last_validation {
+        let short = code_span(validation.sha.abbreviated(12));
+        let verdict = if validation.passed {
+            "passed"
+        } else {
+            "failed"
+        };
+        lines.push(format!("Last validation: {verdict} on {short}."));
+    }
+    lines.push(format!("Commands: {}.", next_commands(status)));
+    let summary = lines.join("\n\n");
+    check_body("check run", &summary)?;
+    Ok((title, summary))
 }
 
 /// `login` if it is a person's GitHub login (letters, digits and inner

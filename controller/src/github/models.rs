@@ -184,6 +184,22 @@ pub struct CheckRun {
     pub status: String,
     pub conclusion: Option<String>,
     pub head_sha: CommitSha,
+    /// What the App that wrote the check identifies it by.
+    #[serde(default)]
+    pub external_id: Option<String>,
+    #[serde(default)]
+    pub output: CheckRunOutput,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+/// The visible part of a check run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CheckRunOutput {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

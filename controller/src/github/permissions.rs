@@ -41,9 +41,13 @@ pub const APP_PERMISSIONS: &[Grant] = &[
     Grant {
         permission: "checks",
         title: "Checks",
-        access: PermissionLevel::Read,
-        purpose: "the merge gate reads the check runs of a PR head",
-        endpoints: &["GET /repos/{owner}/{repo}/commits/{ref}/check-runs"],
+        access: PermissionLevel::Write,
+        purpose: "the merge gate reads the check runs of a PR head; the run shows itself in the `autoforge` check run",
+        endpoints: &[
+            "GET /repos/{owner}/{repo}/commits/{ref}/check-runs",
+            "POST /repos/{owner}/{repo}/check-runs",
+            "PATCH /repos/{owner}/{repo}/check-runs/{id}",
+        ],
     },
     Grant {
         permission: "contents",

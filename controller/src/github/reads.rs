@@ -195,6 +195,22 @@ impl GitHubApi {
         self.get_all_in(&path, "check_runs").await
     }
 
+    /// The check runs named `name` on `sha` (the effect executor's
+    /// read-back of its own check).
+    pub async fn check_runs_named(
+        &self,
+        repo: &RepoName,
+        sha: &CommitSha,
+        name: &str,
+    ) -> Result<Vec<CheckRun>, GitHubError> {
+        let path = repo.api_path(&format!(
+            "/commits/{}/check-runs?check_name={}&filter=all",
+            encode_component(sha.as_str()),
+            encode_component(name)
+        ));
+        self.get_all_in(&path, "check_runs").await
+    }
+
     pub async fn combined_status(
         &self,
         repo: &RepoName,

@@ -15,7 +15,7 @@
 
 use super::client::{GitHubApi, decode};
 use super::error::GitHubError;
-use super::models::{Issue, IssueComment, Label, MergeResult, PullRequest, Reaction};
+use super::models::{CheckRun, Issue, IssueComment, Label, MergeResult, PullRequest, Reaction};
 use super::paths::{RepoName, encode_component};
 use autoforge_journal::CommitSha;
 use http::Method;
@@ -176,6 +176,28 @@ pub async fn merge_pull_request(
     let path = repo.api_path(&format!("/pulls/{number}/merge"));
     let payload = json!({ "sha": expected_head_sha, "merge_method": method });
     send(api, Method::PUT, path, Some(payload)).await
+}
+
+/// Creates a check run; `body` carries its name, head, `external_id`,
+/// status and output.
+pub async fn create_check_run(
+    api: &GitHubApi,
+    repo: &RepoName,
+    body: &Value,
+) -> Result<CheckRun, GitHubError> {
+    let path = repo.api_path("/check-runs");
+    send(api, Method::POST, path, Some(body.clone())).await
+}
+
+/// Updates check run `id` (only the App that created it may).
+pub async fn update_check_run(
+    api: &GitHubApi,
+    repo: &RepoName,
+    id: u64,
+    body: &Value,
+) -> Result<CheckRun, GitHubError> {
+    let path = repo.api_path(&format!("/check-runs/{id}"));
+    send(api, Method::PATCH, path, Some(body.clone())).await
 }
 
 /// Asks GitHub to deliver a failed webhook delivery again (App handle).

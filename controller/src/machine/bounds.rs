@@ -65,6 +65,10 @@ pub struct RunSettings {
     /// `None` is no limit.
     #[serde(default)]
     pub max_tokens: Option<u64>,
+    /// Show the run in an `autoforge` check run on the PR head. Only a
+    /// GitHub App can write check runs, so the driver turns it on for one.
+    #[serde(default)]
+    pub check_run: bool,
 }
 
 impl Default for RunSettings {
@@ -84,6 +88,7 @@ impl Default for RunSettings {
             max_roadmap_rerequests: 2,
             status_labels: false,
             max_tokens: None,
+            check_run: false,
         }
     }
 }

@@ -54,6 +54,33 @@ impl StatusSnapshot {
     }
 }
 
+/// What the run's `autoforge` check run shows on one PR head. Compared
+/// with what it last showed, it decides whether a check write is due.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "shows", rename_all = "snake_case")]
+pub enum CheckShows {
+    /// The run works on this head: the phase and the review round.
+    InProgress { phase: Phase, round: u32 },
+    /// The review at this head was clean and the head passed validation.
+    Success,
+    /// The run is BLOCKED (or reviewed clean without validating the head).
+    Neutral { reason: String },
+    /// The run FAILED.
+    Failure { reason: String },
+    /// The run was STOPPED.
+    Cancelled,
+    /// A later head of the same PR took over while this one was in progress.
+    Superseded { by: CommitSha },
+}
+
+/// One check run: the PR, the head it is attached to, and what it shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRunView {
+    pub pr: u64,
+    pub head_sha: CommitSha,
+    pub shows: CheckShows,
+}
+
 /// The controller's answer to an operator command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "snake_case")]
@@ -164,6 +191,13 @@ pub enum EffectIntent {
         sha: CommitSha,
         base_ref: String,
     },
+    /// Create or update the run's `autoforge` check run on `view.head_sha`;
+    /// `status` fills in its summary (reason, validation, commands).
+    CheckRun {
+        issue: u64,
+        view: CheckRunView,
+        status: StatusSnapshot,
+    },
 }
 
 impl EffectIntent {
@@ -183,6 +217,7 @@ impl EffectIntent {
             EffectIntent::AddReaction { .. } => EffectKind::AddReaction,
             EffectIntent::SetLabels { .. } => EffectKind::SetLabels,
             EffectIntent::MergePr { .. } => EffectKind::MergePr,
+            EffectIntent::CheckRun { .. } => EffectKind::CheckRun,
         }
     }
 
@@ -237,6 +272,9 @@ impl EffectIntent {
                 remove.join(",")
             ),
             EffectIntent::MergePr { pr, sha, .. } => format!("merge:pr={pr}:sha={sha}"),
+            EffectIntent::CheckRun { view, .. } => {
+                format!("check_run:pr={}:head={}", view.pr, view.head_sha)
+            }
         }
     }
 }

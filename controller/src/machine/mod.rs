@@ -47,8 +47,9 @@ pub use agent_result::{
 pub use bounds::{Counters, MergeMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
-    Correction, Decision, EffectIntent, EffectKind, LaunchInputs, LaunchRequest, MachineError,
-    Notice, Refusal, Reply, StatusSnapshot, UnblockRefusal, ValidationRequest,
+    CheckRunView, CheckShows, Correction, Decision, EffectIntent, EffectKind, LaunchInputs,
+    LaunchRequest, MachineError, Notice, Refusal, Reply, StatusSnapshot, UnblockRefusal,
+    ValidationRequest,
 };
 pub use event::{
     ChecksState, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,

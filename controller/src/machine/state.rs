@@ -5,7 +5,7 @@
 
 use super::agent_result::{Finding, PhaseResult, Resolution};
 use super::bounds::{Counters, RunSettings};
-use super::decision::LaunchRequest;
+use super::decision::{CheckRunView, LaunchRequest};
 use super::phase::Phase;
 use super::repository::RepositorySettings;
 use autoforge_journal::CommitSha;
@@ -234,6 +234,10 @@ pub struct RunState {
     /// How many times the run has been blocked: names each block's notice.
     #[serde(default)]
     pub blocks: u32,
+    /// What the run's check run was last told to show, once a PR head is
+    /// bound and check runs are on ([`RunSettings::check_run`]).
+    #[serde(default)]
+    pub check_run: Option<CheckRunView>,
 }
 
 /// One validation outcome as the status comment shows it (SPEC §15).
@@ -276,6 +280,7 @@ impl RunState {
             issue_text: None,
             started_by: None,
             blocks: 0,
+            check_run: None,
         }
     }
 

@@ -123,6 +123,9 @@ pub enum IgnoreReason {
     /// A finished check on a commit no pull request has: runs are bound to
     /// their pull request, so it concerns none.
     CheckWithoutPullRequest,
+    /// A check (or suite) our own App wrote: the run it shows already knows
+    /// what it says, and waking it would only cost reads.
+    OwnCheck,
 }
 
 impl fmt::Display for IgnoreReason {
@@ -150,6 +153,7 @@ impl fmt::Display for IgnoreReason {
             IgnoreReason::CheckWithoutPullRequest => {
                 f.write_str("the finished check belongs to no pull request")
             }
+            IgnoreReason::OwnCheck => f.write_str("the check was written by autoforge itself"),
         }
     }
 }

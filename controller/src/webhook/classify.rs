@@ -268,6 +268,14 @@ impl Classifier<'_> {
         if target.pull_requests.is_empty() {
             return Ok(ignored(IgnoreReason::CheckWithoutPullRequest));
         }
+        let ours = target
+            .app
+            .as_ref()
+            .and_then(|app| app.slug.as_deref())
+            .is_some_and(|slug| slug == self.context.app_slug);
+        if self.context.is_app && ours {
+            return Ok(ignored(IgnoreReason::OwnCheck));
+        }
         Ok(Classified::CheckCompleted {
             repository: repository.full_name,
             head_sha: target.head_sha,

@@ -128,6 +128,16 @@ pub(super) struct CheckTarget {
     pub head_sha: String,
     #[serde(default)]
     pub pull_requests: Vec<PullRequestNumber>,
+    /// The App that wrote the check (or owns the suite).
+    #[serde(default)]
+    pub app: Option<CheckApp>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct CheckApp {
+    /// Absent from some of GitHub's own examples.
+    #[serde(default)]
+    pub slug: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

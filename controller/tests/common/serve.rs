@@ -83,7 +83,7 @@ impl World {
                     ("contents", "write"),
                     ("metadata", "read"),
                     // The driver reads a PR head's checks and statuses once it is open.
-                    ("checks", "read"),
+                    ("checks", "write"),
                     ("statuses", "read"),
                 ]
                 .into_iter()

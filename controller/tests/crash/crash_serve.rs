@@ -286,6 +286,44 @@ async fn comments_exactly_once(world: &World, owner: &Person, effects: &[Effect]
     }
 }
 
+/// Every head the journal wrote a check run for carries exactly one
+/// `autoforge` check, showing the last write the journal planned for it.
+async fn checks_exactly_once(world: &World, owner: &Person, effects: &[Effect], cell: &str) {
+    let mut last_by_head: std::collections::BTreeMap<String, Value> = Default::default();
+    for effect in effects.iter().filter(|e| e.kind == EffectKind::CheckRun) {
+        let payload: Value = serde_json::from_slice(&effect.payload).expect("payload is JSON");
+        let head = payload["head_sha"].as_str().expect("a head").to_owned();
+        last_by_head.insert(head, payload);
+    }
+    for (head, planned) in last_by_head {
+        let path = format!(
+            "/repos/{}/commits/{head}/check-runs?check_name=autoforge",
+            world.repository()
+        );
+        let listed = world
+            .rest_as(owner, reqwest::Method::GET, &path, Value::Null)
+            .await;
+        let runs = listed["check_runs"].as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            runs.len(),
+            1,
+            "{cell}: one autoforge check on {head}: {runs:?}"
+        );
+        let run = &runs[0];
+        assert_eq!(run["external_id"], planned["external_id"], "{cell}");
+        assert_eq!(run["status"], planned["status"], "{cell}");
+        assert_eq!(
+            run["conclusion"],
+            planned.get("conclusion").cloned().unwrap_or(Value::Null),
+            "{cell}"
+        );
+        assert_eq!(
+            run["output"]["summary"], planned["output"]["summary"],
+            "{cell}"
+        );
+    }
+}
+
 /// Runs one cell: crash at `point` for the family's objects, restart,
 /// check.
 pub(super) async fn cell(family: &Family, point: Point) {
@@ -338,6 +376,7 @@ pub(super) async fn cell(family: &Family, point: Point) {
     let effects = settled(&world, run, scenario.final_phase(), &expected, &cell).await;
     assert_eq!(phase(&world, run).await, scenario.final_phase(), "{cell}");
     comments_exactly_once(&world, &owner, &effects, &cell).await;
+    checks_exactly_once(&world, &owner, &effects, &cell).await;
 
     if let Some(comment) = command_comment {
         let path = format!(

@@ -51,11 +51,7 @@ impl Family {
 
 /// Cells no scenario can reach, each with the reason: a whole kind
 /// (`None`) or one point of it.
-const IMPOSSIBLE: &[(EffectKind, Option<Point>, &str)] = &[(
-    EffectKind::CheckRun,
-    None,
-    "the controller plans no check run: the kind is optional (SPEC §6) and not implemented yet",
-)];
+const IMPOSSIBLE: &[(EffectKind, Option<Point>, &str)] = &[];
 
 /// Cells that may run at once across the binary.
 pub(super) const CELLS_AT_ONCE: usize = 4;
@@ -181,6 +177,7 @@ const FOLLOW_UP_MARKERS: Family = family(
     S::FollowUpReuse,
 );
 const ADOPTION: Family = family("adoption", K::AdoptPr, None, S::AdoptPersonsPr);
+const CHECK_RUN: Family = family("check run", K::CheckRun, None, S::PublishAndReview);
 const STATUS_LABELS: Family = family(
     "status labels",
     K::SetLabels,
@@ -202,6 +199,7 @@ families! {
     follow_up_markers_survive_a_crash_at_every_point => FOLLOW_UP_MARKERS,
     adoption_survives_a_crash_at_every_point => ADOPTION,
     status_labels_survive_a_crash_at_every_point => STATUS_LABELS,
+    check_run_survives_a_crash_at_every_point => CHECK_RUN,
 }
 
 #[test]

@@ -1,11 +1,11 @@
 //! The texts the controller writes to GitHub, pinned as snapshots: the
 //! review comment, the status comment, command replies, notices, the EPIC progress
-//! comment and a follow-up issue's body, each rendered by the product's
+//! comment, a follow-up issue's body and the check run's output, each rendered by the product's
 //! own function from fixed inputs. A change to any of them shows up as a
 //! snapshot diff to review, not as a silent change on every repository.
 
-use autoforge::effects::{notice_text, reply_text, status_text};
-use autoforge::machine::{Classification, Finding, ReviewSections};
+use autoforge::effects::{check_run_text, notice_text, reply_text, status_text};
+use autoforge::machine::{CheckShows, Classification, Finding, ReviewSections};
 use autoforge::machine::{LastValidation, MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use autoforge::publish::bodies::{compose_follow_up_body, compose_progress_comment};
 use autoforge::publish::{ReviewRender, render_review_comment};
@@ -247,4 +247,51 @@ fn follow_up_issue_body() {
     )
     .expect("a publishable follow-up body");
     insta::assert_snapshot!(text);
+}
+
+/// The `autoforge` check run's title and summary in each state it shows.
+#[test]
+fn check_run_outputs() {
+    let mut blocked = status(Phase::Blocked);
+    blocked.blocked_reason = Some("the review cap of 8 rounds is reached".into());
+    blocked.blocked_from = Some(Phase::Review);
+    let mut failed = status(Phase::Failed);
+    failed.failure = Some("the agent reported failure: the issue asks for two things".into());
+    let cases = [
+        (
+            CheckShows::InProgress {
+                phase: Phase::Fix,
+                round: 2,
+            },
+            status(Phase::Fix),
+        ),
+        (CheckShows::Success, status(Phase::ReadyForMerge)),
+        (
+            CheckShows::Neutral {
+                reason: "the review cap of 8 rounds is reached".into(),
+            },
+            blocked,
+        ),
+        (
+            CheckShows::Failure {
+                reason: "the agent reported failure: the issue asks for two things".into(),
+            },
+            failed,
+        ),
+        (CheckShows::Cancelled, status(Phase::Stopped)),
+        (
+            CheckShows::Superseded {
+                by: autoforge_journal::testing::sha(MERGE_BASE),
+            },
+            status(Phase::Review),
+        ),
+    ];
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|(shows, status)| {
+            let (title, summary) = check_run_text(shows, status).expect("a publishable check");
+            format!("# {title}\n{summary}")
+        })
+        .collect();
+    insta::assert_snapshot!(rendered.join("\n\n----\n\n"));
 }

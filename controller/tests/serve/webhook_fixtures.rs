@@ -400,6 +400,25 @@ fn completed_check_run_and_suite_name_head_and_prs() {
 }
 
 #[test]
+fn a_finished_check_or_suite_of_our_own_app_is_ignored() {
+    for (event, name, key) in [
+        ("check_run", "check_run.completed.1.json", "check_run"),
+        ("check_suite", "check_suite.completed.0.json", "check_suite"),
+    ] {
+        let mut payload = fixture(name);
+        payload["installation"] = json!({"id": 7, "node_id": "x"});
+        payload[key]["app"]["slug"] = json!(CONTEXT.app_slug);
+        assert_eq!(
+            classify_value(event, &payload),
+            Classified::Ignored {
+                why: IgnoreReason::OwnCheck
+            },
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn with_an_app_a_finished_check_naming_no_installation_is_ignored() {
     for (event, name) in [
         ("check_run", "check_run.completed.1.json"),

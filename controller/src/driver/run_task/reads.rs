@@ -397,6 +397,9 @@ mod tests {
             status: status.into(),
             conclusion: conclusion.map(Into::into),
             head_sha: autoforge_journal::testing::sha(&"a".repeat(40)),
+            external_id: None,
+            output: Default::default(),
+            html_url: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! routed to one file per phase family. Every edge taken is checked against
 //! the table in [`super::phase`]; an illegal one is returned as an error.
 
+mod check_run;
 mod common;
 mod epic;
 mod fix;

@@ -2,7 +2,7 @@
 //! the next state plus what it asks the driver to do. Phase changes go through [`Turn::enter`], which checks the
 //! edge and performs the new phase's entry action.
 
-use super::{epic, fix, implement, merge, review};
+use super::{check_run, epic, fix, implement, merge, review};
 use crate::machine::bounds::{launch_allowed, tokens_left};
 use crate::machine::decision::{
     Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Notice, Refusal,
@@ -64,7 +64,8 @@ impl Turn {
         )
     }
 
-    /// Closes the decision; any phase change edits the status comment.
+    /// Closes the decision; any phase change edits the status comment, and
+    /// a change of what the check run should show writes it.
     pub fn finish(mut self) -> Decision {
         if let Some((from, _)) = self.transitions.first() {
             self.effects.push(EffectIntent::EditStatusComment {
@@ -82,6 +83,8 @@ impl Turn {
                 }
             }
         }
+        let checks = check_run::update(&mut self.state);
+        self.effects.extend(checks);
         Decision {
             next: self.state,
             transitions: self.transitions,
@@ -95,8 +98,11 @@ impl Turn {
     /// Closes a decision that must write nothing to GitHub, not even the
     /// status comment: the repository can no longer be reached.
     pub fn finish_without_writes(self) -> Decision {
+        let shown = self.state.check_run.clone();
         let mut decision = self.finish();
         decision.effects.clear();
+        // Nothing was written, so the check still shows what it showed.
+        decision.next.check_run = shown;
         decision
     }
 

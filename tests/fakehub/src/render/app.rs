@@ -102,8 +102,33 @@ pub fn render_check_run(ctx: Ctx<'_>, api: &str, check: &CheckRun) -> Value {
         "name": check.name,
         "check_suite": { "id": check.check_suite_id },
         "app": app,
-        "pull_requests": [],
+        "pull_requests": check_pull_requests(ctx, api, check.repo_id, &check.head_sha),
     })
+}
+
+/// The open pull requests of the repository whose head is `sha`, in the
+/// minimal shape GitHub puts into check runs and suites.
+pub fn check_pull_requests(ctx: Ctx<'_>, api: &str, repo_id: u64, sha: &str) -> Value {
+    let Ok(repo) = ctx.world.repo(repo_id) else {
+        return json!([]);
+    };
+    let repo_ref = json!({"id": repo.id, "url": api, "name": repo.name});
+    let pulls: Vec<Value> = repo
+        .issues
+        .values()
+        .filter(|issue| issue.state_open)
+        .filter_map(|issue| {
+            let pull = issue.pull.as_ref().filter(|p| p.head_sha == sha)?;
+            Some(json!({
+                "id": issue.id,
+                "number": issue.number,
+                "url": format!("{api}/pulls/{}", issue.number),
+                "head": {"ref": pull.head_ref, "sha": pull.head_sha, "repo": repo_ref},
+                "base": {"ref": pull.base_ref, "sha": pull.stats.base_sha, "repo": repo_ref},
+            }))
+        })
+        .collect();
+    Value::Array(pulls)
 }
 
 pub fn render_delivery(delivery: &Delivery) -> Value {

@@ -10,7 +10,8 @@ mod repo;
 mod user;
 
 pub use app::{
-    render_app, render_check_run, render_delivery, render_installation, render_installation_hook,
+    check_pull_requests, render_app, render_check_run, render_delivery, render_installation,
+    render_installation_hook,
 };
 pub use commit::{render_commit, render_file};
 pub use issue::{render_comment, render_event, render_issue, render_label, render_reaction};

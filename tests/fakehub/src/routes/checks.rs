@@ -1,5 +1,6 @@
-//! Check runs (create/get/update/list for a ref), the combined status, and
-//! the `check_run` / `check_suite` webhooks they cause.
+//! Check runs (create/get/update/list for a ref, filtered by `check_name`
+//! and `status`), the combined status, and the `check_run` / `check_suite`
+//! webhooks they cause. Only the App that created a check may update it.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use crate::Shared;
 use crate::auth::Caller;
 use crate::git;
 use crate::http::{ApiError, ApiResult, JsonBody, created, ok, opt_str, page_of, query_value};
-use crate::render::{node_id, render_app, render_check_run, render_repo, ts};
+use crate::render::{check_pull_requests, node_id, render_app, render_check_run, render_repo, ts};
 use crate::webhooks::{Event, emit};
 use crate::world::{Access, NewCheck, World};
 
@@ -88,7 +89,7 @@ fn suite_json(s: &Shared, w: &World, check_id: u64) -> Value {
         "before": null,
         "after": check.head_sha,
         "head_commit": head_commit,
-        "pull_requests": [],
+        "pull_requests": check_pull_requests(ctx(s, w), &api, check.repo_id, &check.head_sha),
         "app": check.app_id.and_then(|a| w.apps.get(&a)).map(|a| render_app(ctx(s, w), a)),
         "created_at": check.started_at.map(ts),
         "updated_at": ts(Utc::now()),
@@ -362,6 +363,9 @@ pub async fn update(
     if let Some(url) = opt_str(&body, "details_url", "CheckRun")? {
         check.details_url = Some(url);
     }
+    if let Some(external_id) = opt_str(&body, "external_id", "CheckRun")? {
+        check.external_id = Some(external_id);
+    }
     let conclusion = opt_str(&body, "conclusion", "CheckRun")?;
     let status = opt_str(&body, "status", "CheckRun")?
         .or_else(|| conclusion.as_ref().map(|_| "completed".to_string()));
@@ -375,6 +379,11 @@ pub async fn update(
                 "conclusion",
                 "missing_field",
             ));
+        }
+        if status != "completed" {
+            // Back in progress (a re-run): the earlier verdict no longer holds.
+            check.conclusion = None;
+            check.completed_at = None;
         }
         check.status = status;
     }

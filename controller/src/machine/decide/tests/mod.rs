@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agents;
+mod check_run;
 mod epic;
 mod fix;
 mod merge;

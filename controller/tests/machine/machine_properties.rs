@@ -93,6 +93,11 @@ fn pr_facts(state: &RunState, flavor: u8) -> PrFacts {
         mergeable_state: MergeableState::Clean,
         clean_review_intact: !flavor.is_multiple_of(29),
         protected_paths_changed: false,
+        title: "Add the widget".into(),
+        merge_methods: AllowedMergeMethods::default(),
+        reviews: None,
+        changed_files: 1,
+        listed_files: 1,
     }
 }
 

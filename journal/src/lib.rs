@@ -25,6 +25,7 @@
 mod deliveries;
 mod effects;
 mod error;
+mod github_ids;
 mod ids;
 mod journal;
 pub mod localpg;
@@ -39,6 +40,7 @@ pub use effects::{
     Effect, EffectKind, MAX_ATTEMPTS, MAX_EFFECTS_PER_TRANSITION, NewEffect, Stage, UnknownValue,
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
+pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
 pub use ids::{DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
 pub use records::{

@@ -151,3 +151,19 @@ async fn create_database(server: &SecretString, name: &str) -> anyhow::Result<()
     created.with_context(|| format!("create database {name}"))?;
     Ok(())
 }
+
+/// A valid commit SHA named by a short tag, for tests that need distinct
+/// commits without a repository: a 40-hex tag is taken as it is; anything
+/// else is its bytes in hex, padded with zeros (tags of up to 20 bytes stay
+/// distinct).
+pub fn sha(tag: &str) -> crate::CommitSha {
+    if let Ok(sha) = crate::CommitSha::parse(tag) {
+        return sha;
+    }
+    let mut hex: String = tag.bytes().map(|b| format!("{b:02x}")).collect();
+    hex.truncate(40);
+    while hex.len() < 40 {
+        hex.push('0');
+    }
+    crate::CommitSha::parse(&hex).expect("hex digits padded to 40")
+}

@@ -94,10 +94,6 @@ pub(super) fn run_issue(access: &RepositoryAccess, state: &RunState) -> IssueRef
     }
 }
 
-pub(super) fn sha(text: &str) -> Result<CommitSha, DriverError> {
-    CommitSha::parse(text).map_err(|e| DriverError::Workspace(e.to_string()))
-}
-
 async fn mirror(
     runtime: &AgentRuntime,
     access: &RepositoryAccess,
@@ -326,11 +322,11 @@ fn implement_plan(
     access: &RepositoryAccess,
     state: &RunState,
     issue_url: &str,
-    (branch, base_sha, start_sha): (&str, &str, &str),
+    (branch, base, start): (&str, &CommitSha, &CommitSha),
     validation_failure: Option<&str>,
     issue_doc: ContextDoc,
 ) -> Result<PhasePlan, DriverError> {
-    let (base, start) = (sha(base_sha)?, sha(start_sha)?);
+    let (base, start) = (base.clone(), start.clone());
     let start_description = if start == base {
         "the default branch head"
     } else {
@@ -428,17 +424,16 @@ pub(super) async fn validate(
     shared: &Shared,
     lease: &Lease,
     access: &RepositoryAccess,
-    (base, candidate): (&str, &str),
+    (base, commit): (&CommitSha, &CommitSha),
     commands: &[ValidationCommand],
 ) -> Result<Event, DriverError> {
     let (runtime, remote) = match (&shared.agents, &access.git) {
         (Some(runtime), Some(remote)) => (runtime, remote),
         _ => return Err(DriverError::Unsupported("validation is not configured")),
     };
-    let (base, commit) = (sha(base)?, sha(candidate)?);
     let mirror = mirror(runtime, access, remote, &[commit.clone(), base.clone()]).await?;
     let changed = mirror
-        .changed_paths(&base, &commit)
+        .changed_paths(base, commit)
         .await
         .map_err(|e| DriverError::Workspace(e.to_string()))?;
     let protected_paths = protected_among(
@@ -449,7 +444,7 @@ pub(super) async fn validate(
         journal: &shared.journal,
         lease,
         mirror: &mirror,
-        sha: &commit,
+        sha: commit,
         commands,
         limits: runtime.validation_limits.clone(),
         redactor: &runtime.redactor,
@@ -473,7 +468,7 @@ pub(super) async fn validate(
         ),
     };
     Ok(Event::ValidationFinished {
-        sha: commit.to_string(),
+        sha: commit.clone(),
         passed,
         failed_index,
         summary,

@@ -92,9 +92,9 @@ mod tests {
     fn binding(head: &str) -> RoundBinding {
         RoundBinding {
             pr: 4,
-            head_sha: head.into(),
+            head_sha: autoforge_journal::testing::sha(head),
             base_ref: "main".into(),
-            merge_base_sha: "b".repeat(40),
+            merge_base_sha: autoforge_journal::testing::sha(&"b".repeat(40)),
         }
     }
 

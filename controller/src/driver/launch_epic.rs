@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use autoforge_journal::{Effect, EffectKind, Stage};
 use serde_json::Value as Json;
 
-use super::agent_step::{PhasePlan, sha};
+use super::agent_step::PhasePlan;
 use super::epic_scope::epic_children;
 use super::error::DriverError;
 use super::run_task::reads::default_branch_head;
@@ -134,7 +134,7 @@ pub(super) async fn epic_plan(
     };
     let asks_roadmap = rerequest.is_none_or(|(_, asked)| asked.roadmap);
     let (_, head) = default_branch_head(api, repo).await?;
-    let start = sha(&head)?;
+    let start = head;
     let issues_list: Vec<String> = children
         .iter()
         .map(|c| format!("#{} [{}] {}", c.number, c.state, c.title))

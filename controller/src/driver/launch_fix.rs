@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use autoforge_journal::{Effect, EffectKind, RunId, Stage};
 use serde_json::Value as Json;
 
-use super::agent_step::{PhasePlan, sha};
+use super::agent_step::PhasePlan;
 use super::clean_review::find_review_comment;
 use super::error::DriverError;
 use super::{RepositoryAccess, Shared};
@@ -72,7 +72,7 @@ pub(super) async fn fix_plan(
         ),
         (
             "REVIEWED_HEAD_SHA",
-            Value::trusted(inputs.binding.head_sha.clone()),
+            Value::trusted(inputs.binding.head_sha.to_string()),
         ),
         ("FINDINGS", findings_value(inputs.findings)),
         ("FOLLOW_UP_ISSUES", follow_up_issues_value(&follow_ups)),
@@ -86,7 +86,7 @@ pub(super) async fn fix_plan(
         facts: follow_ups.clone(),
         body: String::new(),
     });
-    let start = sha(&inputs.binding.head_sha)?;
+    let start = inputs.binding.head_sha.clone();
     Ok(PhasePlan {
         phase: AgentPhase::Fix,
         fetch: vec![start.clone()],
@@ -104,7 +104,7 @@ pub(super) async fn fix_plan(
             pull_request: Some(ContextDoc {
                 facts: vec![
                     ("number".to_owned(), inputs.binding.pr.to_string()),
-                    ("head_sha".to_owned(), inputs.binding.head_sha.clone()),
+                    ("head_sha".to_owned(), inputs.binding.head_sha.to_string()),
                     ("base_ref".to_owned(), inputs.binding.base_ref.clone()),
                 ],
                 body: String::new(),

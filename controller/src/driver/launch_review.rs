@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use autoforge_journal::RunId;
 
-use super::agent_step::{PhasePlan, sha};
+use super::agent_step::PhasePlan;
 use super::error::DriverError;
 use super::launch_fix::recorded_follow_ups;
 use super::{RepositoryAccess, Shared};
@@ -40,7 +40,7 @@ pub(super) async fn review_plan(
     let binding = inputs.binding;
     let failed = shared
         .journal
-        .list_validations(run, Some(&binding.head_sha))
+        .list_validations(run, Some(binding.head_sha.as_str()))
         .await?;
     let evidence = failed
         .iter()
@@ -51,7 +51,7 @@ pub(super) async fn review_plan(
         .iter()
         .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
         .and_then(|v| usize::try_from(v.command_index).ok());
-    let start = sha(&binding.head_sha)?;
+    let start = binding.head_sha.clone();
     // Follow-up issues this run created for the PR: the reviewer must not
     // ask again for what is already deferred.
     let effects = shared.journal.list_effects(run).await?;
@@ -74,7 +74,7 @@ pub(super) async fn review_plan(
         ("REPOSITORY", Value::trusted(access.repo.to_string())),
         (
             "REVIEWED_HEAD_SHA",
-            Value::trusted(binding.head_sha.clone()),
+            Value::trusted(binding.head_sha.to_string()),
         ),
         (
             "REVIEWED_BASE_REF",
@@ -82,7 +82,7 @@ pub(super) async fn review_plan(
         ),
         (
             "REVIEWED_MERGE_BASE_SHA",
-            Value::trusted(binding.merge_base_sha.clone()),
+            Value::trusted(binding.merge_base_sha.to_string()),
         ),
         (
             "PREVIOUS_REVIEW_COMMENT_URL",
@@ -119,7 +119,7 @@ pub(super) async fn review_plan(
             pull_request: Some(ContextDoc {
                 facts: vec![
                     ("number".to_owned(), binding.pr.to_string()),
-                    ("head_sha".to_owned(), binding.head_sha.clone()),
+                    ("head_sha".to_owned(), binding.head_sha.to_string()),
                     ("base_ref".to_owned(), binding.base_ref.clone()),
                 ],
                 body: String::new(),

@@ -346,7 +346,16 @@ impl<'a> RunTask<'a> {
                     .as_ref()
                     .map(|runtime| repo_settings::validation_commands(&self.state, runtime))
                     .unwrap_or_default();
-                let candidate = (self.state.base_sha.as_str(), sha.as_str());
+                let base =
+                    self.state
+                        .base_sha
+                        .as_ref()
+                        .ok_or_else(|| DriverError::CorruptState {
+                            run: self.lease.run_id,
+                            detail: "a validation is awaited but the run has no base commit"
+                                .to_owned(),
+                        })?;
+                let candidate = (base, sha);
                 agent_step::validate(self.shared, self.lease, &self.access, candidate, &commands)
                     .await?
             }

@@ -83,9 +83,9 @@ pub(crate) fn plan_review(
 ) -> Result<NewEffect, PlanError> {
     let key = identity_key(&ReviewKey {
         round,
-        reviewed_head_sha: &binding.head_sha,
+        reviewed_head_sha: binding.head_sha.as_str(),
         reviewed_base_ref: &binding.base_ref,
-        reviewed_merge_base_sha: &binding.merge_base_sha,
+        reviewed_merge_base_sha: binding.merge_base_sha.as_str(),
     })?;
     let body = draft.stamp(rendered, MarkerName::ReviewResult)?;
     let completion = draft.marked(MarkerName::ReviewResult, key);

@@ -9,7 +9,7 @@
 //! Row: target `pull/<n>`, payload [`MergePayload`], precondition the
 //! reviewed head, completion the base it was reviewed against.
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{CommitSha, Effect, EffectKind, NewEffect};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -25,7 +25,7 @@ use crate::publish::squash::compose_squash_commit;
 /// GitHub's merge request: refused unless the head is still `sha`.
 #[derive(Serialize, Deserialize)]
 struct MergePayload {
-    sha: String,
+    sha: CommitSha,
     merge_method: MergeMethod,
     /// Set for a squash: the commit the controller composed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -37,7 +37,7 @@ struct MergePayload {
 /// What the gate decided about the merge of one pull request.
 pub(crate) struct MergeRequest<'a> {
     pub pr: u64,
-    pub sha: &'a str,
+    pub sha: &'a CommitSha,
     pub base_ref: &'a str,
     pub method: MergeMethod,
     pub pr_title: &'a str,
@@ -47,7 +47,7 @@ pub(crate) struct MergeRequest<'a> {
 /// The head the review approved.
 #[derive(Serialize, Deserialize)]
 struct MergePrecondition {
-    head_sha: String,
+    head_sha: CommitSha,
 }
 
 /// The merge counts only into the base the review was bound to.
@@ -73,10 +73,10 @@ pub(crate) fn plan(draft: Draft<'_>, merge: &MergeRequest<'_>) -> Result<NewEffe
     let row = Row {
         target: format!("pull/{pr}"),
         precondition: MergePrecondition {
-            head_sha: sha.to_owned(),
+            head_sha: sha.clone(),
         },
         payload: MergePayload {
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             merge_method: merge.method,
             commit_title,
             commit_message,

@@ -27,7 +27,7 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             branch,
             sha,
             expected_old,
-        } => push::plan(draft, branch, sha, expected_old.as_deref()),
+        } => push::plan(draft, branch, sha, expected_old.as_ref()),
         EffectIntent::CreatePr {
             issue,
             branch,
@@ -45,9 +45,9 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         } => {
             let rendered = render_review_comment(&ReviewRender {
                 round: *round,
-                reviewed_head_sha: &binding.head_sha,
+                reviewed_head_sha: binding.head_sha.as_str(),
                 base_ref: &binding.base_ref,
-                merge_base_sha: &binding.merge_base_sha,
+                merge_base_sha: binding.merge_base_sha.as_str(),
                 needs_fix_round: !findings.is_empty(),
                 findings,
                 sections,
@@ -259,7 +259,7 @@ mod tests {
         let bodies = BTreeMap::new();
         let intent = EffectIntent::MergePr {
             pr: 4,
-            sha: "a".repeat(40),
+            sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
             method: crate::machine::MergeMethod::Rebase,
             pr_title: "Add it".into(),
@@ -280,7 +280,7 @@ mod tests {
         let bodies = BTreeMap::new();
         let intent = EffectIntent::MergePr {
             pr: 4,
-            sha: "a".repeat(40),
+            sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
             method: crate::machine::MergeMethod::Squash,
             pr_title: "Add it".into(),
@@ -328,7 +328,7 @@ mod tests {
             (
                 EffectIntent::Push {
                     branch: "autoforge/3".into(),
-                    sha: sha.clone(),
+                    sha: autoforge_journal::testing::sha(&sha.clone()),
                     expected_old: None,
                 },
                 json!({"kind": "push", "target": "refs/heads/autoforge/3",
@@ -401,7 +401,7 @@ mod tests {
             (
                 EffectIntent::MergePr {
                     pr: 4,
-                    sha: sha.clone(),
+                    sha: autoforge_journal::testing::sha(&sha.clone()),
                     base_ref: "main".into(),
                     method: crate::machine::MergeMethod::Merge,
                     pr_title: "Add it".into(),

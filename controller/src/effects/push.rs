@@ -30,20 +30,20 @@ pub const PUSH_NAMESPACE: &str = "refs/heads/autoforge/";
 /// The commit to push and the tip the lease expects (`None`: no branch).
 #[derive(Serialize, Deserialize)]
 struct PushPayload {
-    sha: String,
-    expected_old: Option<String>,
+    sha: CommitSha,
+    expected_old: Option<CommitSha>,
 }
 
 /// The tip the branch must still have when the push is sent.
 #[derive(Serialize, Deserialize)]
 struct PushPrecondition {
-    expected_old: Option<String>,
+    expected_old: Option<CommitSha>,
 }
 
 /// Read-back must show the branch at `sha`.
 #[derive(Serialize, Deserialize)]
 struct PushCompletion {
-    sha: String,
+    sha: CommitSha,
     write: String,
 }
 
@@ -52,25 +52,25 @@ struct PushCompletion {
 pub(crate) fn plan(
     draft: Draft<'_>,
     branch: &str,
-    sha: &str,
-    expected_old: Option<&str>,
+    sha: &CommitSha,
+    expected_old: Option<&CommitSha>,
 ) -> Result<NewEffect, PlanError> {
     let ref_name = format!("refs/heads/{branch}");
     if let Some(refusal) = refused_ref(&ref_name, draft.ctx.default_branch) {
         return Err(PlanError::Refused(refusal));
     }
-    let expected_old = expected_old.map(str::to_owned);
+    let expected_old = expected_old.cloned();
     let row = Row {
         target: ref_name,
         precondition: PushPrecondition {
             expected_old: expected_old.clone(),
         },
         payload: PushPayload {
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             expected_old,
         },
         completion: PushCompletion {
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             write: draft.write.clone(),
         },
     };
@@ -111,18 +111,14 @@ fn transport<'a>(
     })
 }
 
-fn sha(text: &str) -> Result<CommitSha, EffectError> {
-    CommitSha::parse(text).map_err(|e| EffectError::Git(e.to_string()))
-}
-
 /// The branch tip GitHub shows, or `None` when the branch does not exist.
 async fn remote_tip(
     executor: &EffectExecutor,
     ref_name: &str,
-) -> Result<Option<String>, EffectError> {
+) -> Result<Option<CommitSha>, EffectError> {
     #[derive(Deserialize)]
     struct Object {
-        sha: String,
+        sha: CommitSha,
     }
     #[derive(Deserialize)]
     struct GitRef {
@@ -150,7 +146,7 @@ pub(crate) async fn reconcile(
         return Ok(Observation::Blocked(format!("push refused: {refusal}")));
     }
     let tip = remote_tip(executor, ref_name).await?;
-    if tip.as_deref() == Some(wanted.sha.as_str()) {
+    if tip.as_ref() == Some(&wanted.sha) {
         return Ok(Observation::Present(
             json!({ "ref": ref_name, "sha": wanted.sha }),
         ));
@@ -158,19 +154,22 @@ pub(crate) async fn reconcile(
     if tip != wanted.expected_old {
         return Ok(Observation::Conflict(format!(
             "{ref_name} is at {} but the push expected {}; it is never forced",
-            tip.as_deref().unwrap_or("nothing"),
-            wanted.expected_old.as_deref().unwrap_or("no branch"),
+            tip.as_ref().map_or("nothing", CommitSha::as_str),
+            wanted
+                .expected_old
+                .as_ref()
+                .map_or("no branch", CommitSha::as_str),
         )));
     }
     if let Some(old) = &wanted.expected_old {
-        let (old, new) = (sha(old)?, sha(&wanted.sha)?);
+        let new = &wanted.sha;
         let mirror = &transport.mirror;
         mirror
-            .fetch_shas(std::slice::from_ref(&old), Some(&transport.credential))
+            .fetch_shas(std::slice::from_ref(old), Some(&transport.credential))
             .await
             .map_err(|e| EffectError::Git(e.to_string()))?;
         let fast_forward = mirror
-            .is_ancestor(&old, &new)
+            .is_ancestor(old, new)
             .await
             .map_err(|e| EffectError::Git(e.to_string()))?;
         if !fast_forward {
@@ -190,10 +189,10 @@ pub(crate) async fn send(executor: &EffectExecutor, effect: &Effect) -> Result<S
     if let Some(refusal) = refused_ref(ref_name, &transport.default_branch) {
         return Ok(Sent::Refused(refusal));
     }
-    let new = sha(&wanted.sha)?;
+    let new = &wanted.sha;
     let lease = format!(
         "--force-with-lease={ref_name}:{}",
-        wanted.expected_old.as_deref().unwrap_or("")
+        wanted.expected_old.as_ref().map_or("", CommitSha::as_str)
     );
     let refspec = format!("{new}:{ref_name}");
     let mirror = &transport.mirror;

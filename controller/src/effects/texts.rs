@@ -55,7 +55,7 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
         lines.push(format!("- Pull request: #{pr}"));
     }
     if let Some(validation) = &status.last_validation {
-        let short = code_span(validation.sha.get(..12).unwrap_or(&validation.sha));
+        let short = code_span(validation.sha.abbreviated(12));
         lines.push(match (validation.passed, validation.failed_index) {
             (true, _) => format!("- Last validation: passed on {short}"),
             (false, Some(index)) => format!(
@@ -179,7 +179,7 @@ mod tests {
             failure: None,
             waiting_for: "nothing".into(),
             last_validation: Some(crate::machine::LastValidation {
-                sha: "0123456789abcdef0123456789abcdef01234567".into(),
+                sha: autoforge_journal::testing::sha("0123456789abcdef0123456789abcdef01234567"),
                 passed: false,
                 failed_index: Some(1),
             }),

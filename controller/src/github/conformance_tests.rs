@@ -48,13 +48,13 @@ fn comments_events_labels_and_reactions_decode() {
 #[test]
 fn pull_requests_files_and_merges_decode() {
     let pull: PullRequest = decode("GET /repos/{owner}/{repo}/pulls/{pull_number} 200");
-    assert_eq!(pull.head.sha.len(), 40);
+    assert_eq!(pull.head.sha.as_str().len(), 40);
     assert!(!decode::<Vec<PullRequest>>("GET /repos/{owner}/{repo}/pulls 200").is_empty());
     decode::<Vec<PullRequestFile>>("GET /repos/{owner}/{repo}/pulls/{pull_number}/files 200");
     let merged: MergeResult = decode("PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge 200");
     assert!(merged.merged);
     let comparison: Comparison = decode("GET /repos/{owner}/{repo}/compare/{basehead} 200");
-    assert_eq!(comparison.merge_base_commit.sha.len(), 40);
+    assert_eq!(comparison.merge_base_commit.sha.as_str().len(), 40);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! decode error naming the field, not a silently missing value.
 
 use crate::commands::{Actor, ActorKind, Permission};
+use autoforge_journal::CommitSha;
 use serde::Deserialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -120,7 +121,7 @@ pub struct RepoRef {
 pub struct BranchTip {
     #[serde(rename = "ref")]
     pub ref_name: String,
-    pub sha: String,
+    pub sha: CommitSha,
     /// `null` when the head repository was deleted.
     pub repo: Option<RepoRef>,
 }
@@ -140,7 +141,7 @@ pub struct PullRequest {
     #[serde(default)]
     pub merged: Option<bool>,
     pub merged_at: Option<String>,
-    pub merge_commit_sha: Option<String>,
+    pub merge_commit_sha: Option<CommitSha>,
     /// Only on single-PR reads; `null` while GitHub computes it.
     #[serde(default)]
     pub mergeable: Option<bool>,
@@ -164,7 +165,7 @@ pub struct Comparison {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CommitRef {
-    pub sha: String,
+    pub sha: CommitSha,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -183,7 +184,7 @@ pub struct CheckRun {
     /// `queued`, `in_progress` or `completed`.
     pub status: String,
     pub conclusion: Option<String>,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -197,7 +198,7 @@ pub struct CommitStatus {
 pub struct CombinedStatus {
     /// `success`, `pending` or `failure`.
     pub state: String,
-    pub sha: String,
+    pub sha: CommitSha,
     pub total_count: u64,
     pub statuses: Vec<CommitStatus>,
 }
@@ -295,7 +296,7 @@ pub struct HookDelivery {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct MergeResult {
     pub merged: bool,
-    pub sha: String,
+    pub sha: CommitSha,
     pub message: String,
 }
 

@@ -11,6 +11,7 @@ use super::models::{
 };
 use super::paths::{RepoName, encode_component, encode_path};
 use crate::commands::Permission;
+use autoforge_journal::CommitSha;
 use base64::Engine;
 
 impl GitHubApi {
@@ -184,20 +185,23 @@ impl GitHubApi {
     pub async fn check_runs(
         &self,
         repo: &RepoName,
-        sha: &str,
+        sha: &CommitSha,
     ) -> Result<Vec<CheckRun>, GitHubError> {
-        let path = repo.api_path(&format!("/commits/{}/check-runs", encode_component(sha)));
+        let path = repo.api_path(&format!(
+            "/commits/{}/check-runs",
+            encode_component(sha.as_str())
+        ));
         self.get_all_in(&path, "check_runs").await
     }
 
     pub async fn combined_status(
         &self,
         repo: &RepoName,
-        sha: &str,
+        sha: &CommitSha,
     ) -> Result<CombinedStatus, GitHubError> {
         let path = repo.api_path(&format!(
             "/commits/{}/status?per_page=100",
-            encode_component(sha)
+            encode_component(sha.as_str())
         ));
         let status: CombinedStatus = self.get_json(&path).await?;
         if status.total_count > status.statuses.len() as u64 {

@@ -17,6 +17,7 @@ use super::client::{GitHubApi, decode};
 use super::error::GitHubError;
 use super::models::{Issue, IssueComment, Label, MergeResult, PullRequest, Reaction};
 use super::paths::{RepoName, encode_component};
+use autoforge_journal::CommitSha;
 use http::Method;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -170,7 +171,7 @@ pub async fn merge_pull_request(
     api: &GitHubApi,
     repo: &RepoName,
     number: u64,
-    expected_head_sha: &str,
+    expected_head_sha: &CommitSha,
     method: crate::machine::MergeMethod,
     commit: Option<(&str, &str)>,
 ) -> Result<MergeResult, GitHubError> {

@@ -6,6 +6,7 @@
 //! only served a cross-check (the issue URL, the verdict flag) are gone by
 //! then, and references are resolved (an issue URL becomes its number).
 
+use autoforge_journal::CommitSha;
 use serde::{Deserialize, Serialize};
 
 /// How serious a reviewer judged a finding. Severity never changes the
@@ -76,7 +77,7 @@ pub struct FollowUpDraft {
 #[serde(tag = "resolution", rename_all = "snake_case")]
 pub enum ResolutionKind {
     Fixed {
-        commit_sha: Option<String>,
+        commit_sha: Option<CommitSha>,
     },
     /// Deferred to an issue that already exists (one handed to the fixer).
     FollowUpExisting {
@@ -102,7 +103,7 @@ pub struct Resolution {
 /// A successful IMPLEMENT result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImplementResult {
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub pr_title: String,
     pub pr_body: String,
     pub tests: Vec<String>,
@@ -112,7 +113,7 @@ pub struct ImplementResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewResult {
     pub round: u32,
-    pub reviewed_head_sha: String,
+    pub reviewed_head_sha: CommitSha,
     pub findings: Vec<Finding>,
     pub sections: ReviewSections,
 }
@@ -128,8 +129,8 @@ impl ReviewResult {
 /// A successful FIX result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixResult {
-    pub previous_head_sha: String,
-    pub head_sha: String,
+    pub previous_head_sha: CommitSha,
+    pub head_sha: CommitSha,
     pub resolutions: Vec<Resolution>,
 }
 

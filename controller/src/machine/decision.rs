@@ -7,6 +7,7 @@ use super::agent_result::{Finding, ReviewSections};
 use super::bounds::{MergeMethod, MergeMode};
 use super::phase::{AgentPhase, IllegalEdge, Phase};
 use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
+use autoforge_journal::CommitSha;
 use serde::{Deserialize, Serialize};
 
 /// The closed set of effect kinds of SPEC §6. The journal owns the
@@ -93,8 +94,8 @@ pub enum EffectIntent {
     /// Compare-and-swap push of `sha` to the issue branch.
     Push {
         branch: String,
-        sha: String,
-        expected_old: Option<String>,
+        sha: CommitSha,
+        expected_old: Option<CommitSha>,
     },
     /// Open the PR (body + `Closes #issue` + `ai-implementation` marker).
     CreatePr {
@@ -167,7 +168,7 @@ pub enum EffectIntent {
     /// Merge with GitHub's `sha` parameter set to the reviewed head.
     MergePr {
         pr: u64,
-        sha: String,
+        sha: CommitSha,
         base_ref: String,
         #[serde(default)]
         method: MergeMethod,
@@ -270,10 +271,10 @@ pub enum LaunchInputs {
     Implement {
         issue: u64,
         branch: String,
-        base_sha: String,
+        base_sha: CommitSha,
         /// Where the agent starts: the base, or the last reviewed head of
         /// the issue branch when earlier work was published.
-        start_sha: String,
+        start_sha: CommitSha,
         validation_failure: Option<String>,
     },
     Review {
@@ -317,7 +318,7 @@ pub struct LaunchRequest {
 /// A candidate commit to validate (SPEC §12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ValidationRequest {
-    pub sha: String,
+    pub sha: CommitSha,
 }
 
 /// Why an unblock was refused; the run stays BLOCKED byte-identical.
@@ -369,7 +370,7 @@ pub enum Refusal {
     #[error("result of launch {got} does not answer the running launch {expected:?}")]
     StaleLaunch { expected: Option<u32>, got: u32 },
     #[error("validation of {got} does not answer the awaited validation")]
-    StaleValidation { got: String },
+    StaleValidation { got: CommitSha },
     #[error("unblock refused: {0}")]
     Unblock(UnblockRefusal),
     #[error("there is no failed step to retry")]
@@ -430,9 +431,9 @@ mod tests {
     fn review_comment_identity_names_the_whole_binding() {
         let binding = RoundBinding {
             pr: 4,
-            head_sha: "h".into(),
+            head_sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
-            merge_base_sha: "m".into(),
+            merge_base_sha: autoforge_journal::testing::sha(&"b".repeat(40)),
         };
         let effect = EffectIntent::PostReviewComment {
             pr: 4,
@@ -444,7 +445,11 @@ mod tests {
         assert_eq!(effect.kind(), EffectKind::PostComment);
         assert_eq!(
             effect.identity(),
-            "ai-review-result:pr=4:round=2:head=h:base=main:merge_base=m"
+            format!(
+                "ai-review-result:pr=4:round=2:head={}:base=main:merge_base={}",
+                "a".repeat(40),
+                "b".repeat(40)
+            )
         );
     }
 }

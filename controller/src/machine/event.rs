@@ -4,6 +4,7 @@
 use super::agent_result::AgentOutcome;
 use super::bounds::{MergeMethod, RunSettings};
 use super::repository::RepositorySettings;
+use autoforge_journal::CommitSha;
 use serde::{Deserialize, Serialize};
 
 /// State of a pull request as GitHub reports it.
@@ -43,13 +44,13 @@ pub enum MergeableState {
 pub struct PrFacts {
     pub number: u64,
     pub state: PrState,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub base_ref: String,
     /// Merge base of head and base, read now (compare endpoint).
-    pub merge_base_sha: String,
+    pub merge_base_sha: CommitSha,
     pub draft: bool,
     /// Set when merged: the merge commit GitHub reports.
-    pub merge_commit: Option<String>,
+    pub merge_commit: Option<CommitSha>,
     pub checks: ChecksState,
     /// `None` while GitHub is still computing it.
     pub mergeable: Option<bool>,
@@ -121,7 +122,7 @@ pub struct ReviewRequirement {
 pub struct GitHubFacts {
     pub issue_open: bool,
     /// Current head of the issue branch, if it exists.
-    pub branch_head: Option<String>,
+    pub branch_head: Option<CommitSha>,
     /// The run's PR (the bound number, or our marked PR on the branch).
     pub pr: Option<PrFacts>,
     /// Open PRs on the issue branch without our marker (adoption candidates).
@@ -138,7 +139,7 @@ pub struct GitHubFacts {
 #[serde(tag = "observed", rename_all = "snake_case")]
 pub enum EffectReadBack {
     Pushed {
-        sha: String,
+        sha: CommitSha,
     },
     PullRequest {
         number: u64,
@@ -232,11 +233,11 @@ pub struct NextIssueFacts {
     pub repository: String,
     pub open: bool,
     /// Default-branch head, to start the next issue from.
-    pub base_sha: String,
+    pub base_sha: CommitSha,
     /// Head of the next issue's branch `autoforge/<n>` if it exists
     /// (earlier work the implementer continues from).
     #[serde(default)]
-    pub branch_head: Option<String>,
+    pub branch_head: Option<CommitSha>,
     /// Digest of the issue's title and body as read: frozen for the run's
     /// work on it when the pick is accepted.
     #[serde(default)]
@@ -273,11 +274,11 @@ pub enum Event {
         issue: u64,
         epic: Option<u64>,
         base_branch: String,
-        base_sha: String,
+        base_sha: CommitSha,
         /// Head of `autoforge/<issue>` if the branch exists already: earlier
         /// work (SPEC §4 IMPLEMENT, `START_SHA`).
         #[serde(default)]
-        branch_head: Option<String>,
+        branch_head: Option<CommitSha>,
         settings: RunSettings,
         /// The repository's `.github/autoforge.toml` as read from the
         /// default branch; frozen into the run.
@@ -299,7 +300,7 @@ pub enum Event {
         tokens: Option<u64>,
     },
     ValidationFinished {
-        sha: String,
+        sha: CommitSha,
         passed: bool,
         /// Index of the first failing command, with its redacted summary.
         failed_index: Option<u32>,

@@ -5,6 +5,7 @@ use super::agent_result::Finding;
 use super::bounds::RunSettings;
 use super::event::PrFacts;
 use super::state::{CarriedFindings, ReviewState, RoundBinding, RoundOutcome, RoundRecord};
+use autoforge_journal::CommitSha;
 use sha2::{Digest, Sha256};
 
 /// The binding a fresh PR read describes.
@@ -40,7 +41,7 @@ fn digest16(text: &str) -> String {
 /// A round's history entry; ids and locations do not enter the fingerprint.
 pub fn record(
     round: u32,
-    head_sha: &str,
+    head_sha: &CommitSha,
     outcome: RoundOutcome,
     findings: &[Finding],
 ) -> RoundRecord {
@@ -53,7 +54,7 @@ pub fn record(
     finding_digests.sort();
     RoundRecord {
         round,
-        head_sha: head_sha.to_owned(),
+        head_sha: head_sha.clone(),
         outcome,
         finding_count: u32::try_from(findings.len()).unwrap_or(u32::MAX),
         fingerprint: digest16(&texts.join("\n\u{1f}\n")),
@@ -131,13 +132,18 @@ fn resolution_recurs(rounds: &[RoundRecord]) -> bool {
 
 /// Makes a stale round's findings the prior findings of the next round,
 /// replacing whatever was carried before (never accumulating).
-pub fn carry_stale(review: &mut ReviewState, round: u32, head_sha: &str, findings: Vec<Finding>) {
+pub fn carry_stale(
+    review: &mut ReviewState,
+    round: u32,
+    head_sha: &CommitSha,
+    findings: Vec<Finding>,
+) {
     review.prior_findings = if findings.is_empty() {
         None
     } else {
         Some(CarriedFindings {
             round,
-            head_sha: head_sha.to_owned(),
+            head_sha: head_sha.clone(),
             comment_url: review.comment_url.clone(),
             findings,
         })
@@ -166,14 +172,19 @@ mod tests {
             .enumerate()
             .map(|(i, r)| finding(&format!("R{round}-F{}", i + 1), r))
             .collect();
-        record(round, "h", RoundOutcome::NeedsFix, &findings)
+        record(
+            round,
+            &autoforge_journal::testing::sha("h"),
+            RoundOutcome::NeedsFix,
+            &findings,
+        )
     }
 
     #[test]
     fn fingerprint_ignores_ids_spacing_case_and_order() {
         let a = record(
             1,
-            "h",
+            &autoforge_journal::testing::sha("h"),
             RoundOutcome::NeedsFix,
             &[
                 finding("R1-F1", "Fix  the Bug"),
@@ -182,7 +193,7 @@ mod tests {
         );
         let b = record(
             2,
-            "h",
+            &autoforge_journal::testing::sha("h"),
             RoundOutcome::NeedsFix,
             &[
                 finding("R2-F1", "add test"),
@@ -252,13 +263,23 @@ mod tests {
         carry_stale(
             &mut review,
             1,
-            "h1",
+            &autoforge_journal::testing::sha("h1"),
             vec![finding("R1-F1", "a"), finding("R1-F2", "b")],
         );
-        carry_stale(&mut review, 2, "h2", vec![finding("R2-F1", "c")]);
+        carry_stale(
+            &mut review,
+            2,
+            &autoforge_journal::testing::sha("h2"),
+            vec![finding("R2-F1", "c")],
+        );
         let carried = review.prior_findings.clone().expect("carried");
         assert_eq!((carried.round, carried.findings.len()), (2, 1));
-        carry_stale(&mut review, 3, "h3", Vec::new());
+        carry_stale(
+            &mut review,
+            3,
+            &autoforge_journal::testing::sha("h3"),
+            Vec::new(),
+        );
         assert_eq!(
             review.prior_findings, None,
             "a stale clean round leaves nothing carried"

@@ -8,22 +8,23 @@ use super::bounds::{Counters, MergeMethod, RunSettings};
 use super::decision::LaunchRequest;
 use super::phase::Phase;
 use super::repository::RepositorySettings;
+use autoforge_journal::CommitSha;
 use serde::{Deserialize, Serialize};
 
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundBinding {
     pub pr: u64,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub base_ref: String,
-    pub merge_base_sha: String,
+    pub merge_base_sha: CommitSha,
 }
 
 /// Findings of a stale round shown to the next reviewer to re-check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CarriedFindings {
     pub round: u32,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub comment_url: Option<String>,
     pub findings: Vec<Finding>,
 }
@@ -42,7 +43,7 @@ pub enum RoundOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundRecord {
     pub round: u32,
-    pub head_sha: String,
+    pub head_sha: CommitSha,
     pub outcome: RoundOutcome,
     pub finding_count: u32,
     /// Digest over the sorted, normalised `required_resolution` texts.
@@ -140,7 +141,7 @@ pub enum Awaiting {
         launch: Box<LaunchRequest>,
     },
     Validation {
-        sha: String,
+        sha: CommitSha,
     },
     Effects {
         step: EffectStep,
@@ -193,16 +194,16 @@ pub struct RunState {
     pub branch: String,
     pub base_branch: String,
     /// Default-branch head fetched when the run (or issue) started.
-    pub base_sha: String,
+    pub base_sha: Option<CommitSha>,
     /// Head of the issue branch when the issue started, if it existed:
     /// the implementer continues from it and the push must fast-forward it.
     #[serde(default)]
-    pub prior_branch_head: Option<String>,
+    pub prior_branch_head: Option<CommitSha>,
     pub pr: Option<u64>,
     pub review: ReviewState,
     pub counters: Counters,
     /// Candidate commit awaiting validation or publication.
-    pub candidate: Option<String>,
+    pub candidate: Option<CommitSha>,
     /// The validated agent output whose effects are not yet all observed.
     pub pending: Option<PhaseResult>,
     /// Last validation failure of this phase, handed to the relaunch.
@@ -254,7 +255,7 @@ pub struct MergePlan {
 /// One validation outcome as the status comment shows it (SPEC §15).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastValidation {
-    pub sha: String,
+    pub sha: CommitSha,
     pub passed: bool,
     /// 0-based index of the command that failed. The command's text stays
     /// out of the status comment: a repository may supply it.
@@ -273,7 +274,7 @@ impl RunState {
             epic: None,
             branch: String::new(),
             base_branch: String::new(),
-            base_sha: String::new(),
+            base_sha: None,
             prior_branch_head: None,
             pr: None,
             review: ReviewState::default(),

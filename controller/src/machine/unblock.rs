@@ -123,9 +123,9 @@ mod tests {
     fn binding() -> RoundBinding {
         RoundBinding {
             pr: 3,
-            head_sha: "h1".into(),
+            head_sha: autoforge_journal::testing::sha("h1"),
             base_ref: "main".into(),
-            merge_base_sha: "m1".into(),
+            merge_base_sha: autoforge_journal::testing::sha("m1"),
         }
     }
 
@@ -133,9 +133,9 @@ mod tests {
         PrFacts {
             number: 3,
             state,
-            head_sha: head.into(),
+            head_sha: autoforge_journal::testing::sha(head),
             base_ref: "main".into(),
-            merge_base_sha: "m1".into(),
+            merge_base_sha: autoforge_journal::testing::sha("m1"),
             draft: false,
             merge_commit: None,
             checks: ChecksState::Success,

@@ -160,7 +160,7 @@ impl Mirror {
             OsStr::new("--no-recurse-submodules"),
             OsStr::new(&self.url),
         ];
-        args.extend(missing.iter().map(AsRef::as_ref));
+        args.extend(missing.iter().map(|sha| OsStr::new(sha.as_str())));
         let output = self.git.output(&self.path, &args, credential).await?;
         if !output.status.success() {
             return Err(failure(&args, &output, credential).into());
@@ -212,7 +212,7 @@ impl Mirror {
             .await?;
         String::from_utf8_lossy(&out)
             .lines()
-            .map(CommitSha::parse)
+            .map(|line| CommitSha::parse(line).map_err(WorkspaceError::from))
             .collect()
     }
 

@@ -20,7 +20,6 @@ mod mirror;
 mod pin;
 mod worktree;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use git::{Git, GitError};
@@ -32,8 +31,8 @@ pub use worktree::{Worktree, WorktreeFingerprint};
 pub enum WorkspaceError {
     #[error("`{0}` is not a usable repository owner or name")]
     InvalidName(String),
-    #[error("`{0}` is not a 40-hex commit SHA")]
-    InvalidSha(String),
+    #[error(transparent)]
+    InvalidSha(#[from] autoforge_journal::GithubIdError),
     #[error("the remote URL carries credentials; pass the token separately")]
     UrlHasCredentials,
     #[error("{action} {}: {source}", path.display())]
@@ -63,35 +62,8 @@ impl WorkspaceError {
     }
 }
 
-/// A full commit id: 40 hex digits, stored lower-case.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CommitSha(String);
-
-impl CommitSha {
-    pub fn parse(text: &str) -> Result<Self, WorkspaceError> {
-        if text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            Ok(Self(text.to_ascii_lowercase()))
-        } else {
-            Err(WorkspaceError::InvalidSha(text.chars().take(64).collect()))
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for CommitSha {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl AsRef<std::ffi::OsStr> for CommitSha {
-    fn as_ref(&self) -> &std::ffi::OsStr {
-        self.0.as_ref()
-    }
-}
+/// The one commit-id type, defined with GitHub's other identities.
+pub use autoforge_journal::CommitSha;
 
 /// An owner or repository name safe to use as one path component: GitHub's
 /// alphabet, and never `.`/`..` or a leading dot.

@@ -153,7 +153,7 @@ impl Worktree {
                 OsStr::new("HEAD^{commit}"),
             ])
             .await?;
-        CommitSha::parse(String::from_utf8_lossy(&out).trim())
+        Ok(CommitSha::parse(String::from_utf8_lossy(&out).trim())?)
     }
 
     /// The current fingerprint; compare two to detect changes.

@@ -171,7 +171,7 @@ impl<'a> Run<'a> {
             command,
             expectations: Expectations::Review(ReviewObservations {
                 round,
-                reviewed_head_sha: repo.base.to_string(),
+                reviewed_head_sha: repo.base.clone(),
                 failed_validation_index: None,
             }),
             rerequest: None,

@@ -43,11 +43,14 @@ fn fix_observations(head: &str) -> FixObservations {
     FixObservations {
         run_issue: issue(12),
         round: 2,
-        reviewed_head_sha: REVIEWED.into(),
-        worktree_head: head.into(),
+        reviewed_head_sha: autoforge_journal::testing::sha(REVIEWED),
+        worktree_head: autoforge_journal::testing::sha(head),
         head_descends_from_reviewed: true,
         open_finding_ids: vec!["R2-F1".into(), "R2-F2".into()],
-        new_commits: vec![MIDDLE.into(), NEW_HEAD.into()],
+        new_commits: vec![
+            autoforge_journal::testing::sha(MIDDLE),
+            autoforge_journal::testing::sha(NEW_HEAD),
+        ],
         handed_over_follow_ups: vec![HandedOverFollowUp {
             url: "https://github.com/acme/widgets/issues/40".into(),
             for_finding: None,

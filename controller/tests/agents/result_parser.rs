@@ -65,8 +65,8 @@ fn implement_observations() -> Observations {
             repo: "widgets".into(),
             number: 12,
         },
-        worktree_head: HEAD.into(),
-        base_sha: BASE.into(),
+        worktree_head: autoforge_journal::testing::sha(HEAD),
+        base_sha: autoforge_journal::testing::sha(BASE),
         head_descends_from_base: true,
     })
 }
@@ -295,7 +295,7 @@ fn an_issue_url_of_another_issue_fails_the_cross_check() {
 fn review_observations(round: u32) -> Observations {
     Observations::Review(ReviewObservations {
         round,
-        reviewed_head_sha: HEAD.into(),
+        reviewed_head_sha: autoforge_journal::testing::sha(HEAD),
         failed_validation_index: None,
     })
 }
@@ -338,7 +338,7 @@ fn verdict_must_match_findings_and_no_clean_verdict_after_a_failed_validation() 
     cross_check(&clean, &review_observations(1)).expect("clean round is consistent");
     let failed = Observations::Review(ReviewObservations {
         round: 1,
-        reviewed_head_sha: HEAD.into(),
+        reviewed_head_sha: autoforge_journal::testing::sha(HEAD),
         failed_validation_index: Some(2),
     });
     assert_eq!(

@@ -56,7 +56,7 @@ async fn a_failing_check_makes_the_gate_refuse_and_the_run_blocks_without_mergin
     let state = world.state(run).await;
     let pr = state.pr.unwrap();
     let head = state.review.clean.unwrap().head_sha;
-    world.add_check(&head, "ci", "failure");
+    world.add_check(head.as_str(), "ci", "failure");
 
     world.command(run, 1, "merge").await;
     world
@@ -163,7 +163,7 @@ async fn with_merge_mode_never_a_human_merge_is_noticed_and_the_run_is_done() {
             RunSignal::PrClosed {
                 pr,
                 merged: true,
-                merge_commit_sha: Some(merged.sha.clone()),
+                merge_commit_sha: Some(merged.sha.to_string()),
             },
         )
         .await;
@@ -194,7 +194,7 @@ async fn running_checks_are_looked_at_again_within_seconds_and_merged_once_they_
         .add_check(&fakehub::control::CheckSpec {
             owner: common::OWNER.into(),
             repo: common::NAME.into(),
-            sha: head.clone(),
+            sha: head.to_string(),
             name: "ci".into(),
             status: Some("in_progress".into()),
             conclusion: None,
@@ -216,7 +216,7 @@ async fn running_checks_are_looked_at_again_within_seconds_and_merged_once_they_
     assert_eq!(world.state(run).await.phase.as_str(), "READY_FOR_MERGE");
     assert_eq!(world.merge_requests(pr), 0);
 
-    world.add_check(&head, "ci", "success");
+    world.add_check(head.as_str(), "ci", "success");
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED"], LIMIT)
         .await;

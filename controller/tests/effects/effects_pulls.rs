@@ -101,8 +101,8 @@ impl Git {
     fn push(&self, sha: &str, expected_old: Option<&str>) -> NewEffect {
         let intent = EffectIntent::Push {
             branch: BRANCH.into(),
-            sha: sha.into(),
-            expected_old: expected_old.map(str::to_owned),
+            sha: autoforge_journal::testing::sha(sha),
+            expected_old: expected_old.map(autoforge_journal::testing::sha),
         };
         self.world.plan(&intent, &BTreeMap::new())
     }
@@ -231,8 +231,8 @@ async fn the_default_branch_is_refused_by_plan_and_by_drive() {
     let commit = git.commit(&git.main.clone(), "one");
     let intent = EffectIntent::Push {
         branch: "main".into(),
-        sha: commit.clone(),
-        expected_old: Some(git.main.clone()),
+        sha: autoforge_journal::testing::sha(&commit.clone()),
+        expected_old: Some(autoforge_journal::testing::sha(&git.main.clone())),
     };
     let refused = plan(&intent, &git.world.plan_context(&BTreeMap::new()));
     assert!(matches!(refused, Err(PlanError::Refused(_))), "{refused:?}");
@@ -409,7 +409,7 @@ async fn a_merge_is_sent_with_the_reviewed_sha_and_counted_once() {
     wait_mergeable(&git.world, pr).await;
     let merge = EffectIntent::MergePr {
         pr,
-        sha: first.clone(),
+        sha: autoforge_journal::testing::sha(&first.clone()),
         base_ref: "main".into(),
         method: autoforge::machine::MergeMethod::Merge,
         pr_title: "Add it".into(),
@@ -459,7 +459,7 @@ async fn a_merge_planned_on_a_head_that_moved_is_a_conflict_without_a_send() {
     let pr = opened["number"].as_u64().unwrap();
     let merge = EffectIntent::MergePr {
         pr,
-        sha: first.clone(),
+        sha: autoforge_journal::testing::sha(&first.clone()),
         base_ref: "main".into(),
         method: autoforge::machine::MergeMethod::Merge,
         pr_title: "Add it".into(),

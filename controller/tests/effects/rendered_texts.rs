@@ -54,7 +54,7 @@ fn status(phase: Phase) -> StatusSnapshot {
         failure: None,
         waiting_for: "nothing".into(),
         last_validation: Some(LastValidation {
-            sha: HEAD.into(),
+            sha: autoforge_journal::testing::sha(HEAD),
             passed: true,
             failed_index: None,
         }),
@@ -109,7 +109,7 @@ fn status_comment_blocked() {
     blocked.blocked_reason = Some("validation failed 3 times in FIX".into());
     blocked.blocked_from = Some(Phase::Fix);
     blocked.last_validation = Some(LastValidation {
-        sha: HEAD.into(),
+        sha: autoforge_journal::testing::sha(HEAD),
         passed: false,
         failed_index: Some(1),
     });
@@ -133,7 +133,7 @@ fn status_comment_blocked_by_a_protected_candidate() {
             issue: 3,
             epic: None,
             base_branch: "main".into(),
-            base_sha: MERGE_BASE.into(),
+            base_sha: autoforge_journal::testing::sha(MERGE_BASE),
             branch_head: None,
             settings,
             repository_settings: RepositorySettingsRead::default(),
@@ -145,7 +145,7 @@ fn status_comment_blocked_by_a_protected_candidate() {
             outcome: AgentOutcome::Result {
                 result: AgentResult::Success {
                     result: PhaseResult::Implement(ImplementResult {
-                        head_sha: HEAD.into(),
+                        head_sha: autoforge_journal::testing::sha(HEAD),
                         pr_title: "Count words".into(),
                         pr_body: "Counts words.".into(),
                         tests: Vec::new(),
@@ -155,7 +155,7 @@ fn status_comment_blocked_by_a_protected_candidate() {
             tokens: None,
         },
         Event::ValidationFinished {
-            sha: HEAD.into(),
+            sha: autoforge_journal::testing::sha(HEAD),
             passed: true,
             failed_index: None,
             summary: "every validation command passed".into(),

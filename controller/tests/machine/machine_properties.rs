@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 const PR: u64 = 12;
 const EPIC: u64 = 3;
 
-fn sha(n: u32) -> String {
-    format!("{n:040x}")
+fn sha(n: u32) -> autoforge_journal::CommitSha {
+    autoforge_journal::testing::sha(&format!("{n:040x}"))
 }
 
 fn settings(merge_mode: MergeMode) -> RunSettings {
@@ -519,7 +519,7 @@ fn check_launches(state: &RunState, decision: &Decision) {
 /// Write-specific invariants that need the history of the run.
 #[derive(Default)]
 struct Journal {
-    validated: BTreeSet<String>,
+    validated: BTreeSet<autoforge_journal::CommitSha>,
     operator_free_changes: u32,
 }
 

@@ -37,7 +37,11 @@ async fn a_failing_check_makes_the_merge_gate_refuse_and_the_run_blocks() {
     let run = s.run_of(issue).await;
     let state = run.reaches(Phase::ReadyForMerge).await;
     let pr = s.pull_numbered(state.pr.unwrap());
-    s.add_check(&state.review.clean.unwrap().head_sha, "ci", "failure");
+    s.add_check(
+        state.review.clean.unwrap().head_sha.as_str(),
+        "ci",
+        "failure",
+    );
 
     s.comment_as(&s.owner, issue, "/autoforge merge").await;
     let state = run.reaches(Phase::Blocked).await;

@@ -70,8 +70,8 @@ impl Expectations {
                 let descends = mirror.is_ancestor(base_sha, &head).await?;
                 let observed = ImplementObservations {
                     run_issue: run_issue.clone(),
-                    worktree_head: head.to_string(),
-                    base_sha: base_sha.to_string(),
+                    worktree_head: head.clone(),
+                    base_sha: base_sha.clone(),
                     head_descends_from_base: descends,
                 };
                 let candidate = Candidate {
@@ -100,11 +100,11 @@ impl Expectations {
                 let observed = FixObservations {
                     run_issue: run_issue.clone(),
                     round: *round,
-                    reviewed_head_sha: reviewed_head_sha.to_string(),
-                    worktree_head: head.to_string(),
+                    reviewed_head_sha: reviewed_head_sha.clone(),
+                    worktree_head: head.clone(),
                     head_descends_from_reviewed: descends,
                     open_finding_ids: open_finding_ids.clone(),
-                    new_commits: new_commits.iter().map(ToString::to_string).collect(),
+                    new_commits,
                     handed_over_follow_ups: handed_over_follow_ups.clone(),
                 };
                 let candidate = Candidate {

@@ -168,7 +168,7 @@ mod tests {
             Resolution {
                 finding_id: "R2-F1".into(),
                 kind: ResolutionKind::Fixed {
-                    commit_sha: Some("ab".repeat(20)),
+                    commit_sha: Some(autoforge_journal::testing::sha(&"ab".repeat(20))),
                 },
             },
             Resolution {

@@ -21,15 +21,16 @@ use crate::machine::{
     ReviewResult,
 };
 use crate::publish::IssueRef;
+use autoforge_journal::CommitSha;
 
 /// What the controller saw around an IMPLEMENT launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImplementObservations {
     pub run_issue: IssueRef,
     /// The worktree HEAD read after the agent exited.
-    pub worktree_head: String,
+    pub worktree_head: CommitSha,
     /// The default-branch head the launch started from.
-    pub base_sha: String,
+    pub base_sha: CommitSha,
     /// Whether `worktree_head` descends from `base_sha`.
     pub head_descends_from_base: bool,
 }
@@ -38,7 +39,7 @@ pub struct ImplementObservations {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewObservations {
     pub round: u32,
-    pub reviewed_head_sha: String,
+    pub reviewed_head_sha: CommitSha,
     /// Index of the first validation command of the reviewed HEAD that did
     /// not pass, if any.
     pub failed_validation_index: Option<usize>,
@@ -59,14 +60,14 @@ pub struct FixObservations {
     pub run_issue: IssueRef,
     /// The round whose findings are being fixed.
     pub round: u32,
-    pub reviewed_head_sha: String,
-    pub worktree_head: String,
+    pub reviewed_head_sha: CommitSha,
+    pub worktree_head: CommitSha,
     /// Whether `worktree_head` descends from `reviewed_head_sha` (true when
     /// they are equal).
     pub head_descends_from_reviewed: bool,
     pub open_finding_ids: Vec<String>,
     /// Commits in `reviewed_head_sha..worktree_head`.
-    pub new_commits: Vec<String>,
+    pub new_commits: Vec<CommitSha>,
     pub handed_over_follow_ups: Vec<HandedOverFollowUp>,
 }
 
@@ -136,22 +137,23 @@ fn implement(
         return Err(CrossCheckError::HeadMismatch {
             field: "head_sha",
             found: r.head_sha.clone(),
-            expected: o.worktree_head.clone(),
+            expected: o.worktree_head.to_string(),
         });
     }
-    if r.head_sha == o.base_sha {
+    if o.worktree_head == o.base_sha {
         return Err(CrossCheckError::NothingCommitted {
-            base: o.base_sha.clone(),
+            base: o.base_sha.to_string(),
         });
     }
     if !o.head_descends_from_base {
         return Err(CrossCheckError::NotADescendant {
             head: r.head_sha.clone(),
-            ancestor: o.base_sha.clone(),
+            ancestor: o.base_sha.to_string(),
         });
     }
+    // From here on the reported head is the observed one.
     Ok(ImplementResult {
-        head_sha: r.head_sha.clone(),
+        head_sha: o.worktree_head.clone(),
         pr_title: r.pr_title.clone(),
         pr_body: r.pr_body.clone(),
         tests: r.tests.clone(),
@@ -168,7 +170,7 @@ fn review(r: &WireReview, o: &ReviewObservations) -> Result<ReviewResult, CrossC
     if r.reviewed_head_sha != o.reviewed_head_sha {
         return Err(CrossCheckError::ReviewedHeadMismatch {
             found: r.reviewed_head_sha.clone(),
-            expected: o.reviewed_head_sha.clone(),
+            expected: o.reviewed_head_sha.to_string(),
         });
     }
     let mut seen = BTreeSet::new();
@@ -199,7 +201,7 @@ fn review(r: &WireReview, o: &ReviewObservations) -> Result<ReviewResult, CrossC
     }
     Ok(ReviewResult {
         round: r.round,
-        reviewed_head_sha: r.reviewed_head_sha.clone(),
+        reviewed_head_sha: o.reviewed_head_sha.clone(),
         findings: r.findings.clone(),
         sections: r.sections.clone(),
     })
@@ -209,21 +211,21 @@ fn fix(r: &WireFix, o: &FixObservations) -> Result<FixResult, CrossCheckError> {
     if r.previous_head_sha != o.reviewed_head_sha {
         return Err(CrossCheckError::PreviousHeadMismatch {
             found: r.previous_head_sha.clone(),
-            expected: o.reviewed_head_sha.clone(),
+            expected: o.reviewed_head_sha.to_string(),
         });
     }
     if r.head_sha != o.worktree_head {
         return Err(CrossCheckError::HeadMismatch {
             field: "head_sha",
             found: r.head_sha.clone(),
-            expected: o.worktree_head.clone(),
+            expected: o.worktree_head.to_string(),
         });
     }
     let moved = r.head_sha != o.reviewed_head_sha;
     if moved && !o.head_descends_from_reviewed {
         return Err(CrossCheckError::NotADescendant {
             head: r.head_sha.clone(),
-            ancestor: o.reviewed_head_sha.clone(),
+            ancestor: o.reviewed_head_sha.to_string(),
         });
     }
     let mut seen = BTreeSet::new();
@@ -265,8 +267,8 @@ fn fix(r: &WireFix, o: &FixObservations) -> Result<FixResult, CrossCheckError> {
         });
     }
     Ok(FixResult {
-        previous_head_sha: r.previous_head_sha.clone(),
-        head_sha: r.head_sha.clone(),
+        previous_head_sha: o.reviewed_head_sha.clone(),
+        head_sha: o.worktree_head.clone(),
         resolutions,
     })
 }
@@ -317,16 +319,17 @@ fn check_resolution(
             if !moved {
                 return Err(CrossCheckError::FixedWithoutCommit { index, id: id() });
             }
-            match commit_sha {
-                Some(sha) if !o.new_commits.iter().any(|c| c == sha) => {
-                    Err(CrossCheckError::CommitNotNew {
-                        index,
-                        id: id(),
-                        sha: sha.clone(),
-                    })
-                }
-                _ => Ok(ResolutionKind::Fixed {
-                    commit_sha: commit_sha.clone(),
+            let Some(sha) = commit_sha else {
+                return Ok(ResolutionKind::Fixed { commit_sha: None });
+            };
+            match o.new_commits.iter().find(|c| *c == sha.as_str()) {
+                Some(commit) => Ok(ResolutionKind::Fixed {
+                    commit_sha: Some(commit.clone()),
+                }),
+                None => Err(CrossCheckError::CommitNotNew {
+                    index,
+                    id: id(),
+                    sha: sha.clone(),
                 }),
             }
         }
@@ -433,11 +436,11 @@ mod tests {
         let observed = Observations::Fix(FixObservations {
             run_issue: issue(1),
             round: 1,
-            reviewed_head_sha: "a".repeat(40),
-            worktree_head: "b".repeat(40),
+            reviewed_head_sha: autoforge_journal::testing::sha(&"a".repeat(40)),
+            worktree_head: autoforge_journal::testing::sha(&"b".repeat(40)),
             head_descends_from_reviewed: true,
             open_finding_ids: vec!["R1-F1".into(), "R1-F2".into(), "R1-F3".into()],
-            new_commits: vec!["b".repeat(40)],
+            new_commits: vec![autoforge_journal::testing::sha(&"b".repeat(40))],
             handed_over_follow_ups: vec![HandedOverFollowUp {
                 url: "https://github.com/o/r/issues/12".into(),
                 for_finding: None,

@@ -44,7 +44,9 @@ pub fn observed_for_machine(
             .ok_or_else(|| missing(field))
     };
     Ok(Some(match effect.kind {
-        EffectKind::Push => EffectReadBack::Pushed { sha: text("sha")? },
+        EffectKind::Push => EffectReadBack::Pushed {
+            sha: text("sha")?.parse().map_err(|_| missing("sha"))?,
+        },
         EffectKind::CreatePr | EffectKind::AdoptPr => EffectReadBack::PullRequest {
             number: number("number")?,
         },

@@ -26,6 +26,7 @@ use crate::machine::{
     AllowedMergeMethods, Awaiting, ChecksState, EffectIntent, Event, GitHubFacts, MergeReport,
     MergeableState, NextIssueFacts, PrFacts, PrState, ReviewRequirement, RunState, is_protected,
 };
+use crate::workspace::CommitSha;
 
 impl RunTask<'_> {
     /// The fresh GitHub read a wait asks for.
@@ -114,7 +115,7 @@ impl RunTask<'_> {
         let repository_settings = repo_settings::read_repository_settings(
             api,
             repo,
-            &base_sha,
+            base_sha.as_str(),
             self.shared.agents.as_ref(),
         )
         .await?;
@@ -205,7 +206,7 @@ pub(in crate::driver) async fn read_facts(
 pub(in crate::driver) async fn default_branch_head(
     api: &GitHubApi,
     repo: &RepoName,
-) -> Result<(String, String), GitHubError> {
+) -> Result<(String, CommitSha), GitHubError> {
     let repository: crate::github::Repository = api.get_json(&repo.api_path("")).await?;
     let head = branch_head(api, repo, &repository.default_branch)
         .await?
@@ -224,13 +225,18 @@ pub(in crate::driver) async fn branch_head(
     api: &GitHubApi,
     repo: &RepoName,
     branch: &str,
-) -> Result<Option<String>, GitHubError> {
+) -> Result<Option<CommitSha>, GitHubError> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        sha: CommitSha,
+    }
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        object: Object,
+    }
     let path = repo.api_path(&format!("/git/ref/heads/{branch}"));
-    match api.get_json::<Value>(&path).await {
-        Ok(reference) => Ok(reference
-            .pointer("/object/sha")
-            .and_then(Value::as_str)
-            .map(str::to_owned)),
+    match api.get_json::<Reference>(&path).await {
+        Ok(reference) => Ok(Some(reference.object.sha)),
         Err(GitHubError::Status { status: 404, .. }) => Ok(None),
         Err(other) => Err(other),
     }
@@ -271,7 +277,9 @@ pub(in crate::driver) async fn pr_facts(
         ("open", _) => PrState::Open,
         _ => PrState::Closed,
     };
-    let comparison = api.compare(repo, &pr.base.ref_name, &pr.head.sha).await?;
+    let comparison = api
+        .compare(repo, &pr.base.ref_name, pr.head.sha.as_str())
+        .await?;
     let checks = checks_state(api, repo, &pr.head.sha).await?;
     let files = api.pull_request_files(repo, number).await?;
     let protected_paths_changed = files.iter().any(|file| {
@@ -396,7 +404,7 @@ async fn writes(api: &GitHubApi, repo: &RepoName, login: &str) -> Result<bool, G
 async fn checks_state(
     api: &GitHubApi,
     repo: &RepoName,
-    sha: &str,
+    sha: &CommitSha,
 ) -> Result<ChecksState, GitHubError> {
     let runs = latest_per_name(api.check_runs(repo, sha).await?);
     let statuses = api.combined_status(repo, sha).await?;
@@ -466,7 +474,7 @@ mod tests {
             name: name.into(),
             status: status.into(),
             conclusion: conclusion.map(Into::into),
-            head_sha: "a".repeat(40),
+            head_sha: autoforge_journal::testing::sha(&"a".repeat(40)),
         }
     }
 

@@ -7,6 +7,7 @@ use crate::machine::event::Event;
 use crate::machine::phase::Phase;
 use crate::machine::protected::describe_paths;
 use crate::machine::state::{Awaiting, RunState};
+use autoforge_journal::CommitSha;
 
 /// A transient GitHub (or validation-runner) failure while the driver did
 /// the awaited step: the phase stays and no round is consumed.
@@ -50,7 +51,11 @@ pub(super) fn issue_closed(state: &RunState) -> Result<Decision, MachineError> {
 /// workflows, so the merge gate would be too late. The run blocks; after
 /// `/autoforge unblock` the phase's agent runs again and is told, like
 /// after a failed validation, why its commit was dropped.
-pub(super) fn protected_candidate(turn: &mut Turn, sha: &str, paths: &[String]) -> TurnResult {
+pub(super) fn protected_candidate(
+    turn: &mut Turn,
+    sha: &CommitSha,
+    paths: &[String],
+) -> TurnResult {
     let named = describe_paths(paths);
     let s = &mut turn.state;
     s.candidate = None;
@@ -59,7 +64,7 @@ pub(super) fn protected_candidate(turn: &mut Turn, sha: &str, paths: &[String]) 
         "it changes protected paths (merge.protected_paths): {named}; the controller never \
          pushes a change to them, so leave them as they are on the default branch"
     ));
-    let short = sha.get(..12).unwrap_or(sha);
+    let short = sha.abbreviated(12);
     turn.block(format!(
         "candidate `{short}` changes protected paths (merge.protected_paths): {named}; it was \
          not pushed. `/autoforge unblock <reason>` asks the agent again without that change; \

@@ -210,7 +210,7 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
         return reject(turn, reason);
     }
     turn.state.switch_to_issue(facts.issue);
-    turn.state.base_sha.clone_from(&facts.base_sha);
+    turn.state.base_sha = Some(facts.base_sha.clone());
     turn.state.prior_branch_head.clone_from(&facts.branch_head);
     turn.state.issue_text.clone_from(&facts.issue_text);
     if let Some(epic) = turn.state.epic.as_mut() {

@@ -35,7 +35,7 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
     s.issue = *issue;
     s.branch = RunState::branch_for(*issue);
     s.base_branch.clone_from(base_branch);
-    s.base_sha.clone_from(base_sha);
+    s.base_sha = Some(base_sha.clone());
     s.prior_branch_head.clone_from(branch_head);
     s.epic = epic.map(EpicState::new);
     s.settings = settings.clone();
@@ -74,10 +74,18 @@ pub(super) fn enter(turn: &mut Turn) -> TurnResult {
 
 fn launch(turn: &mut Turn) -> TurnResult {
     let s = &turn.state;
+    // Set by `Started` (and by each EPIC pick) before any launch; a state
+    // without it cannot say what the implementer builds on.
+    let Some(base_sha) = s.base_sha.clone() else {
+        return turn.block(
+            "the run has no base commit recorded; remove and add the trigger label to start it again"
+                .to_owned(),
+        );
+    };
     let inputs = LaunchInputs::Implement {
         issue: s.issue,
         branch: s.branch.clone(),
-        base_sha: s.base_sha.clone(),
+        base_sha: base_sha.clone(),
         // The reviewed head once there is a PR; before that earlier work on
         // the issue branch; else the default branch head.
         start_sha: s
@@ -86,14 +94,14 @@ fn launch(turn: &mut Turn) -> TurnResult {
             .as_ref()
             .map(|b| b.head_sha.clone())
             .or_else(|| s.prior_branch_head.clone())
-            .unwrap_or_else(|| s.base_sha.clone()),
+            .unwrap_or(base_sha),
         validation_failure: s.last_validation_failure.clone(),
     };
     turn.launch(AgentPhase::Implement, 0, inputs)
 }
 
 pub(super) fn on_result(turn: &mut Turn, result: &ImplementResult) -> TurnResult {
-    if result.head_sha == turn.state.base_sha {
+    if turn.state.base_sha.as_ref() == Some(&result.head_sha) {
         return turn.correct("head_sha equals the base: nothing was committed");
     }
     turn.state.pending = Some(PhaseResult::Implement(result.clone()));

@@ -154,13 +154,11 @@ pub(super) fn decide(
                 if let Some(read) = &facts.issue_text {
                     turn.state.issue_text = Some(read.clone());
                 }
-                if target == Phase::Review && !turn.state.review.open_findings.is_empty() {
-                    let review = &mut turn.state.review;
-                    let head = review
-                        .binding
-                        .as_ref()
-                        .map(|b| b.head_sha.clone())
-                        .unwrap_or_default();
+                let review = &mut turn.state.review;
+                let bound_head = review.binding.as_ref().map(|b| b.head_sha.clone());
+                if let (Phase::Review, Some(head)) = (target, bound_head)
+                    && !review.open_findings.is_empty()
+                {
                     let (round, findings) =
                         (review.round, std::mem::take(&mut review.open_findings));
                     carry_stale(review, round, &head, findings);

@@ -12,6 +12,7 @@ use crate::machine::event::Event;
 use crate::machine::phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge};
 use crate::machine::state::{Awaiting, BlockedInfo, RunState};
 use crate::machine::status_labels::{issue_switch, label_change};
+use autoforge_journal::CommitSha;
 
 /// The decision `decide` is building for the event at hand.
 pub(crate) struct Turn {
@@ -107,7 +108,7 @@ impl Turn {
         self.state.awaiting = awaiting;
     }
 
-    pub fn validate(&mut self, sha: &str) {
+    pub fn validate(&mut self, sha: &CommitSha) {
         self.state.candidate = Some(sha.to_owned());
         self.validation = Some(ValidationRequest {
             sha: sha.to_owned(),
@@ -118,7 +119,7 @@ impl Turn {
     }
 
     /// A validation result for a commit the run is not validating.
-    pub fn stale_validation(state: &RunState, got: &str) -> Decision {
+    pub fn stale_validation(state: &RunState, got: &CommitSha) -> Decision {
         Self::refuse(
             state,
             Refusal::StaleValidation {

@@ -4,7 +4,7 @@ use super::*;
 
 const EPIC: u64 = 3;
 
-fn merged(head: &str) -> PrFacts {
+fn merged(head: &CommitSha) -> PrFacts {
     let mut pr = pr_at(head, &sha(1));
     pr.state = PrState::Merged;
     pr
@@ -75,7 +75,7 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
         (8, "autoforge/8", None)
     );
     assert_eq!(run.state.review, ReviewState::default());
-    assert_eq!(run.state.base_sha, sha(50));
+    assert_eq!(run.state.base_sha, Some(sha(50)));
 }
 
 #[test]

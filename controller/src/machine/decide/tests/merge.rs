@@ -9,7 +9,7 @@ fn settings(mode: MergeMode) -> RunSettings {
     }
 }
 
-fn merged(head: &str) -> PrFacts {
+fn merged(head: &CommitSha) -> PrFacts {
     let mut pr = pr_at(head, &sha(1));
     pr.state = PrState::Merged;
     pr.merge_commit = Some(sha(99));

@@ -14,21 +14,22 @@ mod surfaces;
 mod trust;
 
 use crate::machine::*;
+pub(super) use autoforge_journal::CommitSha;
 
-pub(super) fn sha(n: u32) -> String {
-    format!("{n:040x}")
+pub(super) fn sha(n: u32) -> CommitSha {
+    CommitSha::parse(&format!("{n:040x}")).expect("40 hex digits")
 }
 
 pub(super) const PR: u64 = 12;
 pub(super) const ISSUE: u64 = 7;
 
-pub(super) fn pr_at(head: &str, merge_base: &str) -> PrFacts {
+pub(super) fn pr_at(head: &CommitSha, merge_base: &CommitSha) -> PrFacts {
     PrFacts {
         number: PR,
         state: PrState::Open,
-        head_sha: head.to_owned(),
+        head_sha: head.clone(),
         base_ref: "main".to_owned(),
-        merge_base_sha: merge_base.to_owned(),
+        merge_base_sha: merge_base.clone(),
         draft: false,
         merge_commit: None,
         checks: ChecksState::Success,
@@ -152,9 +153,9 @@ impl Run {
         })
     }
 
-    pub fn validated(&mut self, sha: &str, passed: bool) -> &Decision {
+    pub fn validated(&mut self, sha: &CommitSha, passed: bool) -> &Decision {
         self.apply(Event::ValidationFinished {
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             passed,
             failed_index: (!passed).then_some(0),
             summary: if passed {
@@ -168,9 +169,9 @@ impl Run {
     }
 
     /// A passing validation of `sha` that finds it changing `paths`.
-    pub fn validated_protected(&mut self, sha: &str, paths: &[&str]) -> &Decision {
+    pub fn validated_protected(&mut self, sha: &CommitSha, paths: &[&str]) -> &Decision {
         self.apply(Event::ValidationFinished {
-            sha: sha.to_owned(),
+            sha: sha.clone(),
             passed: true,
             failed_index: None,
             summary: "all passed".to_owned(),
@@ -186,9 +187,9 @@ impl Run {
         self.apply(Event::GitHubObserved { facts })
     }
 
-    pub fn implement(&mut self, head: &str) {
+    pub fn implement(&mut self, head: &CommitSha) {
         self.succeed(PhaseResult::Implement(ImplementResult {
-            head_sha: head.to_owned(),
+            head_sha: head.clone(),
             pr_title: "Add widgets".to_owned(),
             pr_body: "body".to_owned(),
             tests: Vec::new(),
@@ -210,7 +211,7 @@ impl Run {
     }
 
     /// Binds the next round at `head` and returns the round number.
-    pub fn bind(&mut self, head: &str) -> u32 {
+    pub fn bind(&mut self, head: &CommitSha) -> u32 {
         self.github(facts(Some(pr_at(head, &sha(1)))));
         self.launch().round
     }
@@ -230,7 +231,7 @@ impl Run {
     }
 
     /// A whole round at `head` whose re-read sees `reread_head`.
-    pub fn round(&mut self, head: &str, findings: Vec<Finding>, reread_head: &str) {
+    pub fn round(&mut self, head: &CommitSha, findings: Vec<Finding>, reread_head: &CommitSha) {
         self.bind(head);
         self.review(findings);
         self.github(facts(Some(pr_at(reread_head, &sha(1)))));

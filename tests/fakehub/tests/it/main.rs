@@ -4,6 +4,7 @@
 
 mod conformance;
 mod flows;
+mod merge_rules;
 mod support;
 mod typed;
 mod webhook_shapes;

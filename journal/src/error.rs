@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::effects::Stage;
+use crate::github_ids::IssueNumber;
 use crate::ids::{EffectId, RunId};
 
 /// Everything a journal call can fail with.
@@ -73,8 +74,8 @@ pub enum JournalError {
 /// Which uniqueness rule a new run broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActiveRunScope {
-    Issue(i64),
-    Epic(i64),
+    Issue(IssueNumber),
+    Epic(IssueNumber),
 }
 
 impl fmt::Display for ActiveRunScope {

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::error::{JournalError, Result};
+use crate::github_ids::{IssueNumber, PullNumber};
 use crate::ids::{DeliveryId, RunId};
 use crate::journal::{Journal, JournalTx};
 use crate::runs::{Lease, NewRun, check_new_run, lease_is_current, run_insert_error, stale};
@@ -190,7 +191,7 @@ impl Journal {
     pub async fn active_run_for_object(
         &self,
         repository: &str,
-        number: i64,
+        number: IssueNumber,
     ) -> Result<Option<RunId>> {
         Ok(sqlx::query_scalar(
             "SELECT id FROM runs WHERE active AND repository = $1 \
@@ -207,7 +208,7 @@ impl Journal {
     pub async fn set_run_pull_request(
         &self,
         run_id: RunId,
-        pull_request: Option<i64>,
+        pull_request: Option<PullNumber>,
     ) -> Result<()> {
         let updated = sqlx::query("UPDATE runs SET pull_request = $2 WHERE id = $1")
             .bind(run_id)
@@ -224,14 +225,14 @@ impl Journal {
     }
 
     /// The pull request recorded for a run, if any.
-    pub async fn run_pull_request(&self, run_id: RunId) -> Result<Option<i64>> {
-        Ok(
-            sqlx::query_scalar::<_, Option<i64>>("SELECT pull_request FROM runs WHERE id = $1")
-                .bind(run_id)
-                .fetch_optional(&self.pool)
-                .await?
-                .flatten(),
+    pub async fn run_pull_request(&self, run_id: RunId) -> Result<Option<PullNumber>> {
+        Ok(sqlx::query_scalar::<_, Option<PullNumber>>(
+            "SELECT pull_request FROM runs WHERE id = $1",
         )
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .flatten())
     }
 
     /// Unconsumed events of a run, oldest first.
@@ -314,11 +315,11 @@ mod tests {
     use crate::testing::TestDatabase;
     use serde_json::json;
 
-    fn new_run(issue: i64) -> NewRun {
+    fn new_run(issue: u64) -> NewRun {
         NewRun {
             repository: "acme/widgets".to_owned(),
             epic: None,
-            issue,
+            issue: crate::testing::issue(issue),
             phase: "IMPLEMENT".to_owned(),
             state: json!({}),
         }
@@ -417,15 +418,18 @@ mod tests {
         let db = TestDatabase::fresh().await;
         let journal = db.journal();
         let mut run = new_run(5);
-        run.epic = Some(1);
+        run.epic = Some(crate::testing::issue(1));
         let mut tx = journal.begin().await.unwrap();
         let run_id = tx.start_run(&run).await.unwrap();
         tx.commit().await.unwrap();
-        journal.set_run_pull_request(run_id, Some(9)).await.unwrap();
+        journal
+            .set_run_pull_request(run_id, Some(crate::testing::pull(9)))
+            .await
+            .unwrap();
         for number in [5, 9, 1] {
             assert_eq!(
                 journal
-                    .active_run_for_object("acme/widgets", number)
+                    .active_run_for_object("acme/widgets", crate::testing::issue(number))
                     .await
                     .unwrap(),
                 Some(run_id)
@@ -433,19 +437,22 @@ mod tests {
         }
         assert_eq!(
             journal
-                .active_run_for_object("acme/widgets", 2)
+                .active_run_for_object("acme/widgets", crate::testing::issue(2))
                 .await
                 .unwrap(),
             None
         );
         assert_eq!(
             journal
-                .active_run_for_object("acme/other", 5)
+                .active_run_for_object("acme/other", crate::testing::issue(5))
                 .await
                 .unwrap(),
             None
         );
-        assert_eq!(journal.run_pull_request(run_id).await.unwrap(), Some(9));
+        assert_eq!(
+            journal.run_pull_request(run_id).await.unwrap(),
+            Some(crate::testing::pull(9))
+        );
     }
 
     #[tokio::test]

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::error::{ActiveRunScope, JournalError, Result, unique_violation};
+use crate::github_ids::IssueNumber;
 use crate::ids::RunId;
 use crate::journal::{Journal, JournalTx};
 
@@ -25,8 +26,8 @@ pub fn is_terminal(phase: &str) -> bool {
 pub struct NewRun {
     /// `owner/name`.
     pub repository: String,
-    pub epic: Option<i64>,
-    pub issue: i64,
+    pub epic: Option<IssueNumber>,
+    pub issue: IssueNumber,
     pub phase: String,
     pub state: Value,
 }
@@ -36,8 +37,8 @@ pub struct NewRun {
 pub struct Run {
     pub id: RunId,
     pub repository: String,
-    pub epic: Option<i64>,
-    pub current_issue: i64,
+    pub epic: Option<IssueNumber>,
+    pub current_issue: IssueNumber,
     pub phase: String,
     pub active: bool,
     pub state: Value,
@@ -128,7 +129,11 @@ impl Journal {
     }
 
     /// The active run of an issue, if any.
-    pub async fn active_run_for_issue(&self, repository: &str, issue: i64) -> Result<Option<Run>> {
+    pub async fn active_run_for_issue(
+        &self,
+        repository: &str,
+        issue: IssueNumber,
+    ) -> Result<Option<Run>> {
         Ok(sqlx::query_as::<_, Run>(sqlx::AssertSqlSafe(format!(
             "SELECT {RUN_COLUMNS} FROM runs \
              WHERE active AND repository = $1 AND current_issue = $2"
@@ -283,7 +288,12 @@ impl JournalTx {
     /// the caller's transaction with the corresponding transition. Refused
     /// with [`JournalError::ActiveRunExists`] if another active run holds
     /// that issue or that EPIC.
-    pub async fn set_scope(&mut self, lease: &Lease, issue: i64, epic: Option<i64>) -> Result<()> {
+    pub async fn set_scope(
+        &mut self,
+        lease: &Lease,
+        issue: IssueNumber,
+        epic: Option<IssueNumber>,
+    ) -> Result<()> {
         // Read first: after a unique violation the transaction is aborted
         // and can no longer tell us which repository the run belongs to.
         let repository: Option<String> =
@@ -312,7 +322,10 @@ impl JournalTx {
             Ok(_) => return Err(stale(lease)),
             Err(error) => match unique_violation(&error) {
                 Some("runs_one_active_per_issue") => ActiveRunScope::Issue(issue),
-                Some("runs_one_active_per_epic") => ActiveRunScope::Epic(epic.unwrap_or(0)),
+                // The per-EPIC index covers only rows with an EPIC.
+                Some("runs_one_active_per_epic") if let Some(epic) = epic => {
+                    ActiveRunScope::Epic(epic)
+                }
                 _ => return Err(error.into()),
             },
         };
@@ -342,7 +355,7 @@ pub(crate) fn check_new_run(run: &NewRun) -> Result<()> {
 pub(crate) fn run_insert_error(error: sqlx::Error, run: &NewRun) -> JournalError {
     let scope = match unique_violation(&error) {
         Some("runs_one_active_per_issue") => ActiveRunScope::Issue(run.issue),
-        Some("runs_one_active_per_epic") => ActiveRunScope::Epic(run.epic.unwrap_or(0)),
+        Some("runs_one_active_per_epic") if let Some(epic) = run.epic => ActiveRunScope::Epic(epic),
         _ => return error.into(),
     };
     JournalError::ActiveRunExists {

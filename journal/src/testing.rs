@@ -167,3 +167,13 @@ pub fn sha(tag: &str) -> crate::CommitSha {
     }
     crate::CommitSha::parse(&hex).expect("hex digits padded to 40")
 }
+
+/// An issue number for tests; panics outside GitHub's range.
+pub fn issue(number: u64) -> crate::IssueNumber {
+    crate::IssueNumber::new(number).expect("a positive issue number")
+}
+
+/// A pull request number for tests; panics outside GitHub's range.
+pub fn pull(number: u64) -> crate::PullNumber {
+    crate::PullNumber::new(number).expect("a positive pull request number")
+}

@@ -49,6 +49,9 @@ const NON_KEY_VARS: &[&str] = &[
     GITHUB_PRIVATE_KEY_FILE_VAR,
     DASHBOARD_TOKEN_VAR,
     DASHBOARD_TOKEN_FILE_VAR,
+    // Set for the test suite (the real agent CLIs' cache, and their skip switch).
+    "AUTOFORGE_AGENT_CLI_CACHE",
+    "AUTOFORGE_REAL_AGENTS",
 ];
 
 /// A snapshot of environment variables. Loading reads only this snapshot, so

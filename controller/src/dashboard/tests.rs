@@ -32,7 +32,7 @@ async fn seeded(db: &TestDatabase, log_dir: &std::path::Path) -> i64 {
         .create_run(&NewRun {
             repository: "acme/widgets".into(),
             epic: None,
-            issue: 12,
+            issue: autoforge_journal::testing::issue(12),
             phase: "IMPLEMENT".into(),
             state: json!({}),
         })

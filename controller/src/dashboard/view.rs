@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use autoforge_journal::{Journal, JournalError, Run, RunFilter, RunId};
+use autoforge_journal::{IssueNumber, Journal, JournalError, Run, RunFilter, RunId};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -34,8 +34,8 @@ impl From<&Run> for RunSummary {
         RunSummary {
             id: run.id.0,
             repository: run.repository.clone(),
-            issue: run.current_issue,
-            epic: run.epic,
+            issue: run.current_issue.to_i64(),
+            epic: run.epic.map(IssueNumber::to_i64),
             phase: run.phase.clone(),
             active: run.active,
             created_at: run.created_at,

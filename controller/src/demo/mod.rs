@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use autoforge_journal::Run;
+use autoforge_journal::{IssueNumber, Run};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
@@ -85,13 +85,15 @@ pub fn working_issue(run: &Run) -> i64 {
     run.state["issue"]
         .as_i64()
         .filter(|issue| *issue > 0)
-        .unwrap_or(run.current_issue)
+        .unwrap_or(run.current_issue.to_i64())
 }
 
 /// The EPIC a run belongs to, from the machine state's EPIC bookkeeping
 /// or the journal.
 pub fn working_epic(run: &Run) -> Option<i64> {
-    run.state["epic"]["epic"].as_i64().or(run.epic)
+    run.state["epic"]["epic"]
+        .as_i64()
+        .or(run.epic.map(IssueNumber::to_i64))
 }
 
 /// Waits (at most 30 s) until no write of `runs` is still `intended` or
@@ -577,8 +579,8 @@ mod tests {
         Run {
             id: autoforge_journal::RunId(1),
             repository: "o/r".into(),
-            epic: Some(4),
-            current_issue: 1,
+            epic: Some(autoforge_journal::testing::issue(4)),
+            current_issue: autoforge_journal::testing::issue(1),
             phase: phase.into(),
             active,
             state,

@@ -26,7 +26,9 @@ mod observed;
 pub(super) mod reads;
 mod signals;
 
-use autoforge_journal::{Effect, JournalError, JournalTx, Lease, NewEffect, RunId, Stage};
+use autoforge_journal::{
+    Effect, IssueNumber, JournalError, JournalTx, Lease, NewEffect, PullNumber, RunId, Stage,
+};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -213,7 +215,7 @@ struct RunTask<'a> {
     lease: &'a Lease,
     access: Arc<RepositoryAccess>,
     version: i64,
-    epic: Option<i64>,
+    epic: Option<IssueNumber>,
     state: RunState,
     /// The version whose effect outcome was fed in this task: a refused
     /// report is not repeated in a loop.
@@ -252,9 +254,9 @@ impl<'a> RunTask<'a> {
         };
         let state = stored_state(shared, run_id, run.state)?;
         let recorded_pr = shared.journal.run_pull_request(run_id).await?;
-        if recorded_pr != state.pr.and_then(|n| i64::try_from(n).ok()) {
+        let pr = state.pr.and_then(|n| PullNumber::new(n).ok());
+        if recorded_pr != pr {
             // A crash between a transition and the column's update.
-            let pr = state.pr.and_then(|n| i64::try_from(n).ok());
             shared.journal.set_run_pull_request(run_id, pr).await?;
         }
         Ok(RunTask {
@@ -575,7 +577,7 @@ impl<'a> RunTask<'a> {
         }
         if decision.next.pr != self.state.pr {
             // Commands on the PR's thread find the run by this column.
-            let pr = decision.next.pr.and_then(|n| i64::try_from(n).ok());
+            let pr = decision.next.pr.and_then(|n| PullNumber::new(n).ok());
             self.shared
                 .journal
                 .set_run_pull_request(self.lease.run_id, pr)
@@ -596,9 +598,9 @@ impl<'a> RunTask<'a> {
             return Ok(());
         }
         let number = |n: u64| {
-            i64::try_from(n).map_err(|_| DriverError::CorruptState {
+            IssueNumber::new(n).map_err(|e| DriverError::CorruptState {
                 run: self.lease.run_id,
-                detail: format!("issue number {n} out of range"),
+                detail: e.to_string(),
             })
         };
         let epic = epic_of(next).map(number).transpose()?;

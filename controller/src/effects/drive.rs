@@ -13,6 +13,7 @@ use super::executor::EffectExecutor;
 use super::protocol::{Observation, Ownership, Sent};
 use super::row::Nonce;
 use super::{EffectError, comments, epic, issues, labels, merge, pulls, push, reactions};
+use crate::metrics::DriveEnd;
 
 /// How a drive ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +41,7 @@ impl EffectExecutor {
     /// `pending_effects`). At most one write is sent per call.
     pub async fn drive(&self, lease: &Lease, effect: &Effect) -> Result<DriveOutcome, EffectError> {
         let outcome = self.drive_step(lease, effect).await;
-        crate::metrics::effect_driven(effect.kind, &outcome);
+        crate::metrics::effect_driven(effect.kind, drive_end(&outcome));
         outcome
     }
 
@@ -236,5 +237,17 @@ impl EffectExecutor {
                 what: "a check-run implementation (optional in SPEC §6; not built)",
             }),
         }
+    }
+}
+
+/// The metric's fixed name for how a drive step ended (never its reason).
+fn drive_end(outcome: &Result<DriveOutcome, EffectError>) -> DriveEnd {
+    match outcome {
+        Ok(DriveOutcome::Observed(_)) => DriveEnd::Observed,
+        Ok(DriveOutcome::StillAttempted) => DriveEnd::StillAttempted,
+        Ok(DriveOutcome::Conflict { .. }) => DriveEnd::Conflict,
+        Ok(DriveOutcome::Blocked { .. }) => DriveEnd::Blocked,
+        Ok(DriveOutcome::Rerequest { .. }) => DriveEnd::Rerequest,
+        Err(_) => DriveEnd::Error,
     }
 }

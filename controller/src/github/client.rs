@@ -344,7 +344,7 @@ impl GitHubApi {
             &response.headers,
             SystemTime::now(),
         );
-        crate::metrics::rate_limit(self.scope, &state);
+        crate::metrics::rate_limit(self.scope.gauge_label(), state.remaining, state.limit);
         Ok(response)
     }
 

@@ -21,6 +21,18 @@ pub enum RateScope {
     Token,
 }
 
+impl RateScope {
+    /// The scope as the rate-limit gauges label it: an installation by its
+    /// id, else `app` or `token` (a fixed set, never free text).
+    pub fn gauge_label(self) -> String {
+        match self {
+            Self::Installation(id) => id.to_string(),
+            Self::App => "app".to_owned(),
+            Self::Token => "token".to_owned(),
+        }
+    }
+}
+
 /// Reads yield to writes when the budget is nearly spent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestKind {

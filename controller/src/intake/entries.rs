@@ -8,8 +8,8 @@
 //! or a delivery processed twice, act once.
 
 use autoforge_journal::{
-    ChangeClaim, DeliveryId, EventSource, Journal, JournalError, NewCommandDecision, NewRun,
-    NewRunEvent, RunId,
+    ChangeClaim, DeliveryId, EventSource, IssueNumber, Journal, JournalError, NewCommandDecision,
+    NewRun, NewRunEvent, RunId,
 };
 use serde_json::{Value, json};
 
@@ -135,8 +135,8 @@ async fn apply_step(
             issue,
             labeled_by,
         } => {
-            let number = i64::try_from(*issue)
-                .map_err(|_| JournalError::InvalidInput(format!("issue number {issue}")))?;
+            let number =
+                IssueNumber::new(*issue).map_err(|e| JournalError::InvalidInput(e.to_string()))?;
             let run_id = tx
                 .start_run(&NewRun {
                     repository: repository.clone(),

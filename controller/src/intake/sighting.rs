@@ -4,7 +4,7 @@
 //! every command's author or editor are checked against fresh permission
 //! reads, and every decision is journalled.
 
-use autoforge_journal::{Journal, NewCommandDecision, RunId};
+use autoforge_journal::{IssueNumber, Journal, NewCommandDecision, RunId};
 use serde_json::json;
 
 use super::access::GitHubAccess;
@@ -207,7 +207,7 @@ pub async fn entries_for(
     let run_of = |repository: &str, number: u64| {
         let repository = repository.to_owned();
         async move {
-            let number = i64::try_from(number)?;
+            let number = IssueNumber::new(number)?;
             anyhow::Ok(journal.active_run_for_object(&repository, number).await?)
         }
     };
@@ -407,7 +407,7 @@ async fn plan_trigger(
             })
         }
         OperatorDecision::Allowed { .. } => {
-            let number = i64::try_from(issue)?;
+            let number = IssueNumber::new(issue)?;
             match journal.active_run_for_object(repository, number).await? {
                 Some(run_id) => ChangeEntries::new(key, "trigger ignored: run already active")
                     .with(Entry::Audit {

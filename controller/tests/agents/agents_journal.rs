@@ -34,7 +34,7 @@ async fn finished_launches_are_listed_with_exit_duration_and_tokens() {
         .create_run(&NewRun {
             repository: "o/r".into(),
             epic: None,
-            issue: 3,
+            issue: autoforge_journal::testing::issue(3),
             phase: "REVIEW".into(),
             state: serde_json::json!({}),
         })

@@ -33,7 +33,7 @@ impl Fixture {
             .create_run(&NewRun {
                 repository: "o/r".into(),
                 epic: None,
-                issue: 7,
+                issue: autoforge_journal::testing::issue(7),
                 phase: "IMPLEMENT".into(),
                 state: serde_json::json!({}),
             })

@@ -81,7 +81,7 @@ impl World {
             .start_run(&NewRun {
                 repository: REPOSITORY.into(),
                 epic: None,
-                issue: i64::try_from(issue).unwrap(),
+                issue: autoforge_journal::testing::issue(issue),
                 phase: "INITIALIZING".into(),
                 state: json!({}),
             })

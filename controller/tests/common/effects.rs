@@ -33,7 +33,7 @@ impl World {
             .create_run(&NewRun {
                 repository: REPOSITORY.into(),
                 epic: None,
-                issue: 1,
+                issue: autoforge_journal::testing::issue(1),
                 phase: "IMPLEMENT".into(),
                 state: json!({}),
             })

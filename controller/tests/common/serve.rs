@@ -320,7 +320,7 @@ impl World {
             async move {
                 self.db
                     .journal()
-                    .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
+                    .active_run_for_issue(&repository, autoforge_journal::testing::issue(issue))
                     .await
                     .unwrap()
                     .map(|run| run.id)

@@ -132,11 +132,14 @@ async fn an_epic_run_moves_its_row_to_the_child_and_a_second_run_on_that_epic_bl
     let epic_run = world.start_run(1).await;
     driver.drive_due_runs(1).await.unwrap();
     let row = world.db.journal().get_run(epic_run).await.unwrap().unwrap();
-    assert_eq!((row.current_issue, row.epic), (2, Some(1)));
+    assert_eq!(
+        (row.current_issue.get(), row.epic.map(|e| e.get())),
+        (2, Some(1))
+    );
     let found = world
         .db
         .journal()
-        .active_run_for_object(REPOSITORY, 2)
+        .active_run_for_object(REPOSITORY, autoforge_journal::testing::issue(2))
         .await
         .unwrap();
     assert_eq!(found, Some(epic_run));
@@ -156,5 +159,8 @@ async fn an_epic_run_moves_its_row_to_the_child_and_a_second_run_on_that_epic_bl
         "{reason}"
     );
     let row = world.db.journal().get_run(epic_run).await.unwrap().unwrap();
-    assert_eq!((row.current_issue, row.epic), (2, Some(1)));
+    assert_eq!(
+        (row.current_issue.get(), row.epic.map(|e| e.get())),
+        (2, Some(1))
+    );
 }

@@ -133,7 +133,7 @@ async fn a_poller_pass_sets_active_runs_per_phase_and_zeroes_emptied_phases() {
             .create_run(&NewRun {
                 repository: "octo/widgets".into(),
                 epic: None,
-                issue,
+                issue: autoforge_journal::testing::issue(issue),
                 phase: phase.into(),
                 state: json!({}),
             })

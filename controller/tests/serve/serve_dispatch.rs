@@ -173,7 +173,10 @@ impl Setup {
 
     async fn run_for(&self, issue: u64) -> Option<RunId> {
         self.journal()
-            .active_run_for_issue(&format!("{OWNER}/{NAME}"), i64::try_from(issue).unwrap())
+            .active_run_for_issue(
+                &format!("{OWNER}/{NAME}"),
+                autoforge_journal::testing::issue(issue),
+            )
             .await
             .unwrap()
             .map(|run| run.id)

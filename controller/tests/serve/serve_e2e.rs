@@ -21,7 +21,7 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
             world
                 .db
                 .journal()
-                .active_run_for_issue(&repository, i64::try_from(issue).unwrap())
+                .active_run_for_issue(&repository, autoforge_journal::testing::issue(issue))
                 .await
                 .unwrap()
                 .map(|run| run.id)
@@ -144,7 +144,10 @@ async fn a_dropped_label_delivery_is_recovered_within_one_poll_interval() {
             world
                 .db
                 .journal()
-                .active_run_for_issue(&world.repository(), i64::try_from(issue).unwrap())
+                .active_run_for_issue(
+                    &world.repository(),
+                    autoforge_journal::testing::issue(issue),
+                )
                 .await
                 .unwrap()
                 .map(|run| run.id)

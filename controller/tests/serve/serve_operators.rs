@@ -19,7 +19,10 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
         world
             .db
             .journal()
-            .active_run_for_issue(&world.repository(), i64::try_from(issue).unwrap())
+            .active_run_for_issue(
+                &world.repository(),
+                autoforge_journal::testing::issue(issue),
+            )
             .await
             .unwrap()
             .map(|run| run.id)
@@ -303,7 +306,7 @@ async fn unblock_by_a_reader_is_refused_unchanged_and_by_an_operator_resumes_in_
         .await
         .unwrap()
         .expect("the run's PR is recorded");
-    let pr = u64::try_from(pr).unwrap();
+    let pr = pr.get();
     let on_pr = world.comment(&owner, pr, "/autoforge status").await;
     observed_reply(&world, run_id, on_pr).await;
     let reply = reply_on(&world, &owner, pr, on_pr).await;

@@ -165,7 +165,10 @@ async fn wait_for_run(world: &World, issue: u64) -> RunId {
         world
             .db
             .journal()
-            .active_run_for_issue(&world.repository(), i64::try_from(issue).unwrap())
+            .active_run_for_issue(
+                &world.repository(),
+                autoforge_journal::testing::issue(issue),
+            )
             .await
             .unwrap()
             .map(|run| run.id)

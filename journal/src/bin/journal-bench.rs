@@ -146,7 +146,7 @@ async fn run(journal: &Journal, iterations: usize) -> Result<Vec<(&'static str, 
         .create_run(&NewRun {
             repository: "bench/repo".to_owned(),
             epic: None,
-            issue: 1,
+            issue: autoforge_journal::IssueNumber::new(1)?,
             phase: "INITIALIZING".to_owned(),
             state: json!({"round": 0}),
         })

@@ -239,7 +239,7 @@ async fn an_issue_or_epic_has_at_most_one_active_run() {
     let db = TestDatabase::fresh().await;
     let journal = db.journal();
     let mut first = new_run(7);
-    first.epic = Some(100);
+    first.epic = Some(autoforge_journal::testing::issue(100));
     journal.create_run(&first).await.unwrap();
 
     let error = journal.create_run(&new_run(7)).await.unwrap_err();
@@ -247,22 +247,22 @@ async fn an_issue_or_epic_has_at_most_one_active_run() {
         matches!(
             error,
             JournalError::ActiveRunExists {
-                scope: ActiveRunScope::Issue(7),
+                scope: ActiveRunScope::Issue(n),
                 ..
-            }
+            } if n.get() == 7
         ),
         "{error:?}"
     );
     let mut same_epic = new_run(8);
-    same_epic.epic = Some(100);
+    same_epic.epic = Some(autoforge_journal::testing::issue(100));
     let error = journal.create_run(&same_epic).await.unwrap_err();
     assert!(
         matches!(
             error,
             JournalError::ActiveRunExists {
-                scope: ActiveRunScope::Epic(100),
+                scope: ActiveRunScope::Epic(n),
                 ..
-            }
+            } if n.get() == 100
         ),
         "{error:?}"
     );
@@ -280,7 +280,7 @@ async fn a_finished_run_frees_its_issue() {
     let again = journal.create_run(&new_run(7)).await.unwrap();
     assert!(again.active);
     let active = journal
-        .active_run_for_issue("acme/widgets", 7)
+        .active_run_for_issue("acme/widgets", autoforge_journal::testing::issue(7))
         .await
         .unwrap()
         .unwrap();

@@ -20,11 +20,11 @@ use serde_json::json;
 pub const OWNER: &str = "replica-a";
 pub const LONG: Duration = Duration::from_secs(300);
 
-pub fn new_run(issue: i64) -> NewRun {
+pub fn new_run(issue: u64) -> NewRun {
     NewRun {
         repository: "acme/widgets".to_owned(),
         epic: None,
-        issue,
+        issue: autoforge_journal::testing::issue(issue),
         phase: "INITIALIZING".to_owned(),
         state: json!({"round": 0}),
     }
@@ -42,7 +42,7 @@ pub fn intent(kind: EffectKind, identity: &str) -> NewEffect {
 }
 
 /// A run and a lease on it.
-pub async fn leased_run(db: &TestDatabase, issue: i64) -> (Run, Lease) {
+pub async fn leased_run(db: &TestDatabase, issue: u64) -> (Run, Lease) {
     let journal = db.journal();
     let run = journal.create_run(&new_run(issue)).await.unwrap();
     let lease = journal

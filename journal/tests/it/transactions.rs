@@ -116,7 +116,9 @@ async fn a_rolled_back_transaction_leaves_nothing() {
         .await
         .unwrap();
         tx.record_command_decision(&decision).await.unwrap();
-        tx.set_scope(&lease, 2, None).await.unwrap();
+        tx.set_scope(&lease, autoforge_journal::testing::issue(2), None)
+            .await
+            .unwrap();
         // Dropped without commit.
     }
     let mut tx = journal.begin().await.unwrap();
@@ -153,16 +155,21 @@ async fn moving_to_an_issue_with_an_active_run_is_refused() {
     let (_, lease) = leased_run(&db, 1).await;
     journal.create_run(&new_run(2)).await.unwrap();
     let mut tx = journal.begin().await.unwrap();
-    let error = tx.set_scope(&lease, 2, None).await.unwrap_err();
+    let error = tx
+        .set_scope(&lease, autoforge_journal::testing::issue(2), None)
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, JournalError::ActiveRunExists { .. }),
         "{error:?}"
     );
     let mut tx = journal.begin().await.unwrap();
-    tx.set_scope(&lease, 3, None).await.unwrap();
+    tx.set_scope(&lease, autoforge_journal::testing::issue(3), None)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     let run = journal
-        .active_run_for_issue("acme/widgets", 3)
+        .active_run_for_issue("acme/widgets", autoforge_journal::testing::issue(3))
         .await
         .unwrap();
     assert_eq!(run.map(|r| r.id), Some(lease.run_id));
@@ -174,22 +181,38 @@ async fn an_epic_run_moving_to_its_child_holds_the_epic_against_a_second_run() {
     let journal = db.journal();
     let (_, first) = leased_run(&db, 9).await;
     let mut tx = journal.begin().await.unwrap();
-    tx.set_scope(&first, 5, Some(9)).await.unwrap();
+    tx.set_scope(
+        &first,
+        autoforge_journal::testing::issue(5),
+        Some(autoforge_journal::testing::issue(9)),
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let moved = journal.get_run(first.run_id).await.unwrap().unwrap();
-    assert_eq!((moved.current_issue, moved.epic), (5, Some(9)));
+    assert_eq!(
+        (moved.current_issue.get(), moved.epic.map(|e| e.get())),
+        (5, Some(9))
+    );
 
     // Another run (on issue 6) cannot join the same EPIC while it is active.
     let (_, second) = leased_run(&db, 6).await;
     let mut tx = journal.begin().await.unwrap();
-    let error = tx.set_scope(&second, 6, Some(9)).await.unwrap_err();
+    let error = tx
+        .set_scope(
+            &second,
+            autoforge_journal::testing::issue(6),
+            Some(autoforge_journal::testing::issue(9)),
+        )
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             error,
             JournalError::ActiveRunExists {
-                scope: autoforge_journal::ActiveRunScope::Epic(9),
+                scope: autoforge_journal::ActiveRunScope::Epic(n),
                 ..
-            }
+            } if n.get() == 9
         ),
         "{error:?}"
     );

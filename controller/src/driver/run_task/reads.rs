@@ -27,6 +27,7 @@ use crate::machine::{
     MergeableState, NextIssueFacts, PrFacts, PrState, ReviewRequirement, RunState, is_protected,
 };
 use crate::workspace::CommitSha;
+use autoforge_journal::IssueNumber;
 
 impl RunTask<'_> {
     /// The fresh GitHub read a wait asks for.
@@ -105,7 +106,7 @@ impl RunTask<'_> {
     ) -> Result<Event, DriverError> {
         let (base_branch, base_sha) =
             default_branch_head(&self.access.api, &self.access.repo).await?;
-        let known_epic = self.epic.and_then(|e| u64::try_from(e).ok());
+        let known_epic = self.epic.map(IssueNumber::get);
         let (api, repo, label) = (
             &self.access.api,
             &self.access.repo,

@@ -255,8 +255,7 @@ impl Running {
             runs.into_iter()
                 .find(|run| {
                     run.state["issue"].as_u64() == Some(issue)
-                        || (run.current_issue == i64::try_from(issue).unwrap()
-                            && run.state["epic"].is_null())
+                        || (run.current_issue.get() == issue && run.state["epic"].is_null())
                 })
                 .map(|run| run.id)
         })

@@ -253,10 +253,15 @@ impl From<&OperatorSettings> for OperatorPolicy {
 /// run freezes, with no conversion in between.
 pub use crate::machine::MergeMode;
 
+/// `merge.method`: the machine's own type, frozen into each run.
+pub use crate::machine::MergeMethod;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MergeSettings {
     pub mode: MergeMode,
+    /// `None`: the first method the repository allows, squash first.
+    pub method: Option<MergeMethod>,
     pub protected_paths: Vec<String>,
     pub inconclusive_checks: u32,
 }
@@ -265,6 +270,7 @@ impl Default for MergeSettings {
     fn default() -> Self {
         Self {
             mode: MergeMode::Never,
+            method: None,
             protected_paths: vec![".github/workflows/".to_owned()],
             inconclusive_checks: 60,
         }
@@ -347,6 +353,7 @@ impl Settings {
     pub fn run_settings(&self) -> crate::machine::RunSettings {
         crate::machine::RunSettings {
             merge_mode: self.merge.mode,
+            merge_method: self.merge.method,
             max_review_rounds: self.limits.review_rounds,
             max_launches: self.limits.launches_per_run,
             max_validation_failures: self.limits.validation_failures_per_phase,

@@ -137,8 +137,6 @@ pub struct RepositoryAccess {
     pub login: String,
     /// `https://github.com` or the GHES host (URLs inside markers).
     pub html_base: String,
-    /// `merge`, `squash` or `rebase`.
-    pub merge_method: String,
     /// Needed for agent launches, validation and pushes.
     pub git: Option<GitRemote>,
 }

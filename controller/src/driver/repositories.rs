@@ -43,7 +43,6 @@ impl RepositorySource {
                 repo: watched.name,
                 login: self.login.clone(),
                 html_base: self.html_base.clone(),
-                merge_method: "merge".to_owned(),
                 git: Some(git),
             };
             served.insert(watched.full_name, Arc::new(access));

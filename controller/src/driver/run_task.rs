@@ -640,7 +640,6 @@ impl<'a> RunTask<'a> {
             repo: &self.access.repo,
             html_base: &self.access.html_base,
             default_branch: &next.base_branch,
-            merge_method: &self.access.merge_method,
             bodies,
         };
         Ok(intents

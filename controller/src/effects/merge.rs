@@ -1,7 +1,10 @@
 //! `merge_pr`: merge with GitHub's `sha` parameter set to the reviewed head
-//! (SPEC §10). The merge counts only when GitHub shows the PR merged at
-//! exactly that head into the base it was reviewed against; merged at
-//! another head is a conflict, never counted.
+//! (SPEC §10), by the method the gate chose. The merge counts only when
+//! GitHub shows the PR merged at exactly that head into the base it was
+//! reviewed against; merged at another head is a conflict, never counted.
+//! A squash commit is titled and described by the controller
+//! ([`crate::publish::squash`]); GitHub's 405 for a method the repository
+//! does not allow is refused with that reason, not a generic one.
 //!
 //! Row: target `pull/<n>`, payload [`MergePayload`], precondition the
 //! reviewed head, completion the base it was reviewed against.
@@ -15,13 +18,30 @@ use super::executor::EffectExecutor;
 use super::planning::{Draft, PlanError};
 use super::protocol::{Observation, Sent, read_failed};
 use super::row::{Row, completion, payload, target_number};
-use crate::github::writes;
+use crate::github::{GitHubError, writes};
+use crate::machine::MergeMethod;
+use crate::publish::squash::compose_squash_commit;
 
 /// GitHub's merge request: refused unless the head is still `sha`.
 #[derive(Serialize, Deserialize)]
 struct MergePayload {
     sha: CommitSha,
-    merge_method: String,
+    merge_method: MergeMethod,
+    /// Set for a squash: the commit the controller composed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit_title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit_message: Option<String>,
+}
+
+/// What the gate decided about the merge of one pull request.
+pub(crate) struct MergeRequest<'a> {
+    pub pr: u64,
+    pub sha: &'a CommitSha,
+    pub base_ref: &'a str,
+    pub method: MergeMethod,
+    pub pr_title: &'a str,
+    pub issue: u64,
 }
 
 /// The head the review approved.
@@ -37,13 +57,19 @@ struct MergeCompletion {
     write: String,
 }
 
-/// Merge `pr` at the reviewed `sha` into `base_ref`, by the configured method.
-pub(crate) fn plan(
-    draft: Draft<'_>,
-    pr: u64,
-    sha: &CommitSha,
-    base_ref: &str,
-) -> Result<NewEffect, PlanError> {
+/// Merge `pr` at the reviewed `sha` into `base_ref`, by the chosen method.
+pub(crate) fn plan(draft: Draft<'_>, merge: &MergeRequest<'_>) -> Result<NewEffect, PlanError> {
+    let MergeRequest {
+        pr, sha, base_ref, ..
+    } = *merge;
+    let (commit_title, commit_message) = match merge.method {
+        MergeMethod::Squash => {
+            let run_issue = draft.ctx.issue_ref(merge.issue);
+            let commit = compose_squash_commit(merge.pr_title, pr, &run_issue)?;
+            (Some(commit.title), Some(commit.message))
+        }
+        MergeMethod::Merge | MergeMethod::Rebase => (None, None),
+    };
     let row = Row {
         target: format!("pull/{pr}"),
         precondition: MergePrecondition {
@@ -51,7 +77,9 @@ pub(crate) fn plan(
         },
         payload: MergePayload {
             sha: sha.clone(),
-            merge_method: draft.ctx.merge_method.to_owned(),
+            merge_method: merge.method,
+            commit_title,
+            commit_message,
         },
         completion: MergeCompletion {
             base_ref: base_ref.to_owned(),
@@ -104,14 +132,40 @@ pub(crate) async fn reconcile(
 pub(crate) async fn send(executor: &EffectExecutor, effect: &Effect) -> Result<Sent, EffectError> {
     let wanted: MergePayload = payload(effect)?;
     let number = target_number(effect)?;
-    Ok(Sent::from_result(
-        writes::merge_pull_request(
-            &executor.api,
-            &executor.repo,
-            number,
-            &wanted.sha,
-            &wanted.merge_method,
-        )
-        .await,
-    ))
+    let commit = wanted
+        .commit_title
+        .as_deref()
+        .zip(wanted.commit_message.as_deref());
+    let result = writes::merge_pull_request(
+        &executor.api,
+        &executor.repo,
+        number,
+        &wanted.sha,
+        wanted.merge_method,
+        commit,
+    )
+    .await;
+    Ok(match result {
+        Err(error) if method_not_allowed(&error) => {
+            Sent::Refused(not_allowed_reason(wanted.merge_method, &error))
+        }
+        other => Sent::from_result(other),
+    })
+}
+
+/// GitHub's 405 for a method the repository's settings turn off
+/// ("Squash merges are not allowed on this repository."), told apart from
+/// its 405 for a pull request that is not mergeable.
+fn method_not_allowed(error: &GitHubError) -> bool {
+    matches!(error, GitHubError::Status { status: 405, message, .. }
+        if message.to_ascii_lowercase().contains("not allowed"))
+}
+
+fn not_allowed_reason(method: MergeMethod, error: &GitHubError) -> String {
+    format!(
+        "the {method} merge method is not allowed in this repository (its `{}` setting \
+         is off; GitHub answered: {error}); allow it in the repository's settings or set \
+         `merge.method` to an allowed method, then unblock",
+        method.repository_setting()
+    )
 }

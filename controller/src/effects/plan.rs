@@ -87,7 +87,24 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
         EffectIntent::SpliceEpicRoadmap { epic, section } => epic::plan(draft, *epic, section),
         EffectIntent::AddReaction { comment_id } => reactions::plan(draft, *comment_id),
         EffectIntent::SetLabels { issue, add, remove } => labels::plan(draft, *issue, add, remove),
-        EffectIntent::MergePr { pr, sha, base_ref } => merge::plan(draft, *pr, sha, base_ref),
+        EffectIntent::MergePr {
+            pr,
+            sha,
+            base_ref,
+            method,
+            pr_title,
+            issue,
+        } => merge::plan(
+            draft,
+            &merge::MergeRequest {
+                pr: *pr,
+                sha,
+                base_ref,
+                method: *method,
+                pr_title,
+                issue: *issue,
+            },
+        ),
         EffectIntent::CheckRun {
             issue,
             view,
@@ -114,7 +131,6 @@ mod tests {
             repo,
             html_base: "https://github.com/",
             default_branch: "main",
-            merge_method: "squash",
             bodies,
         }
     }
@@ -222,6 +238,7 @@ mod tests {
                 last_validation: None,
                 merge_mode: crate::machine::MergeMode::Never,
                 blocked_from: None,
+                merge_wait: None,
             },
         };
         let effect = plan(&status, &context(&repo, &bodies)).unwrap();
@@ -242,21 +259,45 @@ mod tests {
     }
 
     #[test]
-    fn merges_carry_the_reviewed_sha_and_the_configured_method() {
+    fn merges_carry_the_reviewed_sha_and_the_chosen_method() {
         let repo: RepoName = "o/r".parse().unwrap();
         let bodies = BTreeMap::new();
         let intent = EffectIntent::MergePr {
             pr: 4,
             sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
+            method: crate::machine::MergeMethod::Rebase,
+            pr_title: "Add it".into(),
+            issue: 2,
         };
         let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
         let payload: Value = serde_json::from_slice(&effect.payload).unwrap();
         assert_eq!(
             payload,
-            json!({"sha": "a".repeat(40), "merge_method": "squash"})
+            json!({"sha": "a".repeat(40), "merge_method": "rebase"})
         );
         assert_eq!(effect.completion["base_ref"], json!("main"));
+    }
+
+    #[test]
+    fn a_squash_is_titled_after_the_pull_request_and_closes_the_runs_issue() {
+        let repo: RepoName = "o/r".parse().unwrap();
+        let bodies = BTreeMap::new();
+        let intent = EffectIntent::MergePr {
+            pr: 4,
+            sha: autoforge_journal::testing::sha(&"a".repeat(40)),
+            base_ref: "main".into(),
+            method: crate::machine::MergeMethod::Squash,
+            pr_title: "Add it".into(),
+            issue: 2,
+        };
+        let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
+        let payload: Value = serde_json::from_slice(&effect.payload).unwrap();
+        assert_eq!(
+            payload,
+            json!({"sha": "a".repeat(40), "merge_method": "squash",
+                "commit_title": "Add it (#4)", "commit_message": "Closes #2"})
+        );
     }
 
     /// The row of `intent` as JSON, with the nonce replaced by `W` and
@@ -367,9 +408,12 @@ mod tests {
                     pr: 4,
                     sha: autoforge_journal::testing::sha(&sha.clone()),
                     base_ref: "main".into(),
+                    method: crate::machine::MergeMethod::Merge,
+                    pr_title: "Add it".into(),
+                    issue: 2,
                 },
                 json!({"kind": "merge_pr", "target": "pull/4", "precondition": {"head_sha": sha},
-                    "payload": {"merge_method": "squash", "sha": sha},
+                    "payload": {"merge_method": "merge", "sha": sha},
                     "completion": {"base_ref": "main", "write": "W"}}),
             ),
             (
@@ -390,6 +434,7 @@ mod tests {
                         last_validation: None,
                         merge_mode: crate::machine::MergeMode::Never,
                         blocked_from: None,
+                        merge_wait: None,
                     },
                 },
                 json!({"kind": "check_run", "target": format!("commit/{sha}"), "precondition": {},

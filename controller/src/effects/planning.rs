@@ -22,8 +22,6 @@ pub struct PlanContext<'a> {
     /// `https://github.com` or the GHES host: URLs inside markers.
     pub html_base: &'a str,
     pub default_branch: &'a str,
-    /// `merge`, `squash` or `rebase`.
-    pub merge_method: &'a str,
     /// Bodies read when the phase began, by issue or PR number: the base
     /// that `adopt_pr`, `append_issue_markers` and `splice_epic_roadmap`
     /// append to, and whose digest guards the write.

@@ -72,6 +72,9 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
             REASON_WITHHELD.to_owned()
         }
     };
+    if let Some(wait) = &status.merge_wait {
+        lines.push(format!("- Waiting: {wait}"));
+    }
     if let Some(reason) = &status.blocked_reason {
         lines.push(format!("- Blocked: {}", shown(reason)));
     }
@@ -257,7 +260,22 @@ mod tests {
             }),
             merge_mode: MergeMode::OnCommand,
             blocked_from: Some(Phase::Review),
+            merge_wait: None,
         }
+    }
+
+    #[test]
+    fn what_the_merge_gate_waits_for_is_shown() {
+        let status = StatusSnapshot {
+            blocked_reason: None,
+            merge_wait: Some("waiting for an approving review (0 of 1 required)".into()),
+            ..snapshot(Phase::ReadyForMerge)
+        };
+        let text = status_text(&status).unwrap();
+        assert!(
+            text.contains("- Waiting: waiting for an approving review (0 of 1 required)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -39,10 +39,10 @@ pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient
 pub use error::GitHubError;
 pub use etag::{CachedAnswer, EtagCache};
 pub use models::{
-    Account, AppRef, BranchTip, CheckRun, CheckRunOutput, CollaboratorPermission, CombinedStatus,
-    CommitRef, CommitStatus, Comparison, FileContent, HookDelivery, Installation, Issue,
-    IssueComment, IssueEvent, Label, MergeResult, PullRequest, PullRequestFile, Reaction, RepoRef,
-    Repository,
+    Account, AppRef, BranchRule, BranchTip, CheckRun, CheckRunOutput, CollaboratorPermission,
+    CombinedStatus, CommitRef, CommitStatus, Comparison, FileContent, HookDelivery, Installation,
+    Issue, IssueComment, IssueEvent, Label, MergeResult, PullRequest, PullRequestFile,
+    PullRequestReview, Reaction, RepoRef, Repository,
 };
 pub use pagination::{LinkError, MAX_PAGES, next_link, relative_next_path};
 pub use paths::{InvalidRepoName, RepoName, encode_component, encode_path};

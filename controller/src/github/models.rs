@@ -149,6 +149,9 @@ pub struct PullRequest {
     pub mergeable_state: Option<String>,
     #[serde(default)]
     pub closed_at: Option<String>,
+    /// Only on single-PR reads: how many files the PR changes.
+    #[serde(default)]
+    pub changed_files: Option<u64>,
 }
 
 /// Result of `compare/{base}...{head}`.
@@ -255,6 +258,41 @@ pub struct Repository {
     pub full_name: String,
     pub default_branch: String,
     pub archived: bool,
+    /// The merge methods the settings allow; GitHub leaves them out of
+    /// listings, and a new repository allows all three.
+    #[serde(default = "allowed")]
+    pub allow_merge_commit: bool,
+    #[serde(default = "allowed")]
+    pub allow_squash_merge: bool,
+    #[serde(default = "allowed")]
+    pub allow_rebase_merge: bool,
+}
+
+fn allowed() -> bool {
+    true
+}
+
+/// One review of a pull request (`pulls/{n}/reviews`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullRequestReview {
+    pub id: u64,
+    /// `null` for a deleted account.
+    pub user: Option<Account>,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED`, `PENDING`.
+    pub state: String,
+    /// The head the review was given at.
+    #[serde(default)]
+    pub commit_id: Option<String>,
+}
+
+/// One rule that applies to a branch (`rules/branches/{branch}`), from any
+/// active ruleset of the repository or its organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct BranchRule {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub parameters: Option<serde_json::Value>,
 }
 
 /// One entry of `/app/hook/deliveries`.

@@ -88,6 +88,7 @@ pub const APP_PERMISSIONS: &[Grant] = &[
         endpoints: &[
             "GET /repos/{owner}/{repo}",
             "GET /repos/{owner}/{repo}/collaborators/{login}/permission",
+            "GET /repos/{owner}/{repo}/rules/branches/{branch}",
             "GET /installation/repositories",
         ],
     },
@@ -100,6 +101,7 @@ pub const APP_PERMISSIONS: &[Grant] = &[
             "GET POST /repos/{owner}/{repo}/pulls",
             "GET PATCH /repos/{owner}/{repo}/pulls/{number}",
             "GET /repos/{owner}/{repo}/pulls/{number}/files",
+            "GET /repos/{owner}/{repo}/pulls/{number}/reviews",
         ],
     },
     Grant {

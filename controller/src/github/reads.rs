@@ -5,9 +5,9 @@
 use super::client::{Conditional, GitHubApi};
 use super::error::GitHubError;
 use super::models::{
-    Account, CheckRun, CollaboratorPermission, CombinedStatus, Comparison, FileContent,
+    Account, BranchRule, CheckRun, CollaboratorPermission, CombinedStatus, Comparison, FileContent,
     HookDelivery, Installation, Issue, IssueComment, IssueEvent, PullRequest, PullRequestFile,
-    Repository,
+    PullRequestReview, Repository,
 };
 use super::paths::{RepoName, encode_component, encode_path};
 use crate::commands::Permission;
@@ -181,6 +181,27 @@ impl GitHubApi {
     ) -> Result<Vec<PullRequestFile>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/pulls/{number}/files")))
             .await
+    }
+
+    /// Every review of pull request `number`, oldest first.
+    pub async fn pull_request_reviews(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Vec<PullRequestReview>, GitHubError> {
+        self.get_all(&repo.api_path(&format!("/pulls/{number}/reviews")))
+            .await
+    }
+
+    /// The rules every active ruleset applies to `branch`. Readable with
+    /// the metadata permission, unlike classic branch protection.
+    pub async fn branch_rules(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+    ) -> Result<Vec<BranchRule>, GitHubError> {
+        let path = repo.api_path(&format!("/rules/branches/{}", encode_path(branch)));
+        self.get_all(&path).await
     }
 
     pub async fn check_runs(

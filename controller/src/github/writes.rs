@@ -165,16 +165,22 @@ pub async fn update_pull_request(
 }
 
 /// Merges only if the PR head is still `expected_head_sha` (GitHub answers
-/// 409 otherwise). `method` is `merge`, `squash` or `rebase`.
+/// 409 otherwise) by `method`; `commit` is the new commit's title and
+/// message (a merge or squash commit), GitHub's own when `None`.
 pub async fn merge_pull_request(
     api: &GitHubApi,
     repo: &RepoName,
     number: u64,
     expected_head_sha: &CommitSha,
-    method: &str,
+    method: crate::machine::MergeMethod,
+    commit: Option<(&str, &str)>,
 ) -> Result<MergeResult, GitHubError> {
     let path = repo.api_path(&format!("/pulls/{number}/merge"));
-    let payload = json!({ "sha": expected_head_sha, "merge_method": method });
+    let mut payload = json!({ "sha": expected_head_sha, "merge_method": method });
+    if let Some((title, message)) = commit {
+        payload["commit_title"] = json!(title);
+        payload["commit_message"] = json!(message);
+    }
     send(api, Method::PUT, path, Some(payload)).await
 }
 

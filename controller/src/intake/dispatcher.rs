@@ -327,6 +327,14 @@ impl Dispatcher {
                 pr: pr.number,
                 new_base,
             },
+            // A review is a merge-readiness input like a finished check:
+            // the same wake-up re-reads the gate.
+            Classified::PrReviewed { pr, head_sha } => Sighting::ChecksCompleted {
+                repository: pr.repository,
+                head_sha,
+                pull_requests: vec![pr.number],
+                delivery: delivery.delivery_id.clone(),
+            },
             Classified::CheckCompleted {
                 repository,
                 head_sha,

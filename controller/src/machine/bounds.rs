@@ -29,10 +29,64 @@ impl std::fmt::Display for MergeMode {
     }
 }
 
+/// `merge.method`: how GitHub is asked to merge (its `merge_method`).
+/// The `Default` is GitHub's own when a request names no method.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeMethod {
+    /// A merge commit with both heads as parents.
+    #[default]
+    Merge,
+    /// One new commit on the base holding the whole change.
+    Squash,
+    /// The PR's commits replayed onto the base, no merge commit.
+    Rebase,
+}
+
+impl MergeMethod {
+    /// Tried in this order when neither the operator nor the repository
+    /// chose a method. Squash first: one commit per issue, titled after the
+    /// PR, keeps the base history readable and the agents' intermediate
+    /// commits out of it; then a merge commit, which keeps every commit
+    /// reachable and signed as pushed; rebase last, because it rewrites the
+    /// reviewed commits into new ones nobody reviewed by SHA.
+    pub const PREFERRED: [MergeMethod; 3] =
+        [MergeMethod::Squash, MergeMethod::Merge, MergeMethod::Rebase];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMethod::Merge => "merge",
+            MergeMethod::Squash => "squash",
+            MergeMethod::Rebase => "rebase",
+        }
+    }
+
+    /// The repository setting that allows it, as GitHub names it.
+    pub fn repository_setting(self) -> &'static str {
+        match self {
+            MergeMethod::Merge => "allow_merge_commit",
+            MergeMethod::Squash => "allow_squash_merge",
+            MergeMethod::Rebase => "allow_rebase_merge",
+        }
+    }
+}
+
+impl std::fmt::Display for MergeMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Run settings, copied from the configuration when the run starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSettings {
     pub merge_mode: MergeMode,
+    /// The operator's `merge.method`; `None` lets the repository's allowed
+    /// methods decide ([`MergeMethod::PREFERRED`]).
+    #[serde(default)]
+    pub merge_method: Option<MergeMethod>,
     /// Review rounds per PR.
     pub max_review_rounds: u32,
     /// Agent launches per run, corrections and retries included.
@@ -75,6 +129,7 @@ impl Default for RunSettings {
     fn default() -> Self {
         Self {
             merge_mode: MergeMode::Never,
+            merge_method: None,
             max_review_rounds: 8,
             max_launches: 60,
             max_validation_failures: 3,

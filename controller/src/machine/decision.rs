@@ -4,7 +4,7 @@
 
 use super::agent_result::Resolution;
 use super::agent_result::{Finding, ReviewSections};
-use super::bounds::MergeMode;
+use super::bounds::{MergeMethod, MergeMode};
 use super::phase::{AgentPhase, IllegalEdge, Phase};
 use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
 use autoforge_journal::CommitSha;
@@ -36,6 +36,9 @@ pub struct StatusSnapshot {
     /// cannot be unblocked, only started again.
     #[serde(default)]
     pub blocked_from: Option<Phase>,
+    /// What the pre-merge gate waits for (an approving review, checks).
+    #[serde(default)]
+    pub merge_wait: Option<String>,
 }
 
 impl StatusSnapshot {
@@ -50,6 +53,10 @@ impl StatusSnapshot {
             last_validation: state.last_validation.clone(),
             merge_mode: state.settings.merge_mode,
             blocked_from: state.blocked.as_ref().map(|b| b.from),
+            merge_wait: match state.phase {
+                Phase::ReadyForMerge | Phase::Merge => state.merge_wait.clone(),
+                _ => None,
+            },
         }
     }
 }
@@ -190,6 +197,14 @@ pub enum EffectIntent {
         pr: u64,
         sha: CommitSha,
         base_ref: String,
+        #[serde(default)]
+        method: MergeMethod,
+        /// The PR's title when the gate passed: a squash commit's title.
+        #[serde(default)]
+        pr_title: String,
+        /// The run's issue, which a squash commit's body closes.
+        #[serde(default)]
+        issue: u64,
     },
     /// Create or update the run's `autoforge` check run on `view.head_sha`;
     /// `status` fills in its summary (reason, validation, commands).

@@ -2,7 +2,7 @@
 //! commands layer already authorised. Ids and times travel inside them.
 
 use super::agent_result::AgentOutcome;
-use super::bounds::RunSettings;
+use super::bounds::{MergeMethod, RunSettings};
 use super::repository::RepositorySettings;
 use autoforge_journal::CommitSha;
 use serde::{Deserialize, Serialize};
@@ -59,6 +59,62 @@ pub struct PrFacts {
     pub clean_review_intact: bool,
     /// A changed file matches a protected path (default `.github/workflows/`).
     pub protected_paths_changed: bool,
+    /// The title as GitHub shows it now: a squash commit is titled after it.
+    #[serde(default)]
+    pub title: String,
+    /// The merge methods the repository's settings allow, read now.
+    #[serde(default)]
+    pub merge_methods: AllowedMergeMethods,
+    /// Approving reviews the base branch's rules require, with the count
+    /// that stands now; `None` when no rule requires one.
+    #[serde(default)]
+    pub reviews: Option<ReviewRequirement>,
+    /// GitHub's `changed_files` count of the pull request.
+    #[serde(default)]
+    pub changed_files: u64,
+    /// How many files the files listing returned: fewer than
+    /// `changed_files` (GitHub stops listing at 3,000) means paths went
+    /// unseen by the protected-path check.
+    #[serde(default)]
+    pub listed_files: u64,
+}
+
+/// `allow_merge_commit`, `allow_squash_merge` and `allow_rebase_merge` of
+/// the repository. GitHub allows all three on a new repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllowedMergeMethods {
+    pub merge: bool,
+    pub squash: bool,
+    pub rebase: bool,
+}
+
+impl Default for AllowedMergeMethods {
+    fn default() -> Self {
+        Self {
+            merge: true,
+            squash: true,
+            rebase: true,
+        }
+    }
+}
+
+impl AllowedMergeMethods {
+    pub fn allows(&self, method: MergeMethod) -> bool {
+        match method {
+            MergeMethod::Merge => self.merge,
+            MergeMethod::Squash => self.squash,
+            MergeMethod::Rebase => self.rebase,
+        }
+    }
+}
+
+/// A review rule on the base branch (branch protection or a ruleset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewRequirement {
+    /// `required_approving_review_count` of the strictest rule.
+    pub required: u32,
+    /// Approvals at the current head by people with write access.
+    pub approvals: u32,
 }
 
 /// The driver's fresh read of the GitHub facts the machine decides from.

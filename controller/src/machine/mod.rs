@@ -44,7 +44,7 @@ pub use agent_result::{
     AgentOutcome, AgentResult, Classification, EpicResult, Finding, FixResult, FollowUpDraft,
     ImplementResult, PhaseResult, Resolution, ResolutionKind, ReviewResult, ReviewSections,
 };
-pub use bounds::{Counters, MergeMode, RunSettings};
+pub use bounds::{Counters, MergeMethod, MergeMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
     CheckRunView, CheckShows, Correction, Decision, EffectIntent, EffectKind, LaunchInputs,
@@ -52,16 +52,17 @@ pub use decision::{
     ValidationRequest,
 };
 pub use event::{
-    ChecksState, EffectReadBack, Event, GitHubFacts, MergeReport, MergeableState, NextIssueFacts,
-    OperatorCommand, OperatorRequest, PrFacts, PrState, RefusedCommand, RefusedLabelRemoval,
-    RepositorySettingsRead,
+    AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, MergeReport,
+    MergeableState, NextIssueFacts, OperatorCommand, OperatorRequest, PrFacts, PrState,
+    RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead, ReviewRequirement,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
 pub use protected::{is_protected, protected_among};
 pub use repository::{
-    RepositoryAgents, RepositoryLabels, RepositorySettings, RepositoryValidation, ValidationCommand,
+    RepositoryAgents, RepositoryLabels, RepositoryMerge, RepositorySettings, RepositoryValidation,
+    ValidationCommand,
 };
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
-    ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
+    MergePlan, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
 };

@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::bounds::MergeMethod;
+
 /// The settings a repository chose; every `None` keeps the operator's value.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -17,6 +19,15 @@ pub struct RepositorySettings {
     pub validation: RepositoryValidation,
     pub labels: RepositoryLabels,
     pub agents: RepositoryAgents,
+    pub merge: RepositoryMerge,
+}
+
+/// How this repository's pull requests are merged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepositoryMerge {
+    /// Overrides the operator's `merge.method`.
+    pub method: Option<MergeMethod>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! It carries no clock and no randomness; ids and times arrive in events.
 
 use super::agent_result::{Finding, PhaseResult, Resolution};
-use super::bounds::{Counters, RunSettings};
+use super::bounds::{Counters, MergeMethod, RunSettings};
 use super::decision::{CheckRunView, LaunchRequest};
 use super::phase::Phase;
 use super::repository::RepositorySettings;
@@ -238,6 +238,22 @@ pub struct RunState {
     /// bound and check runs are on ([`RunSettings::check_run`]).
     #[serde(default)]
     pub check_run: Option<CheckRunView>,
+    /// What the pre-merge gate waits for now (checks, an approving review),
+    /// shown in the status comment; `None` when it waits for nothing.
+    #[serde(default)]
+    pub merge_wait: Option<String>,
+    /// How the gate decided to merge: set when READY_FOR_MERGE passes to
+    /// MERGE, read by MERGE's entry.
+    #[serde(default)]
+    pub merging: Option<MergePlan>,
+}
+
+/// The merge the gate chose: the method, and the title the PR had when
+/// the gate passed (a squash commit is titled after it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergePlan {
+    pub method: MergeMethod,
+    pub pr_title: String,
 }
 
 /// One validation outcome as the status comment shows it (SPEC §15).
@@ -281,6 +297,8 @@ impl RunState {
             started_by: None,
             blocks: 0,
             check_run: None,
+            merge_wait: None,
+            merging: None,
         }
     }
 
@@ -299,5 +317,7 @@ impl RunState {
         self.pending = None;
         self.last_validation_failure = None;
         self.merge_approved = false;
+        self.merge_wait = None;
+        self.merging = None;
     }
 }

@@ -106,7 +106,7 @@ mod tests {
     use super::*;
     use crate::machine::agent_result::{Classification, Finding};
     use crate::machine::bounds::RunSettings;
-    use crate::machine::event::{ChecksState, MergeableState, PrFacts};
+    use crate::machine::event::{AllowedMergeMethods, ChecksState, MergeableState, PrFacts};
     use crate::machine::state::{BlockedInfo, RoundBinding};
 
     fn blocked_state() -> RunState {
@@ -143,6 +143,11 @@ mod tests {
             mergeable_state: MergeableState::Clean,
             clean_review_intact: true,
             protected_paths_changed: false,
+            title: "Add the widget".into(),
+            merge_methods: AllowedMergeMethods::default(),
+            reviews: None,
+            changed_files: 1,
+            listed_files: 1,
         }
     }
 

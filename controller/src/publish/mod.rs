@@ -11,6 +11,7 @@ pub mod marker;
 pub mod policy;
 pub mod rendered;
 pub mod review;
+pub mod squash;
 
 pub use commit::{CommitMessageViolation, check_commit_message};
 pub use issue_ref::{IssueRef, html_base};

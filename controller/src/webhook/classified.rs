@@ -76,6 +76,11 @@ pub enum Classified {
         old_base: String,
         new_base: String,
     },
+    /// A review was submitted or dismissed: a required review may be met.
+    PrReviewed {
+        pr: RepoIssue,
+        head_sha: String,
+    },
     /// A check run or suite finished: merge readiness may have changed.
     CheckCompleted {
         repository: String,
@@ -104,7 +109,6 @@ pub enum IgnoreReason {
     /// `ping` on hook creation.
     Ping,
     /// Reviews are logged, not acted upon.
-    PullRequestReview,
     /// A label other than the trigger label changed.
     OtherLabel,
     /// Labels and comments on pull requests do not start runs.
@@ -136,7 +140,6 @@ impl fmt::Display for IgnoreReason {
                 write!(f, "action `{event}.{action}` is not used")
             }
             IgnoreReason::Ping => f.write_str("ping"),
-            IgnoreReason::PullRequestReview => f.write_str("pull request reviews are only logged"),
             IgnoreReason::OtherLabel => f.write_str("not the trigger label"),
             IgnoreReason::LabelOnPullRequest => {
                 f.write_str("labels on pull requests start nothing")

@@ -63,7 +63,7 @@ pub fn classify(
         "check_run" | "check_suite" => classifier.check(),
         "installation" | "installation_repositories" => classifier.installation(),
         "ping" => Ok(ignored(IgnoreReason::Ping)),
-        "pull_request_review" => Ok(ignored(IgnoreReason::PullRequestReview)),
+        "pull_request_review" => classifier.review(),
         other => Ok(ignored(IgnoreReason::UnhandledEvent {
             event: other.to_owned(),
         })),
@@ -240,6 +240,22 @@ impl Classifier<'_> {
                 _ => Ok(ignored(IgnoreReason::PrEditWithoutBaseChange)),
             },
         }
+    }
+
+    /// A review submitted or dismissed can lift (or restore) a required
+    /// review's block on the merge gate.
+    fn review(&self) -> Result<Classified, ClassifyError> {
+        if !matches!(self.action, "submitted" | "dismissed") {
+            return self.unhandled();
+        }
+        let payload: PullRequestEvent = self.parse()?;
+        Ok(Classified::PrReviewed {
+            pr: RepoIssue {
+                repository: payload.repository.full_name,
+                number: payload.pull_request.number,
+            },
+            head_sha: payload.pull_request.head.sha,
+        })
     }
 
     /// A finished check can concern a run only through one of its pull

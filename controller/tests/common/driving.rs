@@ -50,7 +50,6 @@ impl World {
             repo: self.repo.clone(),
             login: OWNER.into(),
             html_base: "https://github.com".into(),
-            merge_method: "merge".into(),
             git: None,
         }
     }
@@ -271,7 +270,6 @@ pub fn git_access(api: GitHubApi, git_url: String, token: SecretString) -> Repos
         repo: REPOSITORY.parse().unwrap(),
         login: OWNER.into(),
         html_base: "https://github.com".into(),
-        merge_method: "merge".into(),
         git: Some(GitRemote {
             url: git_url,
             credential: GitCredential::Fixed(token),

@@ -88,7 +88,6 @@ impl World {
             repo: &self.repo,
             html_base: "https://github.com",
             default_branch: "main",
-            merge_method: "merge",
             bodies,
         }
     }

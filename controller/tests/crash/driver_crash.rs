@@ -52,7 +52,6 @@ async fn crash_child_drives_due_runs() {
         repo: REPOSITORY.parse().unwrap(),
         login: common::OWNER.into(),
         html_base: "https://github.com".into(),
-        merge_method: "merge".into(),
         git: None,
     };
     let mut config = DriverConfig {

@@ -145,10 +145,16 @@ async fn with_merge_mode_never_a_human_merge_is_noticed_and_the_run_is_done() {
     let pr = state.pr.unwrap();
     let head = state.review.clean.unwrap().head_sha;
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let merged =
-        autoforge::github::writes::merge_pull_request(&world.api, &world.repo, pr, &head, "merge")
-            .await
-            .unwrap();
+    let merged = autoforge::github::writes::merge_pull_request(
+        &world.api,
+        &world.repo,
+        pr,
+        &head,
+        autoforge::machine::MergeMethod::Merge,
+        None,
+    )
+    .await
+    .unwrap();
 
     world
         .signal(

@@ -65,7 +65,6 @@ async fn process_child_runs_the_driver_loop() {
         repo: REPOSITORY.parse().unwrap(),
         login: OWNER.into(),
         html_base: "https://github.com".into(),
-        merge_method: "merge".into(),
         git: None,
     };
     let config = DriverConfig {

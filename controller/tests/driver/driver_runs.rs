@@ -75,7 +75,6 @@ async fn recovery_drives_a_crashed_holders_pending_effect_before_any_new_event()
         repo: &repo,
         html_base: "https://github.com",
         default_branch: "main",
-        merge_method: "merge",
         bodies: &bodies,
     };
     let reply = plan(

@@ -42,6 +42,7 @@ fn status(phase: Phase) -> EffectIntent {
             last_validation: None,
             merge_mode: autoforge::machine::MergeMode::Never,
             blocked_from: None,
+            merge_wait: None,
         },
     }
 }

@@ -411,6 +411,9 @@ async fn a_merge_is_sent_with_the_reviewed_sha_and_counted_once() {
         pr,
         sha: autoforge_journal::testing::sha(&first.clone()),
         base_ref: "main".into(),
+        method: autoforge::machine::MergeMethod::Merge,
+        pr_title: "Add it".into(),
+        issue: 1,
     };
     let [row] = git
         .world
@@ -458,6 +461,9 @@ async fn a_merge_planned_on_a_head_that_moved_is_a_conflict_without_a_send() {
         pr,
         sha: autoforge_journal::testing::sha(&first.clone()),
         base_ref: "main".into(),
+        method: autoforge::machine::MergeMethod::Merge,
+        pr_title: "Add it".into(),
+        issue: 1,
     };
     let [row] = git
         .world

@@ -93,6 +93,11 @@ fn pr_facts(state: &RunState, flavor: u8) -> PrFacts {
         mergeable_state: MergeableState::Clean,
         clean_review_intact: !flavor.is_multiple_of(29),
         protected_paths_changed: false,
+        title: "Add the widget".into(),
+        merge_methods: AllowedMergeMethods::default(),
+        reviews: None,
+        changed_files: 1,
+        listed_files: 1,
     }
 }
 
@@ -439,10 +444,14 @@ fn checked_step(state: &RunState, event: &Event) -> Decision {
         .iter()
         .filter(|e| e.kind() == EffectKind::EditStatusComment)
         .count();
+    // A new merge wait is shown too, without a phase change.
+    let wait_shown = decision.transitions.is_empty()
+        && decision.next.merge_wait.is_some()
+        && decision.next.merge_wait != state.merge_wait;
     assert_eq!(
         status_edits,
-        usize::from(!decision.transitions.is_empty()),
-        "status edit on every phase change"
+        usize::from(!decision.transitions.is_empty() || wait_shown),
+        "status edit on every phase change and every new merge wait"
     );
     if decision.next.phase == Phase::Stopped && state.phase != Phase::Stopped {
         // Besides the status update, only the stop command's own answer

@@ -11,6 +11,7 @@ mod scenario_epic_scope;
 mod scenario_happy;
 mod scenario_installations;
 mod scenario_merge;
+mod scenario_merge_rules;
 mod scenario_own_pr;
 mod scenario_protected;
 mod scenario_review;

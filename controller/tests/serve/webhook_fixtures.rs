@@ -568,3 +568,27 @@ fn signature_computed_by_openssl_over_a_real_payload_is_accepted() {
         Err(SignatureError::Mismatch)
     );
 }
+
+#[test]
+fn a_submitted_or_dismissed_review_names_its_pull_request_and_head() {
+    for name in [
+        "pull_request_review.submitted.0.json",
+        "pull_request_review.dismissed.1.json",
+    ] {
+        let payload = fixture(name);
+        let head = payload["pull_request"]["head"]["sha"].as_str().unwrap();
+        let number = payload["pull_request"]["number"].as_u64().unwrap();
+        let repository = payload["repository"]["full_name"].as_str().unwrap();
+        assert_eq!(
+            classify_value("pull_request_review", &payload),
+            Classified::PrReviewed {
+                pr: RepoIssue {
+                    repository: repository.to_owned(),
+                    number,
+                },
+                head_sha: head.to_owned(),
+            },
+            "{name}"
+        );
+    }
+}

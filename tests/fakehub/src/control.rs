@@ -15,7 +15,9 @@ use crate::faults::FaultRule;
 use crate::http::ApiError;
 use crate::render::{Ctx, render_check_run, render_installation_hook, render_repo};
 use crate::webhooks::{Event, emit};
-use crate::world::{App, Grant, Installation, NewCheck, NewRepo, Permission, UserKind};
+use crate::world::{
+    App, Grant, Installation, NewCheck, NewRepo, Permission, RepoSettings, UserKind,
+};
 use crate::{Handle, Shared, git};
 
 /// `POST /_fakehub/users`.
@@ -104,6 +106,45 @@ pub struct CheckSpec {
     pub status: Option<String>,
     #[serde(default)]
     pub conclusion: Option<String>,
+}
+
+/// `PUT /_fakehub/repos/{owner}/{repo}/merge-rules`: what a merge of the
+/// repository must satisfy. Each field left out keeps its value.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MergeRules {
+    /// The repository's merge settings (`allow_squash_merge`, …).
+    #[serde(default)]
+    pub settings: Option<RepoSettings>,
+    /// Approving reviews a ruleset on the default branch requires.
+    #[serde(default)]
+    pub required_approving_reviews: Option<u32>,
+    /// Check names branch protection requires on the default branch.
+    #[serde(default)]
+    pub required_checks: Option<Vec<String>>,
+}
+
+pub fn set_merge_rules(
+    shared: &Shared,
+    owner: &str,
+    repo: &str,
+    rules: &MergeRules,
+) -> Result<(), ApiError> {
+    let mut w = shared.lock();
+    let id = w
+        .repo_id_by_name(owner, repo)
+        .ok_or_else(ApiError::not_found)?;
+    let r = w.repo_mut(id)?;
+    if let Some(settings) = &rules.settings {
+        r.settings = settings.clone();
+    }
+    if let Some(count) = rules.required_approving_reviews {
+        r.required_approving_reviews = count;
+    }
+    if let Some(checks) = &rules.required_checks {
+        r.required_checks = checks.clone();
+    }
+    shared.mark_dirty();
+    Ok(())
 }
 
 pub fn create_user(shared: &Shared, new: &NewUser) -> Result<CreatedUser, ApiError> {
@@ -478,6 +519,16 @@ impl Handle {
     }
 
     /// Record a check run from a CI app (emits `check_run` / `check_suite`).
+    /// Sets what a merge of `owner/repo` must satisfy.
+    pub fn set_merge_rules(
+        &self,
+        owner: &str,
+        repo: &str,
+        rules: &MergeRules,
+    ) -> Result<(), ApiError> {
+        set_merge_rules(&self.shared, owner, repo, rules)
+    }
+
     pub fn add_check(&self, spec: &CheckSpec) -> Result<Value, ApiError> {
         add_check(&self.shared, spec)
     }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::Shared;
 use crate::control::{
     add_check, add_status, create_app, create_repo, create_user, install, set_collaborator,
-    set_installation_repos,
+    set_installation_repos, set_merge_rules,
 };
 use crate::faults::FaultRule;
 use crate::http::{ApiError, ApiResult, created, ok};
@@ -44,6 +44,15 @@ pub async fn http_set_collaborator(
 ) -> ApiResult {
     let permission = body["permission"].as_str().unwrap_or("write").to_string();
     set_collaborator(&s, &owner, &repo, &login, &permission)?;
+    Ok(axum::http::StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn http_set_merge_rules(
+    State(s): S,
+    Path((owner, repo)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> ApiResult {
+    set_merge_rules(&s, &owner, &repo, &parse(body)?)?;
     Ok(axum::http::StatusCode::NO_CONTENT.into_response())
 }
 

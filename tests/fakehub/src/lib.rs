@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use control::{
-    CheckSpec, CreatedApp, CreatedUser, NewApp, NewInstallation, RepoSpec, StatusSpec,
+    CheckSpec, CreatedApp, CreatedUser, MergeRules, NewApp, NewInstallation, RepoSpec, StatusSpec,
 };
 pub use faults::{FaultKind, FaultRule};
 use world::World;

@@ -23,8 +23,8 @@ use crate::driver::{epic_scope, repo_settings};
 use crate::effects::markers::{MarkerName, scan};
 use crate::github::{GitHubApi, GitHubError, PullRequest, RepoName};
 use crate::machine::{
-    Awaiting, ChecksState, EffectIntent, Event, GitHubFacts, MergeReport, MergeableState,
-    NextIssueFacts, PrFacts, PrState, RunState, is_protected,
+    AllowedMergeMethods, Awaiting, ChecksState, EffectIntent, Event, GitHubFacts, MergeReport,
+    MergeableState, NextIssueFacts, PrFacts, PrState, ReviewRequirement, RunState, is_protected,
 };
 use crate::workspace::CommitSha;
 use autoforge_journal::IssueNumber;
@@ -291,6 +291,14 @@ pub(in crate::driver) async fn pr_facts(
                 .is_some_and(|old| is_protected(old, protected_paths))
     });
     let merge_base_sha = comparison.merge_base_commit.sha;
+    let repository: crate::github::Repository = api.get_json(&repo.api_path("")).await?;
+    let mergeable_state = mergeable_state(pr.mergeable_state.as_deref());
+    // GitHub says `blocked` without a cause: only then are the review
+    // rules and the reviews worth their two reads.
+    let reviews = match mergeable_state {
+        MergeableState::Blocked => review_requirement(api, repo, &pr).await?,
+        _ => None,
+    };
     let clean_review_intact = match clean_review {
         Some(record)
             if record.binding.pr == number
@@ -316,10 +324,81 @@ pub(in crate::driver) async fn pr_facts(
         },
         checks,
         mergeable: pr.mergeable,
-        mergeable_state: mergeable_state(pr.mergeable_state.as_deref()),
+        mergeable_state,
         clean_review_intact,
         protected_paths_changed,
+        title: pr.title.clone(),
+        merge_methods: AllowedMergeMethods {
+            merge: repository.allow_merge_commit,
+            squash: repository.allow_squash_merge,
+            rebase: repository.allow_rebase_merge,
+        },
+        reviews,
+        // A read without the count (a listing's shape) claims what was listed.
+        changed_files: pr.changed_files.unwrap_or(files.len() as u64),
+        listed_files: files.len() as u64,
     })
+}
+
+/// The strictest approving-review rule on the PR's base and how many
+/// approvals stand at its head now, counting each reviewer's latest
+/// approving or rejecting review, and only reviewers with write access
+/// (GitHub ignores the others' approvals). `None`: no rule requires one.
+async fn review_requirement(
+    api: &GitHubApi,
+    repo: &RepoName,
+    pr: &PullRequest,
+) -> Result<Option<ReviewRequirement>, GitHubError> {
+    let rules = api.branch_rules(repo, &pr.base.ref_name).await?;
+    let review_rules: Vec<&serde_json::Map<String, Value>> = rules
+        .iter()
+        .filter(|rule| rule.kind == "pull_request")
+        .filter_map(|rule| rule.parameters.as_ref()?.as_object())
+        .collect();
+    let required = review_rules
+        .iter()
+        .filter_map(|p| p.get("required_approving_review_count")?.as_u64())
+        .max()
+        .unwrap_or(0);
+    if required == 0 {
+        return Ok(None);
+    }
+    let only_at_head = review_rules.iter().any(|p| {
+        p.get("dismiss_stale_reviews_on_push")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    });
+    let mut latest: BTreeMap<String, &crate::github::PullRequestReview> = BTreeMap::new();
+    let reviews = api.pull_request_reviews(repo, pr.number).await?;
+    for review in &reviews {
+        let Some(user) = &review.user else { continue };
+        if matches!(
+            review.state.as_str(),
+            "APPROVED" | "CHANGES_REQUESTED" | "DISMISSED"
+        ) {
+            latest.insert(user.login.clone(), review);
+        }
+    }
+    let mut approvals = 0u32;
+    for (login, review) in latest {
+        let current = !only_at_head || review.commit_id.as_deref() == Some(pr.head.sha.as_str());
+        if review.state == "APPROVED" && current && writes(api, repo, &login).await? {
+            approvals += 1;
+        }
+    }
+    Ok(Some(ReviewRequirement {
+        required: u32::try_from(required).unwrap_or(u32::MAX),
+        approvals,
+    }))
+}
+
+async fn writes(api: &GitHubApi, repo: &RepoName, login: &str) -> Result<bool, GitHubError> {
+    use crate::commands::Permission;
+    let permission = api.collaborator_permission(repo, login).await?;
+    Ok(matches!(
+        permission,
+        Permission::Write | Permission::Maintain | Permission::Admin
+    ))
 }
 
 /// All check runs and commit statuses of `sha`, combined.

@@ -1,14 +1,24 @@
 //! READY_FOR_MERGE and MERGE (SPEC §10): notice a human's merge, or pass the
-//! pre-merge gate and merge exactly the reviewed head; count a merge only
-//! when GitHub reports it at the reviewed head into the reviewed base.
+//! pre-merge gate and merge exactly the reviewed head by a method the
+//! repository allows; count a merge only when GitHub reports it at the
+//! reviewed head into the reviewed base.
+//!
+//! The gate tells waiting from refusing: checks still running and a
+//! required review not yet given are waits (re-read on the next delivery
+//! or poll, shown in the status comment); what no wait can change blocks.
 
 use super::turn::{Turn, TurnResult};
-use crate::machine::bounds::MergeMode;
-use crate::machine::decision::{Decision, EffectIntent, MachineError};
-use crate::machine::event::{ChecksState, Event, MergeableState, PrFacts, PrState};
+use crate::machine::bounds::{MergeMethod, MergeMode};
+use crate::machine::decision::{Decision, EffectIntent, MachineError, StatusSnapshot};
+use crate::machine::event::{
+    AllowedMergeMethods, ChecksState, Event, MergeableState, PrFacts, PrState,
+};
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::moved;
-use crate::machine::state::{Awaiting, FactsPurpose, RoundBinding, RunState};
+use crate::machine::state::{Awaiting, FactsPurpose, MergePlan, RoundBinding, RunState};
+
+/// GitHub's files listing of a pull request stops after this many files.
+pub const FILES_LISTING_CAP: u64 = 3000;
 
 pub(super) fn enter_ready(turn: &mut Turn) -> TurnResult {
     turn.wait(Awaiting::Facts {
@@ -22,10 +32,19 @@ pub(super) fn enter_merge(turn: &mut Turn) -> TurnResult {
     let Some(clean) = turn.state.review.clean.clone() else {
         return turn.block("MERGE has no clean review to merge");
     };
+    // A run recorded before the gate chose a method merges as GitHub does
+    // when no method is named.
+    let plan = turn.state.merging.clone().unwrap_or(MergePlan {
+        method: MergeMethod::default(),
+        pr_title: String::new(),
+    });
     turn.effect(EffectIntent::MergePr {
         pr: clean.pr,
         sha: clean.head_sha,
         base_ref: clean.base_ref,
+        method: plan.method,
+        pr_title: plan.pr_title,
+        issue: turn.state.issue,
     });
     turn.wait(Awaiting::MergeOutcome);
     Ok(())
@@ -115,67 +134,179 @@ fn ready(turn: &mut Turn, pr: Option<&PrFacts>) -> TurnResult {
     if !may_merge {
         return Ok(());
     }
+    let method = match merge_method(&turn.state, &pr.merge_methods) {
+        Ok(method) => method,
+        Err(reason) => return turn.block(reason),
+    };
     match gate(pr) {
-        Gate::Pass => turn.enter(Phase::Merge, Cause::Ordinary),
-        Gate::Refused(reason) => turn.block(format!("the pre-merge gate refused: {reason}")),
+        Gate::Pass => {
+            turn.state.merge_wait = None;
+            turn.state.merging = Some(MergePlan {
+                method,
+                pr_title: pr.title.clone(),
+            });
+            turn.enter(Phase::Merge, Cause::Ordinary)
+        }
+        Gate::Refused(reason) => {
+            turn.state.merge_wait = None;
+            turn.block(format!("the pre-merge gate refused: {reason}"))
+        }
+        // A person's review may take days: waiting for it spends no
+        // inconclusive read, and each review delivery re-reads the gate.
+        Gate::Waiting(reason) => {
+            show_wait(turn, reason);
+            Ok(())
+        }
         Gate::Inconclusive(reason) => {
             turn.state.counters.merge_checks += 1;
             let max = turn.state.settings.max_merge_checks;
             if turn.state.counters.merge_checks >= max {
+                turn.state.merge_wait = None;
                 return turn.block(format!(
                     "the pre-merge gate stayed inconclusive {max} times: {reason}"
                 ));
             }
+            show_wait(turn, reason);
             Ok(())
         }
     }
 }
 
+/// Records what the gate waits for; a new reason edits the status comment
+/// (the same one again writes nothing).
+fn show_wait(turn: &mut Turn, reason: String) {
+    if turn.state.merge_wait.as_deref() == Some(reason.as_str()) {
+        return;
+    }
+    turn.state.merge_wait = Some(reason);
+    turn.effect(EffectIntent::EditStatusComment {
+        issue: turn.state.issue,
+        run_id: turn.state.run_id.clone(),
+        status: StatusSnapshot::of(&turn.state),
+    });
+}
+
+/// The method to merge by: the repository's `.github/autoforge.toml`
+/// choice, else the operator's `merge.method`, else the first of
+/// [`MergeMethod::PREFERRED`] the repository allows. A chosen method the
+/// repository does not allow is a block naming both settings.
+fn merge_method(state: &RunState, allowed: &AllowedMergeMethods) -> Result<MergeMethod, String> {
+    let chosen = match (
+        state.repository_settings.merge.method,
+        state.settings.merge_method,
+    ) {
+        (Some(method), _) => Some((method, "`merge.method` in `.github/autoforge.toml`")),
+        (None, Some(method)) => Some((method, "the configuration's `merge.method`")),
+        (None, None) => None,
+    };
+    match chosen {
+        Some((method, _)) if allowed.allows(method) => Ok(method),
+        Some((method, source)) => Err(format!(
+            "{source} is `{method}`, but the repository does not allow {method} merges \
+             (its `{}` setting is off); allow it in the repository's settings or choose \
+             another method, then unblock",
+            method.repository_setting()
+        )),
+        None => MergeMethod::PREFERRED
+            .into_iter()
+            .find(|method| allowed.allows(*method))
+            .ok_or_else(|| {
+                "the repository allows no merge method (`allow_merge_commit`, \
+                 `allow_squash_merge` and `allow_rebase_merge` are all off)"
+                    .to_owned()
+            }),
+    }
+}
+
 enum Gate {
     Pass,
-    Refused(&'static str),
-    Inconclusive(&'static str),
+    Refused(String),
+    /// Waits that spend an inconclusive read (checks, mergeability).
+    Inconclusive(String),
+    /// Waits for a person (an approving review): unbounded.
+    Waiting(String),
 }
 
 /// The pre-merge facts of SPEC §10, conclusive refusals first.
 fn gate(pr: &PrFacts) -> Gate {
+    let refused = |reason: &str| Gate::Refused(reason.to_owned());
     if !pr.clean_review_intact {
-        return Gate::Refused("the clean review comment is missing or changed");
+        return refused("the clean review comment is missing or changed");
     }
     if pr.draft {
-        return Gate::Refused("the pull request is a draft");
+        return refused("the pull request is a draft");
+    }
+    if let Some(reason) = unseen_files(pr) {
+        return Gate::Refused(reason);
     }
     if pr.protected_paths_changed {
-        return Gate::Refused("a protected path changed");
+        return refused("a protected path changed");
     }
     if pr.checks == ChecksState::Failed {
-        return Gate::Refused("a check did not succeed");
+        return refused("a check did not succeed");
     }
     if pr.mergeable == Some(false) {
-        return Gate::Refused("GitHub reports the pull request not mergeable");
+        return refused("GitHub reports the pull request not mergeable");
     }
+    let running = || Gate::Inconclusive("checks are still running".to_owned());
     match pr.mergeable_state {
-        MergeableState::Behind => return Gate::Refused("the branch is behind its base"),
-        MergeableState::Blocked => return Gate::Refused("branch protection blocks the merge"),
-        MergeableState::Dirty => return Gate::Refused("the pull request has conflicts"),
-        MergeableState::Draft => return Gate::Refused("the pull request is a draft"),
+        MergeableState::Behind => return refused("the branch is behind its base"),
+        MergeableState::Blocked => return blocked(pr),
+        MergeableState::Dirty => return refused("the pull request has conflicts"),
+        MergeableState::Draft => return refused("the pull request is a draft"),
         // GitHub says `unstable` for running checks too, not only failing ones.
-        MergeableState::Unstable if pr.checks == ChecksState::Pending => {
-            return Gate::Inconclusive("checks are still running");
-        }
-        MergeableState::Unstable => return Gate::Refused("a check is failing"),
+        MergeableState::Unstable if pr.checks == ChecksState::Pending => return running(),
+        MergeableState::Unstable => return refused("a check is failing"),
         MergeableState::Unknown => {
-            return Gate::Inconclusive("GitHub is still computing mergeability");
+            return Gate::Inconclusive("GitHub is still computing mergeability".to_owned());
         }
         MergeableState::Clean | MergeableState::HasHooks => {}
     }
     if pr.checks == ChecksState::Pending {
-        return Gate::Inconclusive("checks are still running");
+        return running();
     }
     if pr.mergeable.is_none() {
-        return Gate::Inconclusive("GitHub is still computing mergeability");
+        return Gate::Inconclusive("GitHub is still computing mergeability".to_owned());
     }
     Gate::Pass
+}
+
+/// `blocked`: GitHub names no cause, so the gate tells the waits it can
+/// see (a missing approving review, checks still running) from a block no
+/// wait will lift.
+fn blocked(pr: &PrFacts) -> Gate {
+    if let Some(reviews) = pr.reviews.filter(|r| r.approvals < r.required) {
+        return Gate::Waiting(format!(
+            "waiting for an approving review ({} of {} required)",
+            reviews.approvals, reviews.required
+        ));
+    }
+    if pr.checks == ChecksState::Pending {
+        return Gate::Inconclusive("required checks are still running".to_owned());
+    }
+    Gate::Refused(
+        "branch protection or a ruleset blocks the merge, with no check pending and \
+         no approving review missing"
+            .to_owned(),
+    )
+}
+
+/// Every changed file must have been listed, or the protected-path check
+/// passed paths it never saw.
+fn unseen_files(pr: &PrFacts) -> Option<String> {
+    if pr.listed_files >= FILES_LISTING_CAP {
+        return Some(format!(
+            "GitHub lists at most {FILES_LISTING_CAP} changed files and the pull request \
+             reaches that, so the protected-path check cannot see every path"
+        ));
+    }
+    (pr.listed_files != pr.changed_files).then(|| {
+        format!(
+            "GitHub counts {} changed files but listed {}, so the protected-path check \
+             cannot see every path",
+            pr.changed_files, pr.listed_files
+        )
+    })
 }
 
 /// The merge read-back: count it, follow a drift back to REVIEW, or block.

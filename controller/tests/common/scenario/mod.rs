@@ -57,6 +57,7 @@ pub const PATIENCE: Duration = Duration::from_secs(90);
 pub struct Scenario {
     agents: Agents,
     merge_mode: &'static str,
+    merge_method: Option<&'static str>,
     roadmap_every: Option<u32>,
     review_cap: Option<u32>,
     validation_cap: Option<u32>,
@@ -78,6 +79,7 @@ impl Scenario {
         Self {
             agents: Agents::scripted(),
             merge_mode: "never",
+            merge_method: None,
             roadmap_every: None,
             review_cap: None,
             validation_cap: None,
@@ -95,6 +97,12 @@ impl Scenario {
     /// `merge.mode`: `never`, `on-command` or `auto`.
     pub fn merge_mode(mut self, mode: &'static str) -> Self {
         self.merge_mode = mode;
+        self
+    }
+
+    /// `merge.method`: `merge`, `squash` or `rebase` (unset by default).
+    pub fn merge_method(mut self, method: &'static str) -> Self {
+        self.merge_method = Some(method);
         self
     }
 
@@ -137,8 +145,12 @@ impl Scenario {
 
     /// The whole `autoforge.toml` for an evidence folder.
     fn config(&self, evidence: &std::path::Path) -> String {
+        let method = self
+            .merge_method
+            .map(|m| format!("method = \"{m}\"\n"))
+            .unwrap_or_default();
         let mut toml = format!(
-            "[driver]\nlease_seconds = 5\n\n[merge]\nmode = \"{}\"\n\n",
+            "[driver]\nlease_seconds = 5\n\n[merge]\nmode = \"{}\"\n{method}\n",
             self.merge_mode
         );
         if let Some(seconds) = self.backstop_max_seconds {

@@ -14,8 +14,10 @@ pub use app::{
     render_installation_hook,
 };
 pub use commit::{render_commit, render_file};
-pub use issue::{render_comment, render_event, render_issue, render_label, render_reaction};
-pub use pull::{mergeability, render_pull};
+pub use issue::{
+    association, render_comment, render_event, render_issue, render_label, render_reaction,
+};
+pub use pull::{approvals, mergeability, render_pull};
 pub use repo::render_repo;
 pub use user::{render_private_user, render_user};
 

@@ -51,6 +51,9 @@ pub fn mergeability(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> (Option<bool>, 
             return (Some(true), "blocked");
         }
     }
+    if approvals(ctx, repo, pull) < repo.required_approving_reviews {
+        return (Some(true), "blocked");
+    }
     if stats.behind {
         return (Some(true), "behind");
     }
@@ -67,6 +70,31 @@ pub fn mergeability(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> (Option<bool>, 
             .filter(|st| st.repo_id == repo.id && st.sha == pull.head_sha)
             .any(|st| status_state(&st.context) != Some("success"));
     (Some(true), if unstable { "unstable" } else { "clean" })
+}
+
+/// Approvals that count for the review rule: each reviewer's latest
+/// approving or rejecting review, from people with write access, as
+/// GitHub counts them (a later comment-only review changes nothing).
+pub fn approvals(ctx: Ctx<'_>, repo: &Repo, pull: &crate::world::PullData) -> u32 {
+    let mut latest: std::collections::BTreeMap<u64, &str> = std::collections::BTreeMap::new();
+    for review in &pull.reviews {
+        if matches!(
+            review.state.as_str(),
+            "APPROVED" | "CHANGES_REQUESTED" | "DISMISSED"
+        ) {
+            latest.insert(review.user_id, review.state.as_str());
+        }
+    }
+    let writes = |user: u64| {
+        ctx.world
+            .user_permission(repo, user)
+            .is_some_and(|p| p >= crate::world::Permission::Write)
+    };
+    let counted = latest
+        .iter()
+        .filter(|(user, state)| **state == "APPROVED" && writes(**user))
+        .count();
+    u32::try_from(counted).unwrap_or(u32::MAX)
 }
 
 pub fn render_pull(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> Value {

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Ctx, node_id, render_user, ts};
-use crate::world::Repo;
+use crate::world::{Repo, UserKind};
 
 /// `*_url` fields and the path GitHub gives each (relative to the repo URL).
 const URL_FIELDS: &[(&str, &str)] = &[
@@ -110,9 +110,20 @@ pub fn render_repo(ctx: Ctx<'_>, repo: &Repo) -> Value {
         "network_count": 0,
         "custom_properties": {},
         "subscribers_count": 0,
+        "allow_squash_merge": repo.settings.allow_squash_merge,
+        "allow_merge_commit": repo.settings.allow_merge_commit,
+        "allow_rebase_merge": repo.settings.allow_rebase_merge,
+        "allow_auto_merge": repo.settings.allow_auto_merge,
+        "delete_branch_on_merge": repo.settings.delete_branch_on_merge,
+        "allow_update_branch": repo.settings.allow_update_branch,
+        "use_squash_pr_title_as_default": repo.settings.use_squash_pr_title_as_default,
     });
     if let Value::Object(r) = rest {
         m.extend(r);
+    }
+    // GitHub names the organisation only for a repository one owns.
+    if let Some(org) = owner.filter(|o| o.kind == UserKind::Organization) {
+        m.insert("organization".into(), render_user(ctx, org));
     }
     Value::Object(m)
 }

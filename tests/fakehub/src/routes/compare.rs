@@ -34,6 +34,10 @@ fn pull_range(s: &crate::Shared, rid: u64, number: u64) -> Result<(String, Strin
     Ok((pull.head_sha, from))
 }
 
+/// GitHub lists at most this many files of a pull request, however many
+/// it changes (its `changed_files` still counts them all).
+pub const PULL_FILES_CAP: usize = 3000;
+
 pub async fn files(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
@@ -46,6 +50,7 @@ pub async fn files(
     paginated(
         changes
             .iter()
+            .take(PULL_FILES_CAP)
             .map(|ch| render_file(&api, &html, &head, ch))
             .collect(),
         &uri,

@@ -15,14 +15,37 @@ use super::{S, Who};
 use crate::Shared;
 use crate::git;
 use crate::http::{ApiError, ApiResult, JsonBody, ok, opt_str};
-use crate::render::mergeability;
-use crate::world::{Access, World};
+use crate::render::{approvals, mergeability};
+use crate::world::{Access, RepoSettings, World};
 
 fn not_mergeable() -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "Pull Request is not mergeable",
     )
+}
+
+/// GitHub's 405 for a method the repository's settings turn off.
+fn method_allowed(settings: &RepoSettings, method: &str) -> Result<(), ApiError> {
+    let (allowed, message) = match method {
+        "squash" => (
+            settings.allow_squash_merge,
+            "Squash merges are not allowed on this repository.",
+        ),
+        "rebase" => (
+            settings.allow_rebase_merge,
+            "Rebase merges are not allowed on this repository.",
+        ),
+        _ => (
+            settings.allow_merge_commit,
+            "Merge commits are not allowed on this repository.",
+        ),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message))
+    }
 }
 
 fn internal(e: anyhow::Error) -> ApiError {
@@ -44,6 +67,11 @@ pub async fn merge(
         ));
     }
     let expected_sha = opt_str(&body, "sha", "PullRequest")?;
+    {
+        let w = s.lock();
+        let rid = w.resolve_repo(&c, &owner, &repo, Access::Write("contents"))?;
+        method_allowed(&w.repo(rid)?.settings, &method)?;
+    }
     let (rid, path, pull, title, author_login, head_owner) = {
         let w = s.lock();
         let rid = w.resolve_repo(&c, &owner, &repo, Access::Write("contents"))?;
@@ -85,7 +113,25 @@ pub async fn merge(
             p.mergeable_known_at = Utc::now();
         }
         let r = w.repo(rid)?;
-        let (mergeable, state) = mergeability(super::ctx(&s, &w), r, w.issue(rid, number)?);
+        let issue = w.issue(rid, number)?;
+        let (mergeable, state) = mergeability(super::ctx(&s, &w), r, issue);
+        let required = r.required_approving_reviews;
+        if state == "blocked"
+            && let Some(p) = &issue.pull
+            && approvals(super::ctx(&s, &w), r, p) < required
+        {
+            let noun = if required == 1 {
+                "review is"
+            } else {
+                "reviews are"
+            };
+            return Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!(
+                    "At least {required} approving {noun} required by reviewers with write access."
+                ),
+            ));
+        }
         if mergeable != Some(true) || !["clean", "unstable", "has_hooks"].contains(&state) {
             return Err(not_mergeable());
         }

@@ -11,6 +11,7 @@ pub mod issues;
 pub mod merge;
 pub mod pulls;
 pub mod repos;
+pub mod reviews;
 
 use std::sync::Arc;
 
@@ -109,6 +110,14 @@ pub fn router(shared: Arc<Shared>) -> Router {
         )
         .route(&format!("{R}/pulls/{{number}}/files"), get(compare::files))
         .route(
+            &format!("{R}/pulls/{{number}}/reviews"),
+            get(reviews::list).post(reviews::create),
+        )
+        .route(
+            &format!("{R}/rules/branches/{{*branch}}"),
+            get(reviews::branch_rules),
+        )
+        .route(
             &format!("{R}/pulls/{{number}}/commits"),
             get(compare::commits),
         )
@@ -160,6 +169,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/_fakehub/repos/{owner}/{repo}/collaborators/{login}",
             put(control::http_set_collaborator),
+        )
+        .route(
+            "/_fakehub/repos/{owner}/{repo}/merge-rules",
+            put(control::http_set_merge_rules),
         )
         .route("/_fakehub/apps", post(control::http_create_app))
         .route(

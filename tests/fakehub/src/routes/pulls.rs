@@ -244,6 +244,7 @@ pub async fn create(
         merge_commit_sha: None,
         mergeable_known_at: Utc::now() + chrono::Duration::milliseconds(MERGEABILITY_DELAY_MS),
         stats,
+        reviews: Vec::new(),
     });
     issue_hook(&s, &mut w, rid, number, "opened", actor.0, json!({}));
     let r = w.repo(rid)?;

@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 
 use super::pulls::locate;
 use super::{S, Who, ctx};
+use crate::auth::Caller;
 use crate::git;
 use crate::git_http::on_refs_changed;
 use crate::http::{ApiError, ApiResult, JsonBody, created, ok, opt_str, paginated, query_value};
 use crate::render::{node_id, render_commit, render_label, render_repo, render_user};
 use crate::webhooks::{Event, emit};
-use crate::world::{Access, Label, Permission};
+use crate::world::{Access, Label, Permission, RepoSettings};
 
 type RepoPath = Path<(String, String)>;
 
@@ -26,7 +27,71 @@ pub async fn get_repo(
 ) -> ApiResult {
     let w = s.lock();
     let rid = w.resolve_repo(&c, &owner, &repo, Access::Read("metadata"))?;
-    ok(render_repo(ctx(&s, &w), w.repo(rid)?))
+    let r = w.repo(rid)?;
+    let mut answer = render_repo(ctx(&s, &w), r);
+    answer["permissions"] = caller_permissions(&w, r, &c);
+    ok(answer)
+}
+
+/// `permissions` of the repository answer: what the caller may do. An
+/// installation token is judged by the app's grants.
+fn caller_permissions(w: &crate::world::World, r: &crate::world::Repo, c: &Caller) -> Value {
+    let role = match c {
+        Caller::User { user_id } => w.user_permission(r, *user_id),
+        Caller::Installation {
+            installation_id, ..
+        } => {
+            let grants = w
+                .installation(*installation_id)
+                .and_then(|i| w.app(i.app_id))
+                .map(|app| app.permissions.clone())
+                .unwrap_or_default();
+            let granted = |name: &str| grants.get(name).map(String::as_str) == Some("write");
+            Some(if granted("administration") {
+                Permission::Admin
+            } else if granted("contents") {
+                Permission::Write
+            } else {
+                Permission::Read
+            })
+        }
+        _ => None,
+    };
+    let at_least = |wanted: Permission| role.is_some_and(|p| p >= wanted);
+    json!({
+        "admin": at_least(Permission::Admin),
+        "maintain": at_least(Permission::Maintain),
+        "push": at_least(Permission::Write),
+        "triage": at_least(Permission::Triage),
+        "pull": at_least(Permission::Read),
+    })
+}
+
+/// Applies the merge settings `PATCH /repos/{owner}/{repo}` names.
+fn apply_settings(settings: &mut RepoSettings, body: &Value) -> Result<(), ApiError> {
+    let fields: [(&str, &mut bool); 7] = [
+        ("allow_squash_merge", &mut settings.allow_squash_merge),
+        ("allow_merge_commit", &mut settings.allow_merge_commit),
+        ("allow_rebase_merge", &mut settings.allow_rebase_merge),
+        ("allow_auto_merge", &mut settings.allow_auto_merge),
+        (
+            "delete_branch_on_merge",
+            &mut settings.delete_branch_on_merge,
+        ),
+        ("allow_update_branch", &mut settings.allow_update_branch),
+        (
+            "use_squash_pr_title_as_default",
+            &mut settings.use_squash_pr_title_as_default,
+        ),
+    ];
+    for (name, slot) in fields {
+        match body.get(name) {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(value)) => *slot = *value,
+            Some(_) => return Err(ApiError::validation("Repository", name, "invalid")),
+        }
+    }
+    Ok(())
 }
 
 pub async fn update_repo(
@@ -45,8 +110,30 @@ pub async fn update_repo(
     if let Some(private) = body.get("private").and_then(Value::as_bool) {
         s.lock().repo_mut(rid)?.private = private;
     }
+    let mut settings = s.lock().repo(rid)?.settings.clone();
+    apply_settings(&mut settings, &body)?;
+    {
+        let mut w = s.lock();
+        let all_off = !settings.allow_squash_merge
+            && !settings.allow_merge_commit
+            && !settings.allow_rebase_merge;
+        // GitHub keeps at least one merge method on.
+        if all_off {
+            return Err(ApiError::Validation {
+                errors: vec![json!({
+                    "resource": "Repository",
+                    "code": "custom",
+                    "message": "Sorry, you need to allow at least one merge strategy."
+                })],
+            });
+        }
+        w.repo_mut(rid)?.settings = settings;
+    }
     let w = s.lock();
-    ok(render_repo(ctx(&s, &w), w.repo(rid)?))
+    let r = w.repo(rid)?;
+    let mut answer = render_repo(ctx(&s, &w), r);
+    answer["permissions"] = caller_permissions(&w, r, &c);
+    ok(answer)
 }
 
 pub async fn delete_repo(

@@ -145,6 +145,51 @@ pub struct PullData {
     /// Git-derived facts, recomputed whenever the head or base moves.
     #[serde(default)]
     pub stats: PullStats,
+    /// Reviews in the order they were submitted.
+    #[serde(default)]
+    pub reviews: Vec<Review>,
+}
+
+/// One submitted pull-request review.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Review {
+    pub id: u64,
+    pub user_id: u64,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED` or `DISMISSED`.
+    pub state: String,
+    pub body: String,
+    /// The head the review was given at.
+    pub commit_id: String,
+    pub submitted_at: DateTime<Utc>,
+}
+
+/// The merge settings of a repository as GitHub's repository answer and
+/// `PATCH /repos/{owner}/{repo}` name them; GitHub's defaults for a new
+/// repository.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RepoSettings {
+    pub allow_squash_merge: bool,
+    pub allow_merge_commit: bool,
+    pub allow_rebase_merge: bool,
+    pub allow_auto_merge: bool,
+    pub delete_branch_on_merge: bool,
+    pub allow_update_branch: bool,
+    pub use_squash_pr_title_as_default: bool,
+}
+
+impl Default for RepoSettings {
+    fn default() -> Self {
+        Self {
+            allow_squash_merge: true,
+            allow_merge_commit: true,
+            allow_rebase_merge: true,
+            allow_auto_merge: false,
+            delete_branch_on_merge: false,
+            allow_update_branch: false,
+            use_squash_pr_title_as_default: false,
+        }
+    }
 }
 
 /// What git says about a pull request's head against its base.
@@ -234,6 +279,12 @@ pub struct Repo {
     pub required_checks: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub pushed_at: DateTime<Utc>,
+    #[serde(default)]
+    pub settings: RepoSettings,
+    /// Approving reviews a ruleset on the default branch requires before
+    /// a merge (`required_approving_review_count`); 0 is no such rule.
+    #[serde(default)]
+    pub required_approving_reviews: u32,
 }
 
 /// A commit status (the older statuses API), as CI systems report it.

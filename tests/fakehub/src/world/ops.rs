@@ -181,6 +181,8 @@ impl World {
                 required_checks: Vec::new(),
                 created_at: now,
                 pushed_at: now,
+                settings: Default::default(),
+                required_approving_reviews: 0,
             },
         );
         Ok(id)

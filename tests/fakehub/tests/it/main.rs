@@ -5,6 +5,7 @@
 mod accounting;
 mod conformance;
 mod flows;
+mod merge_rules;
 mod support;
 mod typed;
 mod webhook_shapes;

@@ -38,6 +38,11 @@ pub(super) fn pr_at(head: &CommitSha, merge_base: &CommitSha) -> PrFacts {
         mergeable_state: MergeableState::Clean,
         clean_review_intact: true,
         protected_paths_changed: false,
+        title: "Add the widget".into(),
+        merge_methods: AllowedMergeMethods::default(),
+        reviews: None,
+        changed_files: 1,
+        listed_files: 1,
     }
 }
 

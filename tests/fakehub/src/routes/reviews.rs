@@ -1,0 +1,167 @@
+//! Pull-request reviews (`GET`/`POST …/pulls/{n}/reviews`) and the rules
+//! that apply to a branch (`GET …/rules/branches/{branch}`): what a
+//! ruleset requiring approving reviews needs. A submitted review sends
+//! `pull_request_review` `submitted`, and the PR's `mergeable_state`
+//! follows the approvals that count (see [`crate::render::approvals`]).
+
+use axum::extract::Path;
+use axum::http::Uri;
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::pulls::locate;
+use super::{S, Who, ctx};
+use crate::http::{ApiError, ApiResult, JsonBody, ok, opt_str, paginated};
+use crate::render::{Ctx, node_id, render_pull, render_user, ts};
+use crate::webhooks::{Event, emit};
+use crate::world::{Access, Repo, Review};
+
+type PullPath = Path<(String, String, u64)>;
+
+fn render_review(ctx: Ctx<'_>, repo: &Repo, number: u64, review: &Review) -> Value {
+    let owner = ctx.world.users.get(&repo.owner_id);
+    let owner_login = owner.map(|o| o.login.as_str()).unwrap_or("ghost");
+    let full = format!("{owner_login}/{}", repo.name);
+    let html = format!(
+        "{}/{full}/pull/{number}#pullrequestreview-{}",
+        ctx.base, review.id
+    );
+    let pull_url = format!("{}/repos/{full}/pulls/{number}", ctx.base);
+    json!({
+        "id": review.id,
+        "node_id": node_id("PRR", review.id),
+        "user": ctx.world.users.get(&review.user_id).map(|u| render_user(ctx, u)),
+        "body": review.body,
+        "state": review.state,
+        "html_url": html,
+        "pull_request_url": pull_url,
+        "author_association": crate::render::association(repo, review.user_id),
+        "_links": {"html": {"href": html}, "pull_request": {"href": pull_url}},
+        "submitted_at": ts(review.submitted_at),
+        "commit_id": review.commit_id,
+    })
+}
+
+pub async fn list(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, number)): PullPath,
+    uri: Uri,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
+    let w = s.lock();
+    let r = w.repo(rid)?;
+    let pull = r
+        .issues
+        .get(&number)
+        .and_then(|i| i.pull.as_ref())
+        .ok_or_else(ApiError::not_found)?;
+    let items = pull
+        .reviews
+        .iter()
+        .map(|review| render_review(ctx(&s, &w), r, number, review))
+        .collect();
+    paginated(items, &uri, &s.base)
+}
+
+/// `event` as GitHub takes it, to the state a review is stored with.
+fn review_state(event: &str) -> Result<&'static str, ApiError> {
+    match event {
+        "APPROVE" => Ok("APPROVED"),
+        "REQUEST_CHANGES" => Ok("CHANGES_REQUESTED"),
+        "COMMENT" => Ok("COMMENTED"),
+        _ => Err(ApiError::validation(
+            "PullRequestReview",
+            "event",
+            "invalid",
+        )),
+    }
+}
+
+pub async fn create(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, number)): PullPath,
+    JsonBody(body): JsonBody,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Participate("pull_requests"))?;
+    let event = opt_str(&body, "event", "PullRequestReview")?.unwrap_or_default();
+    let state = review_state(&event)?;
+    let text = opt_str(&body, "body", "PullRequestReview")?.unwrap_or_default();
+    let mut w = s.lock();
+    let actor = w.actor(&c)?;
+    let issue = w.issue(rid, number)?;
+    let author = issue.user_id;
+    let pull = issue.pull.as_ref().ok_or_else(ApiError::not_found)?;
+    let commit_id =
+        opt_str(&body, "commit_id", "PullRequestReview")?.unwrap_or_else(|| pull.head_sha.clone());
+    if state == "APPROVED" && author == actor.0 {
+        return Err(ApiError::Validation {
+            errors: vec![json!({"resource": "PullRequestReview", "code": "custom",
+                "message": "Can not approve your own pull request"})],
+        });
+    }
+    let id = w.alloc_id();
+    let review = Review {
+        id,
+        user_id: actor.0,
+        state: state.to_owned(),
+        body: text,
+        commit_id,
+        submitted_at: Utc::now(),
+    };
+    if let Some(pull) = w.issue_mut(rid, number)?.pull.as_mut() {
+        pull.reviews.push(review.clone());
+    }
+    let r = w.repo(rid)?;
+    let rendered = render_review(ctx(&s, &w), r, number, &review);
+    let issue = w.issue(rid, number)?;
+    let hook_body = json!({
+        "review": rendered,
+        "pull_request": render_pull(ctx(&s, &w), r, issue),
+    });
+    emit(
+        &s,
+        &mut w,
+        Event {
+            name: "pull_request_review",
+            action: Some("submitted"),
+            repo_id: Some(rid),
+            only_installation: None,
+            sender_id: actor.0,
+            body: hook_body,
+        },
+    );
+    s.mark_dirty();
+    ok(rendered)
+}
+
+/// The rules active on `branch`: a `pull_request` rule on the default
+/// branch while a ruleset requires approving reviews.
+pub async fn branch_rules(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, branch)): Path<(String, String, String)>,
+    uri: Uri,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("metadata"))?;
+    let w = s.lock();
+    let r = w.repo(rid)?;
+    let mut rules = Vec::new();
+    if branch == r.default_branch && r.required_approving_reviews > 0 {
+        rules.push(json!({
+            "type": "pull_request",
+            "ruleset_source_type": "Repository",
+            "ruleset_source": format!("{owner}/{repo}"),
+            "ruleset_id": r.id,
+            "parameters": {
+                "required_approving_review_count": r.required_approving_reviews,
+                "dismiss_stale_reviews_on_push": false,
+                "require_code_owner_review": false,
+                "require_last_push_approval": false,
+                "required_review_thread_resolution": false,
+            },
+        }));
+    }
+    paginated(rules, &uri, &s.base)
+}

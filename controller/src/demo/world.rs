@@ -121,17 +121,17 @@ pub async fn seed(
             owner: Some(OPERATOR.into()),
             webhook_url: Some(webhook_url.to_owned()),
             webhook_secret: Some(webhook_secret.expose_secret().to_owned()),
-            permissions: [
-                ("issues", "write"),
-                ("pull_requests", "write"),
-                ("contents", "write"),
-                ("metadata", "read"),
-                ("checks", "read"),
-                ("statuses", "read"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect(),
+            // Exactly what the shipped manifest asks for: the demo's App
+            // cannot drift from what a real installation grants.
+            permissions: crate::github::permissions::APP_PERMISSIONS
+                .iter()
+                .map(|grant| {
+                    (
+                        grant.permission.to_owned(),
+                        grant.access.as_str().to_owned(),
+                    )
+                })
+                .collect(),
             events: vec![],
         })
         .await

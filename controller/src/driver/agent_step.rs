@@ -174,7 +174,112 @@ pub(super) async fn run_launch(
         ],
         body: read.body.clone().unwrap_or_default(),
     };
-    let mut plan = match &launch.inputs {
+    let mut plan = phase_plan(shared, lease, access, state, launch, &issue_url, issue_doc).await?;
+    if let Some(correction) = &launch.correction_of {
+        add_correction_section(&mut plan.values, correction);
+    }
+    let target = LaunchTarget {
+        shared,
+        lease,
+        access,
+        state,
+        launch,
+    };
+    run_planned(&target, (runtime, remote), plan, issue_url).await
+}
+
+/// Who a launch runs for: the run, its repository and the request.
+struct LaunchTarget<'a> {
+    shared: &'a Shared,
+    lease: &'a Lease,
+    access: &'a RepositoryAccess,
+    state: &'a RunState,
+    launch: &'a LaunchRequest,
+}
+
+/// Prepares the worktree at the plan's start, runs the phase's agent (its
+/// corrections included) and records every launch it took.
+async fn run_planned(
+    target: &LaunchTarget<'_>,
+    (runtime, remote): (&AgentRuntime, &GitRemote),
+    plan: PhasePlan,
+    issue_url: String,
+) -> Result<Event, DriverError> {
+    let LaunchTarget {
+        shared,
+        lease,
+        access,
+        state,
+        launch,
+    } = *target;
+    let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
+    let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
+    let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
+        .await
+        .map_err(workspace)?;
+    worktree.reset_to(&plan.start).await.map_err(workspace)?;
+    let boundary = BTreeMap::from([
+        ("REPOSITORY", Value::trusted(access.repo.to_string())),
+        ("ISSUE_URL", Value::trusted(issue_url)),
+    ]);
+    let launch_dir = launch_dir(runtime, lease, launch)?;
+    let catalog = super::repo_settings::catalog_for(state, runtime)?;
+    let cancel = shared.notifier.launch_started(lease.run_id);
+    let report = run_phase(PhaseRequest {
+        phase: plan.phase,
+        round: launch.round,
+        catalog: &catalog,
+        prompts: &runtime.prompts,
+        boundary,
+        rerequest: plan.rerequest,
+        values: plan.values,
+        context: &plan.context,
+        mirror: &mirror,
+        worktree: &worktree,
+        launch_dir,
+        redactor: &runtime.redactor,
+        expectations: plan.expectations,
+        max_corrections: state.settings.max_corrections,
+        cancel: Some(cancel.token()),
+        heartbeat: None,
+        kill_grace: runtime.kill_grace,
+    })
+    .await
+    .map_err(|e| DriverError::Agent(e.to_string()))?;
+    for (attempt, record) in report.launches.iter().enumerate() {
+        let attempt = u32::try_from(attempt).unwrap_or(u32::MAX);
+        record_finished_launch(
+            &shared.journal,
+            lease,
+            state.phase.as_str(),
+            attempt,
+            record,
+        )
+        .await?;
+    }
+    let outcome = report.agent_outcome();
+    let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
+    Ok(Event::AgentFinished {
+        launch: launch.id,
+        outcome,
+        tokens: (!reported.is_empty()).then(|| reported.iter().sum()),
+    })
+}
+
+/// What the launch's phase is given: its prompt values, context, start
+/// commit and the observations its result is checked against.
+///
+/// Long by design: one arm per agent phase, each handing its inputs on.
+async fn phase_plan(
+    shared: &Shared,
+    lease: &Lease,
+    access: &RepositoryAccess,
+    state: &RunState,
+    launch: &LaunchRequest,
+    issue_url: &str,
+    issue_doc: ContextDoc,
+) -> Result<PhasePlan, DriverError> {
+    Ok(match &launch.inputs {
         LaunchInputs::Implement {
             branch,
             base_sha,
@@ -184,7 +289,7 @@ pub(super) async fn run_launch(
         } => implement_plan(
             access,
             state,
-            &issue_url,
+            issue_url,
             (branch, base_sha, start_sha),
             validation_failure.as_deref(),
             issue_doc,
@@ -207,7 +312,7 @@ pub(super) async fn run_launch(
                 access,
                 launch,
                 inputs,
-                &issue_url,
+                issue_url,
                 issue_doc,
             )
             .await?
@@ -260,61 +365,6 @@ pub(super) async fn run_launch(
             plan.context.issue = Some(issue_doc);
             plan
         }
-    };
-    if let Some(correction) = &launch.correction_of {
-        add_correction_section(&mut plan.values, correction);
-    }
-    let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
-    let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
-    let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
-        .await
-        .map_err(workspace)?;
-    worktree.reset_to(&plan.start).await.map_err(workspace)?;
-    let boundary = BTreeMap::from([
-        ("REPOSITORY", Value::trusted(access.repo.to_string())),
-        ("ISSUE_URL", Value::trusted(issue_url)),
-    ]);
-    let launch_dir = launch_dir(runtime, lease, launch)?;
-    let catalog = super::repo_settings::catalog_for(state, runtime)?;
-    let cancel = shared.notifier.launch_started(lease.run_id);
-    let report = run_phase(PhaseRequest {
-        phase: plan.phase,
-        round: launch.round,
-        catalog: &catalog,
-        prompts: &runtime.prompts,
-        boundary,
-        rerequest: plan.rerequest,
-        values: plan.values,
-        context: &plan.context,
-        mirror: &mirror,
-        worktree: &worktree,
-        launch_dir,
-        redactor: &runtime.redactor,
-        expectations: plan.expectations,
-        max_corrections: state.settings.max_corrections,
-        cancel: Some(cancel.token()),
-        heartbeat: None,
-        kill_grace: runtime.kill_grace,
-    })
-    .await
-    .map_err(|e| DriverError::Agent(e.to_string()))?;
-    for (attempt, record) in report.launches.iter().enumerate() {
-        let attempt = u32::try_from(attempt).unwrap_or(u32::MAX);
-        record_finished_launch(
-            &shared.journal,
-            lease,
-            state.phase.as_str(),
-            attempt,
-            record,
-        )
-        .await?;
-    }
-    let outcome = report.agent_outcome();
-    let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
-    Ok(Event::AgentFinished {
-        launch: launch.id,
-        outcome,
-        tokens: (!reported.is_empty()).then(|| reported.iter().sum()),
     })
 }
 

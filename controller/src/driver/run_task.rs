@@ -19,16 +19,15 @@
 //!
 //! Every journal write carries the lease; a `StaleLease` ends the task.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 mod observed;
 pub(super) mod reads;
 mod signals;
+mod transition;
 
-use autoforge_journal::{
-    Effect, IssueNumber, JournalError, JournalTx, Lease, NewEffect, PullNumber, RunId, Stage,
-};
+use autoforge_journal::{Effect, IssueNumber, JournalError, Lease, PullNumber, RunId, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -40,8 +39,8 @@ use super::{RepositoryAccess, Shared};
 use super::{agent_step, repo_settings};
 #[cfg(feature = "crash-points")]
 use crate::effects::crashpoint::{Point, crash_point};
-use crate::effects::{DriveOutcome, EffectExecutor, PlanContext, PushTransport, plan};
-use crate::machine::{Awaiting, EffectIntent, EffectReadBack, Event, RunState, decide};
+use crate::effects::{DriveOutcome, EffectExecutor, PushTransport};
+use crate::machine::{Awaiting, EffectReadBack, Event, RunState};
 pub use observed::ObservedShapeError;
 use observed::observed_for_machine;
 
@@ -520,131 +519,5 @@ impl<'a> RunTask<'a> {
             .await?;
         tx.commit().await?;
         Ok(())
-    }
-
-    /// Decides `event` and commits the outcome: state, effect intents and
-    /// (if the event came from the queue) its consumption, atomically.
-    async fn apply(&mut self, event: Event, consumed: Option<i64>) -> Result<(), DriverError> {
-        match self.try_apply(&event, consumed).await {
-            Err(DriverError::Journal(JournalError::ActiveRunExists { scope, .. })) => {
-                // The issue (or EPIC) this run would move to is another
-                // active run's: nothing of the transition was committed;
-                // the run blocks and says which.
-                let conflict = Event::EffectConflict {
-                    identity: format!("run-scope:{scope}"),
-                    reason: format!("{scope} already has another active run"),
-                };
-                self.try_apply(&conflict, consumed).await
-            }
-            other => other,
-        }
-    }
-
-    async fn try_apply(&mut self, event: &Event, consumed: Option<i64>) -> Result<(), DriverError> {
-        let event = event.clone();
-        let decision = decide(&self.state, &event)?;
-        let (checks, before) = (
-            decision.next.counters.merge_checks,
-            self.state.counters.merge_checks,
-        );
-        if checks > before {
-            // 2 s, 4 s, 6 s…: GitHub computes mergeability within seconds;
-            // running checks are capped at the idle re-check interval.
-            self.recheck_after = Some(std::time::Duration::from_secs(2 * u64::from(checks)));
-        } else if checks < before {
-            // The gate was left (merged, moved, blocked): nothing to hurry.
-            self.recheck_after = None;
-        }
-        let bodies = self.bodies_for(&decision.effects).await?;
-        let planned = self.plan_all(&decision.next, &decision.effects, &bodies)?;
-        let changed = decision.next != self.state || !planned.is_empty();
-        self.moved |= changed;
-        let mut tx: JournalTx = self.shared.journal.begin().await?;
-        let mut version = self.version;
-        if changed {
-            let document =
-                serde_json::to_value(&decision.next).map_err(|e| DriverError::CorruptState {
-                    run: self.lease.run_id,
-                    detail: e.to_string(),
-                })?;
-            (version, _) = tx
-                .commit_transition(
-                    self.lease,
-                    self.version,
-                    decision.next.phase.as_str(),
-                    &document,
-                    &planned,
-                )
-                .await?;
-            self.move_scope(&mut tx, &decision.next).await?;
-        }
-        if let Some(id) = consumed {
-            tx.consume_run_event_with(self.lease, id).await?;
-        }
-        if let Some(refusal) = &decision.refusal {
-            let detail = json!({ "event": event.name(), "refusal": refusal });
-            tx.record_audit_event(Some(self.lease.run_id), "event_refused", &detail)
-                .await?;
-        }
-        tx.commit().await?;
-        #[cfg(feature = "crash-points")]
-        for effect in &planned {
-            crash_point(Point::AfterIntentCommit, effect.kind, &effect.identity);
-        }
-        if changed {
-            tracing::info!(run = %self.lease.run_id, event = event.name(),
-                from = %self.state.phase, to = %decision.next.phase, effects = planned.len(),
-                "transition committed");
-        }
-        if decision.next.pr != self.state.pr {
-            // Commands on the PR's thread find the run by this column.
-            let pr = decision.next.pr.and_then(|n| PullNumber::new(n).ok());
-            self.shared
-                .journal
-                .set_run_pull_request(self.lease.run_id, pr)
-                .await?;
-        }
-        self.version = version;
-        self.state = decision.next;
-        Ok(())
-    }
-
-    /// Keeps the run row's issue and EPIC (what commands, the one-run-per-
-    /// issue rule and the dashboard go by) with the state's, in the
-    /// transition's transaction.
-    async fn move_scope(&self, tx: &mut JournalTx, next: &RunState) -> Result<(), DriverError> {
-        let epic_of = |s: &RunState| s.epic.as_ref().map(|e| e.epic);
-        let moved = next.issue != self.state.issue || epic_of(next) != epic_of(&self.state);
-        if !moved || next.issue == 0 {
-            return Ok(());
-        }
-        let number = |n: u64| {
-            IssueNumber::new(n).map_err(|e| DriverError::CorruptState {
-                run: self.lease.run_id,
-                detail: e.to_string(),
-            })
-        };
-        let epic = epic_of(next).map(number).transpose()?;
-        tx.set_scope(self.lease, number(next.issue)?, epic).await?;
-        Ok(())
-    }
-
-    fn plan_all(
-        &self,
-        next: &RunState,
-        intents: &[EffectIntent],
-        bodies: &BTreeMap<u64, String>,
-    ) -> Result<Vec<NewEffect>, DriverError> {
-        let context = PlanContext {
-            run_id: self.lease.run_id,
-            repo: &self.access.repo,
-            html_base: &self.access.html_base,
-            default_branch: &next.base_branch,
-            bodies,
-        };
-        Ok(intents
-            .iter()
-            .map(|intent| plan(intent, &context))
-            .collect::<Result<_, _>>()?)
     }
 }

@@ -20,6 +20,9 @@ use crate::machine::EffectIntent;
 use crate::publish::{ReviewRender, render_review_comment};
 
 /// The journal row for `intent`, with its exact payload bytes.
+///
+/// Long by design: one arm per intent, each handing its fields to the
+/// kind's own planner.
 pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, PlanError> {
     let draft = Draft::new(ctx, intent.identity());
     match intent {

@@ -192,6 +192,8 @@ impl Dispatcher {
 
     /// The sighting an observation stands for; `None` when it concerns no
     /// run (ignored events, comments without commands, …).
+    ///
+    /// Long by design: one arm per kind of classified delivery.
     async fn sighting(
         &self,
         delivery: &Delivery,

@@ -197,6 +197,9 @@ pub fn labeling_of_event(label_event_id: u64) -> String {
 
 /// Works out what `sighting` does. `None`: it concerns no run and needs no
 /// record (e.g. a comment on an issue without an active run).
+///
+/// Long by design: one short arm per kind of sighting, so every kind's
+/// handling is read in one place.
 pub async fn entries_for(
     sighting: &Sighting,
     journal: &Journal,

@@ -69,6 +69,8 @@ impl TemplateId {
     /// The documented placeholder set: exactly these names appear in the
     /// template and must be given to [`PromptSet::render`]. Names starting
     /// with `MAX_`/`MIN_` are filled from [`limit_value`] automatically.
+    ///
+    /// Long by design: it is the table of every template's placeholders.
     pub fn placeholders(self) -> &'static [&'static str] {
         match self {
             Self::TrustBoundary => &[

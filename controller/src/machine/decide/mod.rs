@@ -25,6 +25,9 @@ use turn::Turn;
 
 /// Decides what `event` does to the run in `state`.
 ///
+/// Long by design: one arm per event, each handing it to the rule module
+/// that owns it.
+///
 /// A refusal returns `next` equal to `state` (operator commands also get a
 /// reply effect). `Err` means the rules tried an edge the table forbids,
 /// which is a defect in the machine, never a consequence of input.

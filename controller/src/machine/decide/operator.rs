@@ -72,6 +72,9 @@ pub(super) fn refused_before(state: &RunState, refused: &RefusedCommand) -> Deci
     turn.finish()
 }
 
+/// What an authorised operator command does to the run.
+///
+/// Long by design: one arm per command, each stating its rule in full.
 pub(super) fn decide(
     state: &RunState,
     command: &OperatorCommand,

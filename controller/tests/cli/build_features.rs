@@ -94,10 +94,11 @@ fn the_crash_point_code_compiles_only_with_its_feature() {
             }
         }
     }
-    // The module declaration and the imports of the effect executor and
-    // the run task: a call without one of them could not compile.
+    // The module declaration and the imports of the effect executor, the
+    // run task and its transition commit: a call without one of them could
+    // not compile.
     assert_eq!(
-        gated_imports, 3,
+        gated_imports, 4,
         "the crash point's declaration and imports"
     );
 }

@@ -87,7 +87,7 @@ impl Launch {
     pub async fn new() -> Launch {
         let scratch = tempfile::Builder::new()
             .prefix("real-agent-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(scratch_parent())
             .expect("scratch directory");
         let root = scratch.path().to_path_buf();
         let [repo, home, tmp, slash_tmp] =
@@ -156,7 +156,7 @@ impl Launch {
             // directory, so anything left there is seen afterwards.
             .arg(r#"mount --bind "$0" /tmp && ip link set lo up && exec "$@""#)
             .arg(&self.slash_tmp)
-            .arg(env!("CARGO_BIN_EXE_modelserver"))
+            .arg(bridge_binary())
             .args(["bridge", "--listen", INNER_ADDR, "--to"])
             .arg(self.root.join("ms.sock"))
             .arg("--")
@@ -356,4 +356,43 @@ pub fn assert_recovered(launch: &Launch, cli: &str) {
         Some(&(Some(2), Outcome::Final)),
         "{cli}: {log:?}"
     );
+}
+
+/// Where scratch directories go: the build's own temporary folder, unless
+/// it is under /tmp (a clone in /tmp), which the launch's private /tmp
+/// would hide; then a folder outside it.
+fn scratch_parent() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if !target.starts_with("/tmp") {
+        return target;
+    }
+    let parent = if nix::unistd::geteuid().is_root() {
+        PathBuf::from("/var/lib/autoforge-tests/real-agents")
+    } else {
+        let home = std::env::var_os("HOME").expect("HOME for the scratch folder");
+        PathBuf::from(home).join(".cache/autoforge-tests/real-agents")
+    };
+    std::fs::create_dir_all(&parent).expect("scratch parent outside /tmp");
+    parent
+}
+
+/// The model server binary the launch runs as its bridge, at a path the
+/// launch's private /tmp does not hide: a copy outside /tmp (made once per
+/// process, one fixed name) when the build lives under /tmp.
+fn bridge_binary() -> PathBuf {
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_modelserver"));
+    if !built.starts_with("/tmp") {
+        return built;
+    }
+    COPY.get_or_init(|| {
+        // One fixed name, replaced by a rename, so runs do not pile up copies.
+        let parent = scratch_parent();
+        let staging = parent.join(format!(".modelserver-{}", std::process::id()));
+        let copy = parent.join("modelserver-bridge");
+        std::fs::copy(&built, &staging).expect("copy the model server out of /tmp");
+        std::fs::rename(&staging, &copy).expect("put the model server copy in place");
+        copy
+    })
+    .clone()
 }

@@ -140,13 +140,14 @@ pub(crate) fn observed_key<K: DeserializeOwned>(
     if effect.kind != kind || effect.stage != Stage::Observed {
         return None;
     }
-    let marked: MarkedKey<K> = serde_json::from_value(effect.completion.clone()).ok()?;
+    // Decoded from the borrowed value: no copy of the row's JSON per row.
+    let marked = MarkedKey::<K>::deserialize(&effect.completion).ok()?;
     (marked.marker == name).then_some(marked.key)
 }
 
 /// What read-back recorded for an observed row, decoded as `T`.
 pub(crate) fn observed_as<T: DeserializeOwned>(effect: &Effect) -> Option<T> {
-    serde_json::from_value(effect.observed.clone()?).ok()
+    T::deserialize(effect.observed.as_ref()?).ok()
 }
 
 /// The completion of kinds recognised without a marker: only the nonce.

@@ -295,33 +295,10 @@ async fn a_required_review_waits_visibly_until_a_writer_approves_then_merges() {
 /// A person pushes `count` files onto the PR branch while the review is
 /// held: more than GitHub lists.
 fn push_many_files(s: &Running, branch: &str, count: usize) {
-    let checkout = tempfile::tempdir().unwrap();
-    let dir = checkout.path();
-    let url = s.world.hub.git_url(OWNER, REPO);
-    let header = format!("http.extraHeader=Authorization: token {}", s.owner.token);
-    git(
-        dir,
-        &["-c", &header, "clone", "-q", "--branch", branch, &url, "."],
-    );
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    for n in 0..count {
-        std::fs::write(dir.join(format!("data/{n}.txt")), format!("{n}\n")).unwrap();
-    }
-    git(dir, &["add", "-A"]);
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=person",
-            "-c",
-            "user.email=person@example.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "data",
-        ],
-    );
-    git(dir, &["-c", &header, "push", "-q", "origin", branch]);
+    let files: Vec<(String, String)> = (0..count)
+        .map(|n| (format!("data/{n}.txt"), format!("{n}\n")))
+        .collect();
+    s.human_commit(&s.owner, branch, &files, "data");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,6 +45,20 @@ impl Running {
     /// A person clones the repository, commits `file` on top of `branch`
     /// and pushes it there with git; the new head.
     pub fn human_push(&self, person: &Person, branch: &str, file: &str) -> String {
+        let files = [(file.to_owned(), "a person's change\n".to_owned())];
+        self.human_commit(person, branch, &files, "A person's change")
+    }
+
+    /// A person clones the repository, writes `files` (path, content) on top
+    /// of `branch`, commits them as one commit and pushes it there with git;
+    /// the new head.
+    pub fn human_commit(
+        &self,
+        person: &Person,
+        branch: &str,
+        files: &[(String, String)],
+        message: &str,
+    ) -> String {
         let checkout = tempfile::tempdir().expect("a checkout folder");
         let url = self.world.hub.git_url(OWNER, REPO);
         let header = format!("http.extraHeader=Authorization: token {}", person.token);
@@ -53,11 +67,13 @@ impl Running {
             dir,
             &["-c", &header, "clone", "-q", "--branch", branch, &url, "."],
         );
-        if let Some(parent) = dir.join(file).parent() {
-            std::fs::create_dir_all(parent).expect("the file's folder");
+        for (file, content) in files {
+            if let Some(parent) = dir.join(file).parent() {
+                std::fs::create_dir_all(parent).expect("the file's folder");
+            }
+            std::fs::write(dir.join(file), content).expect("write the file");
         }
-        std::fs::write(dir.join(file), "a person's change\n").expect("write the file");
-        git(dir, &["add", file]);
+        git(dir, &["add", "-A"]);
         git(
             dir,
             &[
@@ -68,7 +84,7 @@ impl Running {
                 "commit",
                 "-q",
                 "-m",
-                "A person's change",
+                message,
             ],
         );
         git(dir, &["-c", &header, "push", "-q", "origin", branch]);

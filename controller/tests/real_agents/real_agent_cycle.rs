@@ -1,0 +1,117 @@
+//! One issue through the whole loop with a different vendor per phase, as
+//! the example's roles route them: IMPLEMENT by Claude Code, REVIEW round 1
+//! by Codex (read-only, one finding), FIX by OpenCode, REVIEW round 2 by
+//! Claude Code (clean), then the merge.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use crate::common::scenario::{Agents, Phase, Scenario};
+use crate::profiles::{self, ANTHROPIC_KEY, OPENAI_KEY, OPENROUTER_KEY};
+use crate::scripts;
+
+/// Far above what the four launches take on two busy cores (OpenCode alone
+/// needs 10–30 s to start).
+const CYCLE_PATIENCE: Duration = Duration::from_secs(300);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_mixed_vendors_implement_review_fix_review_and_merge() {
+    let Some(installed) = profiles::installed() else {
+        return;
+    };
+    let started = Instant::now();
+    let server = modelserver::start(modelserver::Config::default())
+        .await
+        .expect("the model server starts");
+    let scripted = [
+        scripts::implement(1),
+        scripts::review(1, true, 2),
+        scripts::fix(3),
+        scripts::review(2, false, 4),
+    ];
+    for script in scripted {
+        server.load(script).expect("a script loads");
+    }
+    let agents = profiles::example_agents(server.base_url(), &installed);
+    let s = Scenario::new()
+        .agents(Agents::given_toml(agents))
+        .merge_mode("auto")
+        .tokens_per_run(1_000_000)
+        .env("PATH", &profiles::path_with(&installed))
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .env("OPENROUTER_API_KEY", OPENROUTER_KEY)
+        .start()
+        .await;
+    let issue = s.new_issue("a feature file").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    let state = run.reaches_within(Phase::Done, CYCLE_PATIENCE).await;
+    eprintln!(
+        "mixed-vendor cycle: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    assert_eq!(
+        run.phase_history().await,
+        [
+            Phase::Implement,
+            Phase::Review,
+            Phase::Fix,
+            Phase::Review,
+            Phase::ReadyForMerge,
+            Phase::Merge,
+            Phase::Done
+        ]
+    );
+    let pr = s.pull().await;
+    assert_eq!(state.merged_prs, vec![pr.number]);
+    pr.assert_merged_once().await;
+
+    // Each phase ran the profile its role names, once, and its tokens are
+    // exactly what the model server claimed for that conversation.
+    let launches = s.world.db.journal().list_launches(run.id).await.unwrap();
+    let ran: Vec<(&str, &str)> = launches
+        .iter()
+        .map(|l| (l.role.as_str(), l.profile.as_str()))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            ("implement", "claude"),
+            ("review", "codex-review"),
+            ("fix", "opencode"),
+            ("review", "claude-review"),
+        ]
+    );
+    for (launch, script) in launches
+        .iter()
+        .zip(["implement", "review-1", "fix", "review-2"])
+    {
+        let claimed = server.claimed(script);
+        let total = claimed.input_tokens + claimed.cached_input_tokens + claimed.output_tokens;
+        assert!(total > 0, "{script} claimed nothing");
+        assert_eq!(
+            launch.tokens,
+            Some(i64::try_from(total).unwrap()),
+            "tokens of the {} launch ({})",
+            launch.role,
+            launch.profile
+        );
+    }
+    for request in server.requests() {
+        assert!(
+            !matches!(
+                request.outcome,
+                modelserver::Outcome::NoRoute
+                    | modelserver::Outcome::NoScript
+                    | modelserver::Outcome::BadRequest { .. }
+            ),
+            "a CLI sent a request no script answers: {} {} {:?}",
+            request.method,
+            request.path,
+            request.outcome
+        );
+    }
+}

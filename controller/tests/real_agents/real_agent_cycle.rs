@@ -1,13 +1,14 @@
-//! One issue through the whole loop with a different vendor per phase, as
-//! the example's roles route them: IMPLEMENT by Claude Code, REVIEW round 1
-//! by Codex (read-only, one finding), FIX by OpenCode, REVIEW round 2 by
-//! Claude Code (clean), then the merge.
+//! An EPIC's issue through the whole loop with a different vendor per
+//! phase, as the example's roles route them: IMPLEMENT by Claude Code,
+//! REVIEW round 1 by Codex (read-only, one finding), FIX by OpenCode,
+//! REVIEW round 2 by Claude Code (clean), the merge, and the EPIC update by
+//! Codex.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
-use crate::common::scenario::{Agents, Phase, Scenario};
+use crate::common::scenario::{Agents, Marker, Phase, Scenario};
 use crate::profiles::{self, ANTHROPIC_KEY, OPENAI_KEY, OPENROUTER_KEY};
 use crate::scripts;
 
@@ -16,7 +17,7 @@ use crate::scripts;
 const CYCLE_PATIENCE: Duration = Duration::from_secs(300);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_agent_mixed_vendors_implement_review_fix_review_and_merge() {
+async fn real_agent_mixed_vendors_implement_review_fix_review_merge_and_update_the_epic() {
     let Some(installed) = profiles::installed() else {
         return;
     };
@@ -29,6 +30,7 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_and_merge() {
         scripts::review(1, true, 2),
         scripts::fix(3),
         scripts::review(2, false, 4),
+        scripts::update_epic(5),
     ];
     for script in scripted {
         server.load(script).expect("a script loads");
@@ -44,9 +46,9 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_and_merge() {
         .env("OPENROUTER_API_KEY", OPENROUTER_KEY)
         .start()
         .await;
-    let issue = s.new_issue("a feature file").await;
-    s.operator_labels(issue).await;
-    let run = s.run_of(issue).await;
+    let (epic, children) = s.new_epic(1).await;
+    s.operator_labels(epic).await;
+    let run = s.run_of(children[0]).await;
     let state = run.reaches_within(Phase::Done, CYCLE_PATIENCE).await;
     eprintln!(
         "mixed-vendor cycle: {:.1}s",
@@ -62,12 +64,35 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_and_merge() {
             Phase::Review,
             Phase::ReadyForMerge,
             Phase::Merge,
+            Phase::UpdateEpic,
             Phase::Done
         ]
     );
     let pr = s.pull().await;
     assert_eq!(state.merged_prs, vec![pr.number]);
     pr.assert_merged_once().await;
+    // The two commits are the CLIs' own, made with their shell tools.
+    let commits = s.get(&format!("/pulls/{}/commits", pr.number)).await;
+    let made: Vec<(&str, &str)> = commits
+        .as_array()
+        .expect("a commit list")
+        .iter()
+        .map(|c| {
+            let commit = &c["commit"];
+            let message = commit["message"].as_str().expect("a message");
+            (
+                commit["author"]["name"].as_str().expect("an author"),
+                message.lines().next().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        made,
+        [("agent", "Add the feature"), ("agent", "Add the fix file")]
+    );
+    let progress = epic.comments_with(Marker::EpicProgress).await;
+    assert_eq!(progress.len(), 1, "one progress comment: {progress:?}");
+    assert!(progress[0].body.contains("The feature file is merged."));
 
     // Each phase ran the profile its role names, once, and its tokens are
     // exactly what the model server claimed for that conversation.
@@ -83,11 +108,13 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_and_merge() {
             ("review", "codex-review"),
             ("fix", "opencode"),
             ("review", "claude-review"),
+            ("update_epic", "codex-review"),
         ]
     );
-    for (launch, script) in launches
-        .iter()
-        .zip(["implement", "review-1", "fix", "review-2"])
+    for (launch, script) in
+        launches
+            .iter()
+            .zip(["implement", "review-1", "fix", "review-2", "update-epic"])
     {
         let claimed = server.claimed(script);
         let total = claimed.input_tokens + claimed.cached_input_tokens + claimed.output_tokens;

@@ -88,3 +88,11 @@ pub fn fix(seed: u64) -> Script {
 fn control(json: &str) -> String {
     format!("Done.\n<<<CONTROL_RESULT>>>\n{json}\n<<<END_CONTROL_RESULT>>>")
 }
+
+/// UPDATE_EPIC: progress, a roadmap and no next issue (the EPIC is done).
+pub fn update_epic(seed: u64) -> Script {
+    let script = Script::new("update-epic", "# Phase: UPDATE_EPIC").final_message(control(
+        r#"{"phase":"UPDATE_EPIC","status":"success","progress":"The feature file is merged.","roadmap_section":"- [x] the feature file","next_issue_url":null}"#,
+    ));
+    with_usages(script, seed)
+}

@@ -10,4 +10,5 @@ mod common;
 
 mod profiles;
 mod real_agent_cycle;
+mod real_agent_read_only;
 mod scripts;

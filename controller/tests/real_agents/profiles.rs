@@ -41,6 +41,12 @@ pub fn installed() -> Option<Installed> {
 /// text, with every profile aimed at `base` (the model server's
 /// `http://127.0.0.1:PORT`).
 pub fn example_agents(base: &str, installed: &Installed) -> String {
+    example_agents_routed(base, installed, None)
+}
+
+/// [`example_agents`] with the example's roles replaced by `roles`
+/// (`role = "profile"` lines), to put one CLI in a chosen seat.
+pub fn example_agents_routed(base: &str, installed: &Installed, roles: Option<&str>) -> String {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../autoforge.example.toml");
     let text = std::fs::read_to_string(&example).expect("the example config");
     let doc: Table = text.parse().expect("the example is TOML");
@@ -59,6 +65,10 @@ pub fn example_agents(base: &str, installed: &Installed) -> String {
             .expect("a sandbox table");
         let cache = installed.cache.display().to_string();
         sandbox.insert("read_only".into(), Value::Array(vec![Value::String(cache)]));
+    }
+    if let Some(roles) = roles {
+        let routed: Table = roles.parse().expect("roles are TOML");
+        agents.insert("roles".into(), Value::Table(routed));
     }
     let mut out = Table::new();
     out.insert("agents".into(), Value::Table(agents));

@@ -10,5 +10,6 @@ mod common;
 
 mod profiles;
 mod real_agent_cycle;
+mod real_agent_faults;
 mod real_agent_read_only;
 mod scripts;

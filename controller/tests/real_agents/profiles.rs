@@ -47,6 +47,17 @@ pub fn example_agents(base: &str, installed: &Installed) -> String {
 /// [`example_agents`] with the example's roles replaced by `roles`
 /// (`role = "profile"` lines), to put one CLI in a chosen seat.
 pub fn example_agents_routed(base: &str, installed: &Installed, roles: Option<&str>) -> String {
+    example_agents_tweaked(base, installed, roles, |_, _| {})
+}
+
+/// [`example_agents_routed`], with `tweak` applied to each profile table
+/// after it was aimed (a test's shorter idle timeout, say).
+pub fn example_agents_tweaked(
+    base: &str,
+    installed: &Installed,
+    roles: Option<&str>,
+    tweak: impl Fn(&str, &mut Table),
+) -> String {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../autoforge.example.toml");
     let text = std::fs::read_to_string(&example).expect("the example config");
     let doc: Table = text.parse().expect("the example is TOML");
@@ -58,6 +69,7 @@ pub fn example_agents_routed(base: &str, installed: &Installed, roles: Option<&s
     for (name, profile) in profiles.iter_mut() {
         let profile = profile.as_table_mut().expect("a profile table");
         aim(name, profile, base);
+        tweak(name, profile);
         let sandbox = profile
             .entry("sandbox")
             .or_insert_with(|| Value::Table(Table::new()))

@@ -32,13 +32,6 @@ fn with_usages(script: Script, seed: u64) -> Script {
     script
 }
 
-/// IMPLEMENT, with the script renamed (one per test that needs faults).
-pub fn implement_named(name: &str, seed: u64) -> Script {
-    let mut script = implement(seed);
-    script.name = name.to_owned();
-    script
-}
-
 /// IMPLEMENT: `pwd`, write `feature.txt` with the write tool (an absolute
 /// path, which Claude Code and OpenCode want), commit, answer.
 pub fn implement(seed: u64) -> Script {

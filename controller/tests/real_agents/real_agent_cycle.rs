@@ -22,6 +22,7 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_merge_and_update_t
         return;
     };
     let started = Instant::now();
+    let tmp_before = cli_entries_in_tmp();
     let server = modelserver::start(modelserver::Config::default())
         .await
         .expect("the model server starts");
@@ -111,6 +112,7 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_merge_and_update_t
             ("update_epic", "codex-review"),
         ]
     );
+    let mut reported = 0;
     for (launch, script) in
         launches
             .iter()
@@ -126,7 +128,37 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_merge_and_update_t
             launch.role,
             launch.profile
         );
+        reported += total;
     }
+    // The run counted them all against limits.tokens_per_run, and says so
+    // in its status comment and on the dashboard.
+    assert_eq!(state.counters.tokens, reported);
+    let status = children[0].comments_with(Marker::Status).await;
+    let body = &status.last().expect("a status comment").body;
+    assert!(
+        body.contains(&format!("- Tokens reported by the agents: {reported}")),
+        "{body}"
+    );
+    let page = s
+        .world
+        .http
+        .get(format!("{}/runs/{}", s.world.admin_url(), run.id))
+        .send()
+        .await
+        .expect("the dashboard answers")
+        .text()
+        .await
+        .expect("a page");
+    for launch in &launches {
+        let tokens = launch.tokens.expect("tokens");
+        assert!(
+            page.contains(&format!("{tokens} tokens")),
+            "{tokens} on the dashboard"
+        );
+    }
+    assert_fresh_home_and_tmp(&launches);
+    let left = new_cli_entries_in_tmp(&tmp_before);
+    assert!(left.is_empty(), "left in /tmp: {left:?}");
     for request in server.requests() {
         assert!(
             !matches!(
@@ -141,4 +173,41 @@ async fn real_agent_mixed_vendors_implement_review_fix_review_merge_and_update_t
             request.outcome
         );
     }
+}
+
+/// Each launch had a HOME and a TMPDIR of its own, in its attempt
+/// directory, and the CLI used its HOME.
+fn assert_fresh_home_and_tmp(launches: &[autoforge_journal::AgentLaunch]) {
+    let mut homes = std::collections::BTreeSet::new();
+    for launch in launches {
+        let dir = std::path::Path::new(&launch.log_dir);
+        let home = dir.join("home");
+        let used = std::fs::read_dir(&home).map(Iterator::count).unwrap_or(0);
+        assert!(
+            used > 0,
+            "{} wrote nothing to its HOME {}",
+            launch.profile,
+            home.display()
+        );
+        assert!(dir.join("tmp").is_dir(), "{}: a TMPDIR", launch.profile);
+        assert!(homes.insert(home), "a HOME per launch");
+    }
+}
+
+/// Entries of the kinds the three CLIs leave in /tmp when it is not
+/// private to the launch.
+fn cli_entries_in_tmp() -> std::collections::BTreeSet<String> {
+    let known = ["claude-", "codex", "opencode", "cc-socks"];
+    std::fs::read_dir("/tmp")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| known.iter().any(|k| n.starts_with(k)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn new_cli_entries_in_tmp(before: &std::collections::BTreeSet<String>) -> Vec<String> {
+    cli_entries_in_tmp().difference(before).cloned().collect()
 }

@@ -9,6 +9,7 @@
 mod common;
 
 mod profiles;
+mod real_agent_budget;
 mod real_agent_cycle;
 mod real_agent_faults;
 mod real_agent_read_only;

@@ -1,7 +1,8 @@
 //! Model API faults on the real loop. An overloaded reply and a stream cut
 //! midway make Codex (whose example profile leaves retries to autoforge)
 //! exit non-zero: the launch fails, the machine launches again, and the
-//! run completes. A CLI whose model never answers is killed at its
+//! run completes. Claude Code retries both itself, within one launch, and
+//! still reports every token it was billed. A CLI whose model never answers is killed at its
 //! profile's idle timeout with every process it started, and the next
 //! launch completes the phase.
 
@@ -91,6 +92,39 @@ async fn real_agent_codex_launches_failed_by_overload_and_a_cut_stream_are_retri
     assert!(outcomes.contains(&modelserver::Outcome::Fault {
         fault: FaultKind::CutStream
     }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_claude_code_recovers_from_overload_and_a_cut_stream_within_one_launch() {
+    let Some(installed) = profiles::installed() else {
+        return;
+    };
+    let server = modelserver::start(modelserver::Config::default())
+        .await
+        .expect("the model server starts");
+    let implement = scripts::implement(1)
+        .fault(0, FaultKind::Overloaded, 1)
+        .fault(1, FaultKind::CutStream, 1);
+    server.load(implement).expect("loads");
+    server.load(scripts::review(1, false, 2)).expect("loads");
+    let roles = "implement = \"claude\"\nreview = \"claude-review\"\n";
+    let agents = profiles::example_agents_routed(server.base_url(), &installed, Some(roles));
+    let s = start(agents, &installed).await;
+    let issue = s.new_issue("a feature file").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    run.reaches_within(Phase::Done, PATIENCE).await;
+
+    let launches = s.world.db.journal().list_launches(run.id).await.unwrap();
+    let implement: Vec<_> = launches.iter().filter(|l| l.role == "implement").collect();
+    assert_eq!(implement.len(), 1, "Claude Code retried by itself");
+    // Everything the server claimed, the input a cut stream announced
+    // included, is in the launch's count.
+    let claims = server.claims("implement");
+    assert!(claims.iter().any(|c| c.cut && c.usage.input_tokens > 0));
+    let claimed = server.claimed("implement");
+    let total = claimed.input_tokens + claimed.cached_input_tokens + claimed.output_tokens;
+    assert_eq!(implement[0].tokens, Some(i64::try_from(total).unwrap()));
 }
 
 /// Processes whose working directory is inside `dir`.

@@ -63,7 +63,7 @@ async fn a_repository_added_to_the_installation_later_is_served_without_a_restar
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_of_a_repository_removed_from_the_installation_stops_and_writes_nothing_more() {
     let s = Scenario::new().start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     run.reaches(Phase::ReadyForMerge).await;

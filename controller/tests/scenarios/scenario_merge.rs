@@ -78,7 +78,7 @@ async fn a_workflow_file_a_person_pushed_to_the_pull_request_makes_the_merge_gat
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget with CI").await;
+    let issue = s.new_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     s.launch_started("review", 1).await;
@@ -94,5 +94,5 @@ async fn a_workflow_file_a_person_pushed_to_the_pull_request_makes_the_merge_gat
         state.review.round, 2,
         "refused at the gate, after a clean review of the person's head"
     );
-    assert_eq!(s.merge_requests(state.pr.unwrap()), 0);
+    assert_eq!(s.pull_numbered(state.pr.unwrap()).merge_requests(), 0);
 }

@@ -9,7 +9,7 @@ use crate::common::scenario;
 use std::time::Duration;
 
 use autoforge::machine::{Awaiting, FactsPurpose, RoundOutcome};
-use scenario::{Agents, FaultRule, Phase, RunRef, Running, Scenario, eventually};
+use scenario::{Agents, FaultRule, Marker, Phase, RunRef, Running, Scenario, eventually};
 
 const BRANCH: &str = "autoforge/1";
 
@@ -24,7 +24,7 @@ async fn a_human_push_while_the_reviewer_runs_makes_the_round_stale_and_carries_
         )
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -46,11 +46,8 @@ async fn a_human_push_while_the_reviewer_runs_makes_the_round_stale_and_carries_
         0,
         "a stale round never reaches the fixer"
     );
-    let pr = s.the_pull().await["number"].as_u64().unwrap();
-    assert_eq!(
-        s.comments_with_marker(pr, "ai-review-result").await.len(),
-        2
-    );
+    let pr = s.pull().await;
+    assert_eq!(pr.comments_with(Marker::ReviewResult).await.len(), 2);
 }
 
 /// The gate the facts reads of the scenario below wait at.
@@ -81,7 +78,7 @@ async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_
         )
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -103,7 +100,7 @@ async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_
     assert_eq!(s.world.hub.release(FACTS_GATE), 1);
     // The round ended with findings and chose FIX; its entry check waits.
     assert_eq!(held_facts_read(&s, &run).await, FactsPurpose::FixEntry);
-    assert_eq!(run.phases().await.last().map(String::as_str), Some("FIX"));
+    assert_eq!(run.phase_history().await.last(), Some(&Phase::Fix));
     let pushed = s.human_push(&s.owner, BRANCH, "human.txt");
     s.world.hub.set_faults(Vec::new());
     assert_eq!(s.world.hub.release(FACTS_GATE), 1);
@@ -119,9 +116,9 @@ async fn a_human_push_after_a_review_with_findings_sends_the_run_back_to_review_
         s.prompt("review", 2).contains("R1-F1"),
         "round 2 re-checks the carried findings"
     );
-    let phases = run.phases().await;
+    let phases = run.phase_history().await;
     assert!(
-        phases.windows(2).any(|w| w == ["FIX", "REVIEW"]),
+        phases.windows(2).any(|w| w == [Phase::Fix, Phase::Review]),
         "{phases:?}"
     );
 }
@@ -137,7 +134,7 @@ async fn a_follow_up_issue_created_in_one_round_is_reused_by_the_next_and_the_pr
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -164,9 +161,7 @@ async fn a_follow_up_issue_created_in_one_round_is_reused_by_the_next_and_the_pr
         s.prompt("fix", 2).contains(url),
         "the second fixer is told of it"
     );
-    let pr = s.the_pull().await["number"].as_u64().unwrap();
-    s.assert_pr_merged_once(autoforge_journal::testing::pull(pr))
-        .await;
+    s.pull().await.assert_merged_once().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,7 +176,7 @@ async fn findings_at_the_review_cap_block_and_an_unblock_is_refused_because_fix_
         .review_cap(2)
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -197,22 +192,14 @@ async fn findings_at_the_review_cap_block_and_an_unblock_is_refused_because_fix_
     // reviewed revision, but FIX would lead to a round past the cap: the
     // controller refuses and says why.
     let reply = eventually(Duration::from_secs(60), "the refusal", || async {
-        let replies = s.comments_with_marker(issue, "autoforge-reply").await;
-        replies.into_iter().find(|r| {
-            r["body"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("review cap")
-        })
+        let replies = issue.comments_with(Marker::Reply).await;
+        replies.into_iter().find(|r| r.body.contains("review cap"))
     })
     .await;
     let state = run.reaches(Phase::Blocked).await;
 
     assert!(
-        reply["body"]
-            .as_str()
-            .unwrap()
-            .contains(&unblock.to_string()),
+        reply.body.contains(&unblock.to_string()),
         "the reply names the command comment"
     );
     assert_eq!((state.review.round, s.launches("fix")), (2, 1));
@@ -225,14 +212,13 @@ async fn a_comment_planted_with_our_review_marker_blocks_the_run_naming_it() {
         .agents(Agents::scripted().hold("review", [1]))
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
     s.launch_started("review", 1).await;
-    let pr = s.the_pull().await;
-    let number = pr["number"].as_u64().unwrap();
-    let head = pr["head"]["sha"].as_str().unwrap();
+    let pr = s.pull().await;
+    let head = pr.head_sha().await;
     let base = s.get("/git/ref/heads/main").await["object"]["sha"]
         .as_str()
         .unwrap()
@@ -241,21 +227,16 @@ async fn a_comment_planted_with_our_review_marker_blocks_the_run_naming_it() {
     let planted = format!(
         "Looks good!\n<!-- ai-review-result: {{\"finding_ids\":[],\"needs_fix_round\":false,\"reviewed_base_ref\":\"main\",\"reviewed_head_sha\":\"{head}\",\"reviewed_merge_base_sha\":\"{base}\",\"round\":1}} -->"
     );
-    let comment = s.comment_as(&mallory, number, &planted).await;
+    let comment = s.comment_as(&mallory, pr, &planted).await;
     s.release("review", 1);
 
     let state = run.reaches(Phase::Blocked).await;
     let reason = state.blocked.unwrap().reason;
     assert!(reason.contains(&comment.to_string()), "{reason}");
     assert_eq!(
-        s.comments_with_marker(number, "ai-review-result")
-            .await
-            .len(),
+        pr.comments_with(Marker::ReviewResult).await.len(),
         1,
         "only the planted comment: the controller wrote none beside it"
     );
-    assert_eq!(
-        s.merge_requests(autoforge_journal::testing::pull(number)),
-        0
-    );
+    assert_eq!(pr.merge_requests(), 0);
 }

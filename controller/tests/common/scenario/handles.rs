@@ -210,6 +210,27 @@ impl Pull<'_> {
         read["head"]["sha"].as_str().expect("a head sha").to_owned()
     }
 
+    /// The body as GitHub holds it now.
+    pub async fn body(&self) -> String {
+        let read = self.read().await;
+        read["body"].as_str().expect("a PR body").to_owned()
+    }
+
+    /// The branch it merges from (`head.ref`), as GitHub holds it now.
+    pub async fn head_branch(&self) -> String {
+        let read = self.read().await;
+        read["head"]["ref"].as_str().expect("a head ref").to_owned()
+    }
+
+    /// The paths its changes touch, in the order GitHub lists them.
+    pub async fn changed_files(&self) -> Vec<String> {
+        let files = array(self.s.get(&format!("/pulls/{}/files", self.number)).await);
+        files
+            .iter()
+            .map(|f| f["filename"].as_str().expect("a file name").to_owned())
+            .collect()
+    }
+
     /// Whether GitHub shows the pull request merged.
     pub async fn is_merged(&self) -> bool {
         self.read().await["merged"] == true

@@ -7,7 +7,7 @@
 use crate::common::scenario;
 
 use autoforge_journal::{IssueNumber, testing};
-use scenario::{Agents, Phase, Running, Scenario};
+use scenario::{Agents, Phase, Role, Running, Scenario};
 
 /// An EPIC #1 with children #2 and #3, and an open issue #4 outside it;
 /// the updater names `picks` one launch after another, then reports the
@@ -57,7 +57,7 @@ async fn a_pick_outside_the_epic_is_asked_again_and_the_run_goes_on_with_the_epi
         "{:?}",
         run.phase_history().await
     );
-    let asked = s.prompt("update_epic", 2);
+    let asked = s.prompt(Role::UpdateEpic, 2);
     assert!(
         asked.contains("#4 is not one of EPIC #1's issues; its issues are #2, #3"),
         "the agent is told why and which issues are the EPIC's: {asked}"

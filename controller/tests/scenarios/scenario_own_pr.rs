@@ -8,7 +8,7 @@
 use crate::common::scenario;
 
 use autoforge_journal::PullNumber;
-use scenario::{Agents, Issue, Phase, RunRef, Running, Scenario};
+use scenario::{Agents, Issue, Phase, Role, RunRef, Running, Scenario};
 
 const ISSUE_URL: &str = "{hub}/octo/widgets/issues/1";
 
@@ -58,7 +58,7 @@ async fn after_stop_and_relabel_the_new_run_resumes_with_the_runs_own_pull_reque
 
     assert_eq!(state.pr, Some(pr), "the earlier run's PR is the run's own");
     assert_one_marked_pr(&s, pr).await;
-    assert_eq!(s.launches("review"), 2, "one clean review per run");
+    assert_eq!(s.launches(Role::Review), 2, "one clean review per run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,7 +83,7 @@ async fn an_unblock_with_no_pull_request_bound_finds_the_runs_own_pull_request()
         .await;
     let state = second.reaches(Phase::ReadyForMerge).await;
 
-    assert_eq!(s.launches("implement"), 3);
+    assert_eq!(s.launches(Role::Implement), 3);
     assert_eq!(state.pr, Some(pr), "the earlier run's PR is the run's own");
     assert_one_marked_pr(&s, pr).await;
 }

@@ -9,7 +9,7 @@
 use crate::common::scenario;
 
 use autoforge_journal::testing;
-use scenario::{Agents, Marker, Phase, Running, Scenario};
+use scenario::{Agents, Marker, Phase, Role, Running, Scenario};
 
 const ISSUE_URL: &str = "{hub}/octo/widgets/issues/1";
 const BRANCH: &str = "autoforge/1";
@@ -81,7 +81,7 @@ async fn earlier_work_on_the_branch_that_changed_a_workflow_keeps_the_candidate_
         "the branch's own commit counts: {reason}"
     );
     assert_eq!(
-        s.launches("implement"),
+        s.launches(Role::Implement),
         1,
         "the agent wrote only feature.txt"
     );
@@ -109,8 +109,8 @@ async fn an_unblock_asks_the_implementer_again_and_only_the_clean_candidate_is_p
         .await;
     let state = run.reaches(Phase::ReadyForMerge).await;
 
-    assert_eq!(s.launches("implement"), 2);
-    let told = s.prompt("implement", 2);
+    assert_eq!(s.launches(Role::Implement), 2);
+    let told = s.prompt(Role::Implement, 2);
     assert!(
         told.contains("changes protected paths") && told.contains(".github/workflows/x.yml"),
         "the second launch is told why the first commit was dropped: {told}"
@@ -143,7 +143,7 @@ async fn a_fix_adding_a_workflow_blocks_and_the_pull_request_stays_at_the_review
     let reason = state.blocked.as_ref().unwrap().reason.clone();
     assert!(reason.contains("`.github/workflows/x.yml`"), "{reason}");
     assert_eq!(state.blocked.unwrap().from, Phase::Fix);
-    assert_eq!(s.launches("fix"), 1);
+    assert_eq!(s.launches(Role::Fix), 1);
     assert_eq!(s.pushes_to(BRANCH), 1, "only the implementer's push");
     let reviewed = state.review.binding.unwrap().head_sha;
     assert_eq!(

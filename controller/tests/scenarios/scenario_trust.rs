@@ -10,7 +10,7 @@ use crate::common::scenario;
 
 use autoforge_journal::IssueNumber;
 use reqwest::Method;
-use scenario::{Issue, Marker, OWNER, Phase, REPO, Running, Scenario};
+use scenario::{Marker, OWNER, Phase, REPO, Role, Running, Scenario};
 use serde_json::json;
 
 /// A run parked in READY_FOR_MERGE (`merge.mode = "never"`): the issue's
@@ -24,21 +24,13 @@ async fn parked_run() -> (Running, IssueNumber) {
     (s, number)
 }
 
-/// The digest the controller computes of the issue as GitHub shows it now.
-async fn text_digest_now(s: &Running, issue: Issue<'_>) -> String {
-    let read = s.get(&format!("/issues/{issue}")).await;
-    serde_json::from_value::<autoforge::github::Issue>(read)
-        .unwrap()
-        .text_digest()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it() {
     let (s, number) = parked_run().await;
     let issue = s.issue(number);
     let run = s.run_of(issue).await;
     let frozen = run.state().await.issue_text.expect("frozen at the start");
-    assert_eq!(frozen, text_digest_now(&s, issue).await);
+    assert_eq!(frozen, issue.text_digest().await);
 
     let tia = s.person("tia", "triage");
     issue
@@ -72,7 +64,7 @@ async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it(
     let resumed = run.reaches(Phase::ReadyForMerge).await;
     assert_eq!(
         resumed.issue_text,
-        Some(text_digest_now(&s, issue).await),
+        Some(issue.text_digest().await),
         "the unblock accepted the text as it is now"
     );
 }
@@ -83,7 +75,7 @@ async fn an_operators_edit_becomes_the_runs_text_without_blocking() {
     let issue = s.issue(number);
     let run = s.run_of(issue).await;
     issue.edit_body_as(&s.owner, "A clearer description.").await;
-    let edited = text_digest_now(&s, issue).await;
+    let edited = issue.text_digest().await;
     scenario::eventually(scenario::PATIENCE, "the operator's text accepted", || {
         let edited = edited.clone();
         let run = &run;
@@ -155,7 +147,7 @@ async fn a_reviewer_that_writes_a_command_line_gets_nothing_posted_and_nothing_m
     scenario::eventually(
         scenario::PATIENCE,
         "the reviewer corrected once",
-        || async { (s.launches("review") >= 2).then_some(()) },
+        || async { (s.launches(Role::Review) >= 2).then_some(()) },
     )
     .await;
     let settled = scenario::eventually(scenario::PATIENCE, "the run settled", || async {
@@ -163,9 +155,9 @@ async fn a_reviewer_that_writes_a_command_line_gets_nothing_posted_and_nothing_m
         matches!(state.phase, Phase::Failed | Phase::Blocked).then_some(state)
     })
     .await;
-    assert!(!s.prompt("review", 1).contains("/autoforge"));
+    assert!(!s.prompt(Role::Review, 1).contains("/autoforge"));
     assert!(
-        s.prompt("review", 2).contains("/autoforge"),
+        s.prompt(Role::Review, 2).contains("/autoforge"),
         "the correction names the refused command line"
     );
     let pr = s.pull().await;

@@ -148,6 +148,20 @@ impl Running {
         comments
     }
 
+    /// Every issue, open or closed, that is not a pull request (GitHub
+    /// lists pull requests among the issues too).
+    pub async fn issues(&self) -> Vec<Issue<'_>> {
+        array(self.get("/issues?state=all").await)
+            .iter()
+            .filter(|issue| issue["pull_request"].is_null())
+            .map(|issue| {
+                self.issue(testing::issue(
+                    issue["number"].as_u64().expect("an issue number"),
+                ))
+            })
+            .collect()
+    }
+
     /// Every pull request, open or closed.
     pub async fn pull_requests(&self) -> Vec<Pull<'_>> {
         array(self.get("/pulls?state=all").await)
@@ -177,6 +191,25 @@ impl Issue<'_> {
             .as_str()
             .unwrap_or_default()
             .to_owned()
+    }
+
+    /// Whether the body GitHub holds now carries `marker`.
+    pub async fn body_carries(&self, marker: Marker) -> bool {
+        carries(&self.body().await, marker)
+    }
+
+    /// The issue's page (`html_url`), as the controller links to it.
+    pub async fn html_url(&self) -> String {
+        let read = self.read().await;
+        read["html_url"].as_str().expect("an html_url").to_owned()
+    }
+
+    /// The digest the controller computes of the issue's text as GitHub
+    /// holds it now.
+    pub async fn text_digest(&self) -> String {
+        serde_json::from_value::<autoforge::github::Issue>(self.read().await)
+            .expect("an issue as GitHub serves it")
+            .text_digest()
     }
 
     /// The comments on the issue carrying `marker`.

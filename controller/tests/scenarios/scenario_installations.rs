@@ -6,15 +6,17 @@
 
 use crate::common::scenario;
 
+use autoforge_journal::{IssueNumber, testing};
 use reqwest::Method;
 use scenario::{Agents, OWNER, Phase, REPO, Running, Scenario};
 use serde_json::json;
 
 const ADDED: &str = "gadgets";
 
-/// Opens an issue in `repository` as the owner and labels it; its number.
-async fn labelled_issue_in(s: &Running, repository: &str) -> u64 {
-    let issue = s
+/// Opens an issue in `repository` as the owner and labels it; its number
+/// (an [`scenario::Issue`] handle names the scenario's own repository).
+async fn labelled_issue_in(s: &Running, repository: &str) -> IssueNumber {
+    let number = s
         .world
         .rest_as(
             &s.owner,
@@ -25,6 +27,7 @@ async fn labelled_issue_in(s: &Running, repository: &str) -> u64 {
         .await["number"]
         .as_u64()
         .unwrap();
+    let issue = testing::issue(number);
     s.world
         .rest_as(
             &s.owner,

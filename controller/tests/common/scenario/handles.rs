@@ -40,16 +40,10 @@ impl AsRole for &str {
     }
 }
 
-/// Something with a comment thread: an issue, a pull request, or a thread
-/// number a scenario read from GitHub's JSON.
+/// Something with a comment thread: an issue or a pull request, as a
+/// handle or as its number.
 pub trait Thread {
     fn number(&self) -> u64;
-}
-
-impl Thread for u64 {
-    fn number(&self) -> u64 {
-        *self
-    }
 }
 
 impl Thread for IssueNumber {

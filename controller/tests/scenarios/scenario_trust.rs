@@ -93,15 +93,10 @@ async fn a_label_removal_by_a_non_operator_is_answered_once_and_only_an_operator
     let (s, number) = parked_run().await;
     let issue = s.issue(number);
     let run = s.run_of(issue).await;
-    let labels = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels");
     let tia = s.person("tia", "triage");
+    let label = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
     s.world
-        .rest_as(
-            &tia,
-            Method::DELETE,
-            &format!("{labels}/autoforge"),
-            json!({}),
-        )
+        .rest_as(&tia, Method::DELETE, &label, json!({}))
         .await;
 
     let notice = scenario::eventually(scenario::PATIENCE, "the notice to tia", || async {
@@ -119,17 +114,8 @@ async fn a_label_removal_by_a_non_operator_is_answered_once_and_only_an_operator
         Phase::ReadyForMerge
     );
 
-    s.world
-        .add_label(&s.owner, issue.number.get(), "autoforge")
-        .await;
-    s.world
-        .rest_as(
-            &s.owner,
-            Method::DELETE,
-            &format!("{labels}/autoforge"),
-            json!({}),
-        )
-        .await;
+    s.operator_labels(issue).await;
+    s.operator_unlabels(issue).await;
     run.reaches(Phase::Stopped).await;
     assert_eq!(issue.comments_with(Marker::Notice).await.len(), 1);
 }

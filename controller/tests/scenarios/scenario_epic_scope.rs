@@ -6,18 +6,14 @@
 
 use crate::common::scenario;
 
-use scenario::{Agents, Phase, Running, Scenario};
+use autoforge_journal::{IssueNumber, testing};
+use scenario::{Agents, Phase, Role, Running, Scenario};
 
 /// An EPIC #1 with children #2 and #3, and an open issue #4 outside it;
 /// the updater names `picks` one launch after another, then reports the
-/// EPIC complete.
-async fn epic_with_an_outsider(
-    picks: [&str; 2],
-) -> (
-    Running,
-    Vec<autoforge_journal::IssueNumber>,
-    autoforge_journal::IssueNumber,
-) {
+/// EPIC complete. The issues come back as numbers: a handle would borrow
+/// the scenario it is returned with.
+async fn epic_with_an_outsider(picks: [&str; 2]) -> (Running, Vec<IssueNumber>, IssueNumber) {
     let s = Scenario::new()
         .agents(
             Agents::scripted()
@@ -27,21 +23,19 @@ async fn epic_with_an_outsider(
         .merge_mode("auto")
         .start()
         .await;
-    let (epic, children) = s.open_epic(2).await;
+    let (epic, children) = s.new_epic(2).await;
     assert_eq!(
-        (epic.get(), children.as_slice()),
+        (epic, children.as_slice()),
         (
-            1,
-            [
-                autoforge_journal::testing::issue(2),
-                autoforge_journal::testing::issue(3)
-            ]
-            .as_slice()
+            s.issue(testing::issue(1)),
+            [s.issue(testing::issue(2)), s.issue(testing::issue(3))].as_slice()
         )
     );
-    let outsider = s.open_issue("An unrelated open issue").await;
-    assert_eq!(outsider, autoforge_journal::testing::issue(4));
+    let outsider = s.new_issue("An unrelated open issue").await;
+    assert_eq!(outsider, s.issue(testing::issue(4)));
     s.operator_labels(epic).await;
+    let children = children.iter().map(|child| child.number).collect();
+    let outsider = outsider.number;
     (s, children, outsider)
 }
 
@@ -61,23 +55,24 @@ async fn a_pick_outside_the_epic_is_asked_again_and_the_run_goes_on_with_the_epi
         updater_log(&s),
         "full\nagain\nfull\n",
         "{:?}",
-        run.phases().await
+        run.phase_history().await
     );
-    let asked = s.prompt("update_epic", 2);
+    let asked = s.prompt(Role::UpdateEpic, 2);
     assert!(
         asked.contains("#4 is not one of EPIC #1's issues; its issues are #2, #3"),
         "the agent is told why and which issues are the EPIC's: {asked}"
     );
     assert_eq!(state.issue, children[1], "the run went on with #3");
     assert_eq!(state.merged_prs.len(), 2);
-    let pulls = s.pulls().await;
+    let pulls = s.pull_requests().await;
     assert_eq!(pulls.len(), 2, "{pulls:?}");
-    assert!(
-        pulls
-            .iter()
-            .all(|p| p["head"]["ref"] != format!("autoforge/{outsider}").as_str()),
-        "nothing was started on the outsider"
-    );
+    for pull in &pulls {
+        assert_ne!(
+            pull.head_branch().await,
+            format!("autoforge/{outsider}"),
+            "nothing was started on the outsider"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,5 +90,5 @@ async fn picks_outside_the_epic_until_the_bound_block_the_run() {
         "{reason}"
     );
     assert_eq!(state.issue, children[0], "the outsider was never taken");
-    assert_eq!(s.pulls().await.len(), 1);
+    assert_eq!(s.pull_requests().await.len(), 1);
 }

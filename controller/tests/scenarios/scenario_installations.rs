@@ -6,15 +6,17 @@
 
 use crate::common::scenario;
 
+use autoforge_journal::{IssueNumber, testing};
 use reqwest::Method;
 use scenario::{Agents, OWNER, Phase, REPO, Running, Scenario};
 use serde_json::json;
 
 const ADDED: &str = "gadgets";
 
-/// Opens an issue in `repository` as the owner and labels it; its number.
-async fn labelled_issue_in(s: &Running, repository: &str) -> u64 {
-    let issue = s
+/// Opens an issue in `repository` as the owner and labels it; its number
+/// (an [`scenario::Issue`] handle names the scenario's own repository).
+async fn labelled_issue_in(s: &Running, repository: &str) -> IssueNumber {
+    let number = s
         .world
         .rest_as(
             &s.owner,
@@ -25,6 +27,7 @@ async fn labelled_issue_in(s: &Running, repository: &str) -> u64 {
         .await["number"]
         .as_u64()
         .unwrap();
+    let issue = testing::issue(number);
     s.world
         .rest_as(
             &s.owner,
@@ -63,7 +66,7 @@ async fn a_repository_added_to_the_installation_later_is_served_without_a_restar
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_of_a_repository_removed_from_the_installation_stops_and_writes_nothing_more() {
     let s = Scenario::new().start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     run.reaches(Phase::ReadyForMerge).await;

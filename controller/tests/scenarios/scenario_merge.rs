@@ -6,7 +6,7 @@
 
 use crate::common::scenario;
 
-use scenario::{Agents, Phase, Scenario};
+use scenario::{Agents, Phase, Role, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_merge_mode_never_a_persons_merge_is_noticed_and_the_run_is_done() {
@@ -74,16 +74,16 @@ async fn a_draft_pull_request_makes_the_merge_gate_refuse_and_the_run_blocks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_file_a_person_pushed_to_the_pull_request_makes_the_merge_gate_refuse() {
     let s = Scenario::new()
-        .agents(Agents::scripted().hold("review", [1]))
+        .agents(Agents::scripted().hold(Role::Review, [1]))
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget with CI").await;
+    let issue = s.new_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
-    s.launch_started("review", 1).await;
+    s.launch_started(Role::Review, 1).await;
     s.human_push(&s.owner, "autoforge/1", ".github/workflows/x.yml");
-    s.release("review", 1);
+    s.release(Role::Review, 1);
 
     let state = run.reaches(Phase::Blocked).await;
 
@@ -94,5 +94,5 @@ async fn a_workflow_file_a_person_pushed_to_the_pull_request_makes_the_merge_gat
         state.review.round, 2,
         "refused at the gate, after a clean review of the person's head"
     );
-    assert_eq!(s.merge_requests(state.pr.unwrap()), 0);
+    assert_eq!(s.pull_numbered(state.pr.unwrap()).merge_requests(), 0);
 }

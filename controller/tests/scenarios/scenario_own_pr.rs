@@ -7,7 +7,8 @@
 
 use crate::common::scenario;
 
-use scenario::{Agents, Phase, RunRef, Running, Scenario};
+use autoforge_journal::PullNumber;
+use scenario::{Agents, Issue, Phase, Role, RunRef, Running, Scenario};
 
 const ISSUE_URL: &str = "{hub}/octo/widgets/issues/1";
 
@@ -15,10 +16,7 @@ const ISSUE_URL: &str = "{hub}/octo/widgets/issues/1";
 /// label removed and added again; the PR and the second run. The second
 /// run's implementer adds a commit of its own (`per_issue`), so its review
 /// binds a new head.
-async fn stopped_and_relabelled(
-    s: &Running,
-    issue: autoforge_journal::IssueNumber,
-) -> (autoforge_journal::PullNumber, RunRef<'_>) {
+async fn stopped_and_relabelled<'s>(s: &'s Running, issue: Issue<'s>) -> (PullNumber, RunRef<'s>) {
     s.operator_labels(issue).await;
     let first = s.run_of(issue).await;
     let pr = first.reaches(Phase::ReadyForMerge).await.pr.unwrap();
@@ -27,17 +25,17 @@ async fn stopped_and_relabelled(
     s.operator_unlabels(issue).await;
     // The removal is settled before the label comes back, so that it can
     // only ever concern the stopped run.
-    s.issue_delivery_processed(issue, "unlabeled").await;
+    s.issue_delivery_processed(issue.number, "unlabeled").await;
     s.operator_labels(issue).await;
-    (pr, s.run_after(issue, first.id).await)
+    (pr, s.run_after(issue.number, first.id).await)
 }
 
 /// The one PR of the scenario still carries exactly one implementation
 /// marker: nothing adopted it a second time.
-async fn assert_one_marked_pr(s: &Running, pr: autoforge_journal::PullNumber) {
-    let pull = s.the_pull().await;
-    assert_eq!(pull["number"], pr.get());
-    let body = pull["body"].as_str().unwrap();
+async fn assert_one_marked_pr(s: &Running, pr: PullNumber) {
+    let pull = s.pull().await;
+    assert_eq!(pull.number, pr);
+    let body = pull.body().await;
     assert_eq!(body.matches("<!-- ai-implementation").count(), 1, "{body}");
 }
 
@@ -53,14 +51,14 @@ async fn after_stop_and_relabel_the_new_run_resumes_with_the_runs_own_pull_reque
         ]))
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     let (pr, second) = stopped_and_relabelled(&s, issue).await;
 
     let state = second.reaches(Phase::ReadyForMerge).await;
 
     assert_eq!(state.pr, Some(pr), "the earlier run's PR is the run's own");
     assert_one_marked_pr(&s, pr).await;
-    assert_eq!(s.launches("review"), 2, "one clean review per run");
+    assert_eq!(s.launches(Role::Review), 2, "one clean review per run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,7 +74,7 @@ async fn an_unblock_with_no_pull_request_bound_finds_the_runs_own_pull_request()
         ]))
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     let (pr, second) = stopped_and_relabelled(&s, issue).await;
     let blocked = second.reaches(Phase::Blocked).await;
     assert_eq!(blocked.pr, None, "blocked before any PR was bound");
@@ -85,7 +83,7 @@ async fn an_unblock_with_no_pull_request_bound_finds_the_runs_own_pull_request()
         .await;
     let state = second.reaches(Phase::ReadyForMerge).await;
 
-    assert_eq!(s.launches("implement"), 3);
+    assert_eq!(s.launches(Role::Implement), 3);
     assert_eq!(state.pr, Some(pr), "the earlier run's PR is the run's own");
     assert_one_marked_pr(&s, pr).await;
 }

@@ -8,16 +8,20 @@
 
 use crate::common::scenario;
 
-use scenario::{Agents, Phase, Running, Scenario};
+use autoforge_journal::testing;
+use scenario::{Agents, Marker, Phase, Role, Running, Scenario};
 
 const ISSUE_URL: &str = "{hub}/octo/widgets/issues/1";
 const BRANCH: &str = "autoforge/1";
 
 /// The run's status comment on issue 1.
 async fn status_comment(s: &Running) -> String {
-    let found = s.comments_with_marker(1, "autoforge-status").await;
+    let found = s
+        .issue(testing::issue(1))
+        .comments_with(Marker::Status)
+        .await;
     assert_eq!(found.len(), 1, "{found:?}");
-    found[0]["body"].as_str().unwrap().to_owned()
+    found[0].body.clone()
 }
 
 /// Nothing of the candidate reached GitHub: no git push, no branch, no PR.
@@ -37,7 +41,7 @@ async fn an_implementer_adding_a_workflow_blocks_the_run_before_anything_is_push
         .merge_mode("auto")
         .start()
         .await;
-    let issue = s.open_issue("a widget with CI").await;
+    let issue = s.new_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -48,7 +52,7 @@ async fn an_implementer_adding_a_workflow_blocks_the_run_before_anything_is_push
     assert!(reason.contains("not pushed"), "{reason}");
     assert_nothing_published(&s, 0);
     assert_eq!(s.branch_head(BRANCH), None, "the branch was never created");
-    assert!(s.pulls().await.is_empty());
+    assert!(s.pull_requests().await.is_empty());
     assert_eq!(state.pr, None);
     let status = status_comment(&s).await;
     assert!(status.contains("**BLOCKED**"), "{status}");
@@ -62,7 +66,7 @@ async fn an_implementer_adding_a_workflow_blocks_the_run_before_anything_is_push
 async fn earlier_work_on_the_branch_that_changed_a_workflow_keeps_the_candidate_from_being_pushed()
 {
     let s = Scenario::new().merge_mode("auto").start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     let earlier = s.human_branch(&s.owner, BRANCH, ".github/workflows/x.yml");
     let pushes = s.pushes_to(BRANCH);
     assert_eq!(pushes, 1, "the person's push is recorded");
@@ -77,7 +81,7 @@ async fn earlier_work_on_the_branch_that_changed_a_workflow_keeps_the_candidate_
         "the branch's own commit counts: {reason}"
     );
     assert_eq!(
-        s.launches("implement"),
+        s.launches(Role::Implement),
         1,
         "the agent wrote only feature.txt"
     );
@@ -95,7 +99,7 @@ async fn an_unblock_asks_the_implementer_again_and_only_the_clean_candidate_is_p
         .agents(Agents::scripted().implement(["workflow_until_told", ISSUE_URL]))
         .start()
         .await;
-    let issue = s.open_issue("a widget with CI").await;
+    let issue = s.new_issue("a widget with CI").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     run.reaches(Phase::Blocked).await;
@@ -105,22 +109,19 @@ async fn an_unblock_asks_the_implementer_again_and_only_the_clean_candidate_is_p
         .await;
     let state = run.reaches(Phase::ReadyForMerge).await;
 
-    assert_eq!(s.launches("implement"), 2);
-    let told = s.prompt("implement", 2);
+    assert_eq!(s.launches(Role::Implement), 2);
+    let told = s.prompt(Role::Implement, 2);
     assert!(
         told.contains("changes protected paths") && told.contains(".github/workflows/x.yml"),
         "the second launch is told why the first commit was dropped: {told}"
     );
     assert_eq!(s.pushes_to(BRANCH), 1, "one push: the clean candidate");
-    let pr = state.pr.unwrap();
-    let files = s.get(&format!("/pulls/{pr}/files")).await;
-    let names: Vec<&str> = files
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["filename"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["feature.txt"], "no workflow reached the branch");
+    let pr = s.pull_numbered(state.pr.unwrap());
+    assert_eq!(
+        pr.changed_files().await,
+        ["feature.txt"],
+        "no workflow reached the branch"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,7 +134,7 @@ async fn a_fix_adding_a_workflow_blocks_and_the_pull_request_stays_at_the_review
         )
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
 
@@ -142,12 +143,11 @@ async fn a_fix_adding_a_workflow_blocks_and_the_pull_request_stays_at_the_review
     let reason = state.blocked.as_ref().unwrap().reason.clone();
     assert!(reason.contains("`.github/workflows/x.yml`"), "{reason}");
     assert_eq!(state.blocked.unwrap().from, Phase::Fix);
-    assert_eq!(s.launches("fix"), 1);
+    assert_eq!(s.launches(Role::Fix), 1);
     assert_eq!(s.pushes_to(BRANCH), 1, "only the implementer's push");
     let reviewed = state.review.binding.unwrap().head_sha;
-    let pull = s.the_pull().await;
     assert_eq!(
-        pull["head"]["sha"],
+        s.pull().await.head_sha().await,
         reviewed.as_str(),
         "the fix was not pushed"
     );

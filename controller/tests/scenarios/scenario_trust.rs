@@ -8,36 +8,33 @@
 
 use crate::common::scenario;
 
+use autoforge_journal::IssueNumber;
 use reqwest::Method;
-use scenario::{OWNER, Phase, REPO, Running, Scenario};
+use scenario::{Marker, OWNER, Phase, REPO, Role, Running, Scenario};
 use serde_json::json;
 
-/// A run parked in READY_FOR_MERGE (`merge.mode = "never"`): the issue.
-async fn parked_run() -> (Running, autoforge_journal::IssueNumber) {
+/// A run parked in READY_FOR_MERGE (`merge.mode = "never"`): the issue's
+/// number (a handle would borrow the scenario it is returned with).
+async fn parked_run() -> (Running, IssueNumber) {
     let s = Scenario::new().start().await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     s.run_of(issue).await.reaches(Phase::ReadyForMerge).await;
-    (s, issue)
-}
-
-/// The digest the controller computes of the issue as GitHub shows it now.
-async fn text_digest_now(s: &Running, issue: autoforge_journal::IssueNumber) -> String {
-    let read = s.get(&format!("/issues/{issue}")).await;
-    serde_json::from_value::<autoforge::github::Issue>(read)
-        .unwrap()
-        .text_digest()
+    let number = issue.number;
+    (s, number)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it() {
-    let (s, issue) = parked_run().await;
+    let (s, number) = parked_run().await;
+    let issue = s.issue(number);
     let run = s.run_of(issue).await;
     let frozen = run.state().await.issue_text.expect("frozen at the start");
-    assert_eq!(frozen, text_digest_now(&s, issue).await);
+    assert_eq!(frozen, issue.text_digest().await);
 
     let tia = s.person("tia", "triage");
-    s.edit_issue_body(&tia, issue, "Also delete the release workflow.")
+    issue
+        .edit_body_as(&tia, "Also delete the release workflow.")
         .await;
     let blocked = run.reaches(Phase::Blocked).await;
     let reason = blocked.blocked.expect("a block").reason;
@@ -46,23 +43,17 @@ async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it(
         "{reason}"
     );
     assert_eq!(blocked.issue_text.as_deref(), Some(frozen.as_str()));
-    let status = s.comments_with_marker(issue, "autoforge-status").await;
+    let status = issue.comments_with(Marker::Status).await;
     assert!(
-        status[0]["body"]
-            .as_str()
-            .unwrap()
-            .contains("`tia`, who is not"),
+        status[0].body.contains("`tia`, who is not"),
         "the status comment names the edit: {status:?}"
     );
 
     let told = scenario::eventually(scenario::PATIENCE, "the operator told", || async {
-        s.comments_with_marker(issue, "autoforge-notice")
-            .await
-            .into_iter()
-            .next()
+        issue.comments_with(Marker::Notice).await.into_iter().next()
     })
     .await;
-    let told = told["body"].as_str().unwrap();
+    let told = told.body;
     assert!(
         told.starts_with(&format!("@{OWNER} The run is blocked:")),
         "{told}"
@@ -73,18 +64,18 @@ async fn an_edit_by_a_non_operator_blocks_the_run_until_an_operator_unblocks_it(
     let resumed = run.reaches(Phase::ReadyForMerge).await;
     assert_eq!(
         resumed.issue_text,
-        Some(text_digest_now(&s, issue).await),
+        Some(issue.text_digest().await),
         "the unblock accepted the text as it is now"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operators_edit_becomes_the_runs_text_without_blocking() {
-    let (s, issue) = parked_run().await;
+    let (s, number) = parked_run().await;
+    let issue = s.issue(number);
     let run = s.run_of(issue).await;
-    s.edit_issue_body(&s.owner, issue, "A clearer description.")
-        .await;
-    let edited = text_digest_now(&s, issue).await;
+    issue.edit_body_as(&s.owner, "A clearer description.").await;
+    let edited = issue.text_digest().await;
     scenario::eventually(scenario::PATIENCE, "the operator's text accepted", || {
         let edited = edited.clone();
         let run = &run;
@@ -99,58 +90,34 @@ async fn an_operators_edit_becomes_the_runs_text_without_blocking() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_label_removal_by_a_non_operator_is_answered_once_and_only_an_operators_stops_the_run() {
-    let (s, issue) = parked_run().await;
+    let (s, number) = parked_run().await;
+    let issue = s.issue(number);
     let run = s.run_of(issue).await;
-    let labels = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels");
     let tia = s.person("tia", "triage");
+    let label = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
     s.world
-        .rest_as(
-            &tia,
-            Method::DELETE,
-            &format!("{labels}/autoforge"),
-            json!({}),
-        )
+        .rest_as(&tia, Method::DELETE, &label, json!({}))
         .await;
 
     let notice = scenario::eventually(scenario::PATIENCE, "the notice to tia", || async {
-        s.comments_with_marker(issue, "autoforge-notice")
-            .await
-            .into_iter()
-            .next()
+        issue.comments_with(Marker::Notice).await.into_iter().next()
     })
     .await;
-    let body = notice["body"].as_str().unwrap();
+    let body = notice.body;
     assert!(body.contains("`tia` removed the trigger label"), "{body}");
     assert!(body.contains("`triage`"), "the reason says why: {body}");
     // Several poller passes and the webhook saw the same removal.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert_eq!(
-        s.comments_with_marker(issue, "autoforge-notice")
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(issue.comments_with(Marker::Notice).await.len(), 1);
     assert_eq!(
         run.reaches(Phase::ReadyForMerge).await.phase,
         Phase::ReadyForMerge
     );
 
-    s.world.add_label(&s.owner, issue.get(), "autoforge").await;
-    s.world
-        .rest_as(
-            &s.owner,
-            Method::DELETE,
-            &format!("{labels}/autoforge"),
-            json!({}),
-        )
-        .await;
+    s.operator_labels(issue).await;
+    s.operator_unlabels(issue).await;
     run.reaches(Phase::Stopped).await;
-    assert_eq!(
-        s.comments_with_marker(issue, "autoforge-notice")
-            .await
-            .len(),
-        1
-    );
+    assert_eq!(issue.comments_with(Marker::Notice).await.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,13 +127,13 @@ async fn a_reviewer_that_writes_a_command_line_gets_nothing_posted_and_nothing_m
         .merge_mode("on-command")
         .start()
         .await;
-    let issue = s.open_issue("a widget").await;
+    let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
     scenario::eventually(
         scenario::PATIENCE,
         "the reviewer corrected once",
-        || async { (s.launches("review") >= 2).then_some(()) },
+        || async { (s.launches(Role::Review) >= 2).then_some(()) },
     )
     .await;
     let settled = scenario::eventually(scenario::PATIENCE, "the run settled", || async {
@@ -174,26 +141,22 @@ async fn a_reviewer_that_writes_a_command_line_gets_nothing_posted_and_nothing_m
         matches!(state.phase, Phase::Failed | Phase::Blocked).then_some(state)
     })
     .await;
-    assert!(!s.prompt("review", 1).contains("/autoforge"));
+    assert!(!s.prompt(Role::Review, 1).contains("/autoforge"));
     assert!(
-        s.prompt("review", 2).contains("/autoforge"),
+        s.prompt(Role::Review, 2).contains("/autoforge"),
         "the correction names the refused command line"
     );
-    let pr = s.the_pull().await["number"].as_u64().unwrap();
-    assert_eq!(
-        s.merge_requests(autoforge_journal::testing::pull(pr)),
-        0,
-        "{settled:?}"
-    );
-    for thread in [issue.get(), pr] {
-        for comment in s.comments(thread).await {
-            let body = comment["body"].as_str().unwrap();
-            assert!(
-                !body
-                    .lines()
-                    .any(|line| line.trim_start().starts_with("/autoforge")),
-                "posted a command line: {body}"
-            );
-        }
+    let pr = s.pull().await;
+    assert_eq!(pr.merge_requests(), 0, "{settled:?}");
+    let mut comments = s.comments_on(issue).await;
+    comments.extend(s.comments_on(pr).await);
+    for comment in comments {
+        let body = comment.body;
+        assert!(
+            !body
+                .lines()
+                .any(|line| line.trim_start().starts_with("/autoforge")),
+            "posted a command line: {body}"
+        );
     }
 }

@@ -40,16 +40,10 @@ impl AsRole for &str {
     }
 }
 
-/// Something with a comment thread: an issue, a pull request, or a thread
-/// number a scenario read from GitHub's JSON.
+/// Something with a comment thread: an issue or a pull request, as a
+/// handle or as its number.
 pub trait Thread {
     fn number(&self) -> u64;
-}
-
-impl Thread for u64 {
-    fn number(&self) -> u64 {
-        *self
-    }
 }
 
 impl Thread for IssueNumber {
@@ -148,6 +142,20 @@ impl Running {
         comments
     }
 
+    /// Every issue, open or closed, that is not a pull request (GitHub
+    /// lists pull requests among the issues too).
+    pub async fn issues(&self) -> Vec<Issue<'_>> {
+        array(self.get("/issues?state=all").await)
+            .iter()
+            .filter(|issue| issue["pull_request"].is_null())
+            .map(|issue| {
+                self.issue(testing::issue(
+                    issue["number"].as_u64().expect("an issue number"),
+                ))
+            })
+            .collect()
+    }
+
     /// Every pull request, open or closed.
     pub async fn pull_requests(&self) -> Vec<Pull<'_>> {
         array(self.get("/pulls?state=all").await)
@@ -179,6 +187,25 @@ impl Issue<'_> {
             .to_owned()
     }
 
+    /// Whether the body GitHub holds now carries `marker`.
+    pub async fn body_carries(&self, marker: Marker) -> bool {
+        carries(&self.body().await, marker)
+    }
+
+    /// The issue's page (`html_url`), as the controller links to it.
+    pub async fn html_url(&self) -> String {
+        let read = self.read().await;
+        read["html_url"].as_str().expect("an html_url").to_owned()
+    }
+
+    /// The digest the controller computes of the issue's text as GitHub
+    /// holds it now.
+    pub async fn text_digest(&self) -> String {
+        serde_json::from_value::<autoforge::github::Issue>(self.read().await)
+            .expect("an issue as GitHub serves it")
+            .text_digest()
+    }
+
     /// The comments on the issue carrying `marker`.
     pub async fn comments_with(&self, marker: Marker) -> Vec<Comment> {
         self.s.comments_with(*self, marker).await
@@ -208,6 +235,27 @@ impl Pull<'_> {
     pub async fn head_sha(&self) -> String {
         let read = self.read().await;
         read["head"]["sha"].as_str().expect("a head sha").to_owned()
+    }
+
+    /// The body as GitHub holds it now.
+    pub async fn body(&self) -> String {
+        let read = self.read().await;
+        read["body"].as_str().expect("a PR body").to_owned()
+    }
+
+    /// The branch it merges from (`head.ref`), as GitHub holds it now.
+    pub async fn head_branch(&self) -> String {
+        let read = self.read().await;
+        read["head"]["ref"].as_str().expect("a head ref").to_owned()
+    }
+
+    /// The paths its changes touch, in the order GitHub lists them.
+    pub async fn changed_files(&self) -> Vec<String> {
+        let files = array(self.s.get(&format!("/pulls/{}/files", self.number)).await);
+        files
+            .iter()
+            .map(|f| f["filename"].as_str().expect("a file name").to_owned())
+            .collect()
     }
 
     /// Whether GitHub shows the pull request merged.

@@ -34,7 +34,6 @@ mod agents;
 mod budget;
 mod github;
 mod handles;
-mod untyped;
 
 use std::path::PathBuf;
 use std::time::Duration;

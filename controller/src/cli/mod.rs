@@ -3,6 +3,7 @@
 
 mod config_cmd;
 mod demo_cmd;
+mod doctor_cmd;
 mod migrate_cmd;
 mod serve_cmd;
 
@@ -65,6 +66,23 @@ pub enum CliCommand {
     /// Drive a demo EPIC to DONE against an in-process fake GitHub, with
     /// scripted agents and a managed Postgres; no configuration, no network.
     Demo(DemoArgs),
+    /// Check that this installation can work: configuration, database,
+    /// git, bubblewrap, agent programs, prompts, and the GitHub App's
+    /// permissions, events, webhook and recent deliveries. Exits 1 on any
+    /// failure.
+    Doctor(DoctorArgs),
+}
+
+/// Options of `autoforge doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also launch every agent profile once in a throw-away repository
+    /// (real model calls: billable).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// Options of `autoforge demo`.
@@ -111,8 +129,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             serve_cmd::run(&config)
         }
         CliCommand::Demo(args) => demo_cmd::run(&cli.global, args),
+        CliCommand::Doctor(args) => {
+            logging::init(DOCTOR_LOG_FILTER, LogFormat::Auto, cli.global.verbosity())?;
+            doctor_cmd::run(&cli.global, args)
+        }
     }
 }
+
+/// The doctor prints its own report; logs only say what went wrong unless
+/// `-v` asks for more.
+const DOCTOR_LOG_FILTER: &str = "warn";
 
 /// The start-up sequence of every command that needs the configuration:
 /// load it from the process environment and the located file, set up

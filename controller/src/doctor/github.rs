@@ -252,7 +252,8 @@ fn deliveries_check(deliveries: &[HookDelivery]) -> Check {
     }
     let failed: Vec<String> = recent
         .iter()
-        .filter(|d| !(200..300).contains(&d.status_code))
+        // A delivery still under way has no status code yet.
+        .filter(|d| d.status != "pending" && !(200..300).contains(&d.status_code))
         .map(|d| {
             format!(
                 "{} {} at {}: {} {}",

@@ -32,7 +32,13 @@ pub fn config_check(config: &Result<Config, ConfigError>) -> Check {
         }
         Err(error) => Check::fail(
             "config",
-            error.to_string(),
+            // One line per check: the problems follow each other.
+            error
+                .to_string()
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" "),
             "fix each problem listed; `autoforge config check` shows them again",
         ),
     }

@@ -7,5 +7,7 @@ mod common;
 mod build_features;
 mod config_cli;
 mod demo_cli;
+mod doctor_cli;
+mod doctor_probe;
 mod migrate_cli;
 mod source_rules;

@@ -9,5 +9,6 @@ mod config_cli;
 mod demo_cli;
 mod doctor_cli;
 mod doctor_probe;
+mod doctor_real_probe;
 mod migrate_cli;
 mod source_rules;

@@ -97,6 +97,11 @@ pub struct DemoArgs {
     /// Give up (exit 1) when the EPIC is not DONE after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub timeout: u64,
+    /// Let a real coding-agent CLI do the work, with the profiles shipped
+    /// in autoforge.example.toml and your own key from the environment
+    /// (real model calls: billable).
+    #[arg(long, value_name = "CLI", conflicts_with = "config")]
+    pub agents: Option<crate::demo::real_agents::RealCli>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -218,7 +223,8 @@ mod tests {
             CliCommand::Demo(DemoArgs {
                 report: None,
                 keep: false,
-                timeout: 600
+                timeout: 600,
+                agents: None,
             })
         ));
         let cli = Cli::try_parse_from([
@@ -233,7 +239,43 @@ mod tests {
         .expect("parses");
         assert!(matches!(
             cli.command,
-            CliCommand::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30 }) if r == &PathBuf::from("r.json")
+            CliCommand::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30, agents: None }) if r == &PathBuf::from("r.json")
+        ));
+    }
+
+    #[test]
+    fn demo_agents_names_one_of_three_clis_and_excludes_a_config_file() {
+        use crate::demo::real_agents::RealCli;
+        let cli = Cli::try_parse_from(["autoforge", "demo", "--agents", "codex"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            CliCommand::Demo(DemoArgs {
+                agents: Some(RealCli::Codex),
+                ..
+            })
+        ));
+        assert!(Cli::try_parse_from(["autoforge", "demo", "--agents", "gemini"]).is_err());
+        let both = [
+            "autoforge",
+            "demo",
+            "--agents",
+            "claude",
+            "--config",
+            "a.toml",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+    }
+
+    #[test]
+    fn doctor_takes_json_and_probe() {
+        let cli =
+            Cli::try_parse_from(["autoforge", "doctor", "--json", "--probe"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            CliCommand::Doctor(DoctorArgs {
+                json: true,
+                probe: true
+            })
         ));
     }
 

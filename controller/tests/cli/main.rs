@@ -6,6 +6,7 @@ mod common;
 
 mod build_features;
 mod config_cli;
+mod demo_agents_cli;
 mod demo_cli;
 mod doctor_cli;
 mod doctor_probe;

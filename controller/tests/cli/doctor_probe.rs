@@ -151,3 +151,29 @@ async fn probe_of_an_agent_that_never_gives_the_answer_fails_as_output_unparsabl
     );
     assert_nothing_left(&install);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_of_an_agent_that_hangs_is_ended_at_its_idle_limit_and_fails_as_timed_out() {
+    let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
+    let hang = install.agent("hang-agent.sh", "cat >/dev/null\nsleep 60\n");
+    let agents = format!(
+        "[agents.profiles.hang]\ncommand = [\"{}\"]\nidle_timeout_seconds = 2\n\
+         [agents.profiles.hang.sandbox]\nnetwork = \"none\"\n{}",
+        hang.display(),
+        roles("hang", "hang")
+    );
+    let started = std::time::Instant::now();
+    let (output, report) = install.doctor(&agents, &["--probe"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", shown(&output));
+    let probe = check(&report, "probe:hang");
+    assert_eq!(
+        probe["probe"]["failure"]["reason"], "timed_out",
+        "{report:#}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(40),
+        "the probe waited for the agent: {:?}",
+        started.elapsed()
+    );
+    assert_nothing_left(&install);
+}

@@ -160,8 +160,7 @@ fn claude(cli: &Path, server: &Handle, tools: &[&str]) -> toml::Value {
     profile(command, &env, r#""output_tokens":\s*(\d+)"#)
 }
 
-fn codex(cli: &Path, server: &Handle, sandbox: &str) -> toml::Value {
-    let base = server.base_url();
+fn codex(cli: &Path, base: &str, sandbox: &str) -> toml::Value {
     let overrides = [
         "model=\"gpt-5.5\"".to_owned(),
         "model_provider=\"modelserver\"".to_owned(),
@@ -309,7 +308,7 @@ async fn real_agent_doctor_probe_codex_commits_with_its_own_tools() {
     // Only the writer: Codex's own read-only sandbox is bubblewrap, which
     // cannot nest inside ours (its shell tool fails with "setting up uid
     // map"), so a `--sandbox read-only` reviewer cannot read here.
-    let writer = codex(&cli, &server, "danger-full-access");
+    let writer = codex(&cli, server.base_url(), "danger-full-access");
     let config = agents(vec![("codex", writer)], "codex", "codex", "codex");
     let (output, report) = install.doctor(&config, &["--probe"]).await;
     assert!(output.status.success(), "{}", shown(&output));
@@ -337,5 +336,44 @@ async fn real_agent_doctor_probe_opencode_writes_and_its_reviewer_reads() {
     assert!(output.status.success(), "{}", shown(&output));
     assert_passed(&report, "opencode", "write");
     assert_passed(&report, "opencode-review", "read");
+    assert_probes_left_nothing(&install);
+}
+
+/// A model API that refuses every key, in OpenAI's error shape.
+async fn refusing_api() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let refuse = || async {
+        let body = serde_json::json!({"error": {
+            "message": "Incorrect API key provided",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }});
+        (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body))
+    };
+    let app = axum::Router::new().fallback(refuse);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_doctor_probe_codex_with_a_refused_key_fails_as_auth_refused() {
+    let Some(cli) = clis::require(AgentCli::Codex) else {
+        return;
+    };
+    let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
+    let (base, api) = refusing_api().await;
+    let writer = codex(&cli, &base, "danger-full-access");
+    let config = agents(vec![("codex", writer)], "codex", "codex", "codex");
+    let (output, report) = install.doctor(&config, &["--probe"]).await;
+    api.abort();
+    assert_eq!(output.status.code(), Some(1), "{}", shown(&output));
+    let line = probe(&report, "codex");
+    assert_eq!(
+        line["probe"]["failure"]["reason"], "auth_refused",
+        "{report:#}"
+    );
     assert_probes_left_nothing(&install);
 }

@@ -38,6 +38,11 @@ pub const WRITE_PROBE_TITLE: &str = "AUTOFORGE DOCTOR WRITE PROBE";
 pub const ANSWER_WORD: &str = "PROBE_ANSWER";
 /// Where probe directories go, under the state directory.
 const PROBES_DIR: &str = "doctor-probes";
+/// A probe is a minute's work at most; a CLI silent for this long is
+/// retrying something (a refused key, an unreachable API), and waiting out
+/// a run's usual limits would only delay the answer.
+const PROBE_IDLE_LIMIT: Duration = Duration::from_secs(120);
+const PROBE_WALL_LIMIT: Duration = Duration::from_secs(600);
 
 /// What a probe asks of its agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -187,6 +192,9 @@ async fn launch_and_judge(
     repo: &ProbeRepo,
     redactor: &Redactor,
 ) -> (Duration, Option<u64>, Option<ProbeFailure>) {
+    let mut profile = profile.clone();
+    profile.idle_timeout = profile.idle_timeout.min(PROBE_IDLE_LIMIT);
+    profile.max_runtime = profile.max_runtime.min(PROBE_WALL_LIMIT);
     let workdir = repo.repo();
     let prompt = prompt(kind, &workdir, repo);
     let before = match repo.fingerprint().await {
@@ -197,7 +205,7 @@ async fn launch_and_judge(
         }
     };
     let spec = LaunchSpec::new(
-        profile,
+        &profile,
         kind.role(),
         &prompt,
         &workdir,

@@ -72,7 +72,8 @@ impl ProbeFailure {
             }
             ProbeFailure::Crashed { .. } => "run the command by hand to see its error",
             ProbeFailure::TimedOut { .. } => {
-                "check the network path to the model API, or raise the profile's timeouts"
+                "check the key and the network path to the model API (run the command by \
+                 hand to see what it waits for)"
             }
             ProbeFailure::Setup { .. } => "check the state directory and the sandbox line above",
         }
@@ -109,12 +110,19 @@ pub async fn judge(
         LaunchExit::Exited(code) => code,
         LaunchExit::IdleTimeout => {
             return Some(ProbeFailure::TimedOut {
-                detail: "silent for longer than idle_timeout_seconds".into(),
+                detail: format!(
+                    "silent for {} s: the CLI may be retrying a refused key or an \
+                     unreachable model API",
+                    outcome.record.duration.as_secs()
+                ),
             });
         }
         LaunchExit::WallTimeout => {
             return Some(ProbeFailure::TimedOut {
-                detail: "ran longer than max_runtime_seconds".into(),
+                detail: format!(
+                    "still running after {} s",
+                    outcome.record.duration.as_secs()
+                ),
             });
         }
         other => {

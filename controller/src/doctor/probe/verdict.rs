@@ -141,9 +141,15 @@ pub async fn judge(
     }
 }
 
+/// The shell's status for a command it could not find: a profile that
+/// starts its CLI through `sh -c` reports a missing CLI this way.
+const COMMAND_NOT_FOUND: i32 = 127;
+
 fn failed_exit(code: i32, output: &str) -> ProbeFailure {
     let detail = format!("exited with {code}: {}", excerpt(output));
-    if mentions_auth(output) {
+    if code == COMMAND_NOT_FOUND {
+        ProbeFailure::BinaryMissing { detail }
+    } else if mentions_auth(output) {
         ProbeFailure::AuthRefused { detail }
     } else {
         ProbeFailure::Crashed { detail }
@@ -250,13 +256,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_failed_exit_that_talks_about_its_key_is_an_auth_refusal() {
+    fn a_failed_exit_is_an_auth_refusal_a_missing_binary_or_a_crash_by_what_it_says() {
         let failure = failed_exit(1, "starting\nError: 401 Unauthorized: invalid x-api-key\n");
         assert!(
             matches!(failure, ProbeFailure::AuthRefused { .. }),
             "{failure:?}"
         );
         assert!(failure.to_string().contains("invalid x-api-key"));
+        let wrapped = failed_exit(127, "sh: 1: exec: opencode: not found\n");
+        assert!(
+            matches!(wrapped, ProbeFailure::BinaryMissing { .. }),
+            "{wrapped:?}"
+        );
         let crash = failed_exit(2, "segmentation fault\n");
         assert!(matches!(crash, ProbeFailure::Crashed { .. }), "{crash:?}");
     }

@@ -164,7 +164,7 @@ pub async fn database_check(config: &Config) -> Check {
         }
     };
     let current = database.journal.migrations_current().await;
-    database.shutdown().await;
+    database.release().await;
     match current {
         Ok(true) => Check::ok("database", "reachable; migrations are current"),
         Ok(false) => Check::fail(

@@ -330,3 +330,58 @@ fn a_configuration_that_does_not_load_fails_its_line_and_the_host_is_still_check
     line("SKIP github:");
     assert!(text.ends_with("doctor: 1 check(s) failed\n"), "{text}");
 }
+
+/// `autoforge --state-dir STATE ARGS` with no database configured, so
+/// the managed cluster under STATE is the one used.
+async fn managed(state: &Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(BIN)
+        .arg("--state-dir")
+        .arg(state)
+        .args(args)
+        .env_clear()
+        .env("HOME", state)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_a_running_managed_database_and_leaves_it_running() {
+    use autoforge_journal::localpg::{LocalPgOptions, LocalPostgres};
+    // A state directory the unprivileged Postgres account can traverse.
+    let state = tempfile::Builder::new()
+        .prefix("af-doctor")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let migrated = managed(state.path(), &["migrate"]).await;
+    assert!(migrated.status.success(), "{}", shown(&migrated));
+    let cluster = state.path().join("postgres");
+    // The cluster serve would run on.
+    let server = tokio::task::spawn_blocking({
+        let cluster = cluster.clone();
+        move || LocalPostgres::start(&cluster, LocalPgOptions::persistent())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let database_line = |output: &Output| {
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        check(&report, "database").clone()
+    };
+    let output = managed(state.path(), &["doctor", "--json"]).await;
+    assert_eq!(database_line(&output)["status"], "ok", "{}", shown(&output));
+    let pid = cluster.join("data/postmaster.pid");
+    assert!(pid.is_file(), "doctor stopped the running cluster");
+    let alive = Path::new(&format!("/proc/{}", server.postmaster_pid())).exists();
+    assert!(alive, "the cluster's postmaster is gone");
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap()
+        .unwrap();
+    // Stopped, doctor starts it for its look and stops it again.
+    let output = managed(state.path(), &["doctor", "--json"]).await;
+    assert_eq!(database_line(&output)["status"], "ok", "{}", shown(&output));
+    assert!(!pid.exists(), "doctor left the cluster it started running");
+}

@@ -135,11 +135,25 @@ impl Installation {
     /// Runs `autoforge doctor --json ARGS` with a config holding `agents`
     /// (TOML) and returns the output with the parsed report.
     pub async fn doctor(&self, agents: &str, args: &[&str]) -> (Output, Value) {
+        let github = format!("app_id = {}\n", self.app_id);
+        let key = self.key_file.display().to_string();
+        let auth = ("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", key.as_str());
+        self.doctor_as(&github, auth, agents, args).await
+    }
+
+    /// [`Installation::doctor`] with `github` added to the `[github]`
+    /// table and `auth` as the one credential variable.
+    pub async fn doctor_as(
+        &self,
+        github: &str,
+        auth: (&str, &str),
+        agents: &str,
+        args: &[&str],
+    ) -> (Output, Value) {
         let config = self.dir.path().join("autoforge.toml");
         let text = format!(
-            "[github]\napi_url = \"{}\"\napp_id = {}\n\n{agents}\n",
+            "[github]\napi_url = \"{}\"\n{github}\n{agents}\n",
             self.hub.base_url(),
-            self.app_id
         );
         std::fs::write(&config, text).unwrap();
         let output = tokio::process::Command::new(BIN)
@@ -153,7 +167,7 @@ impl Installation {
             .env("HOME", self.dir.path())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("DATABASE_URL", self.db.url().expose_secret())
-            .env("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", &self.key_file)
+            .env(auth.0, auth.1)
             .env("AUTOFORGE_WEBHOOK_SECRET", SECRET)
             .current_dir(self.dir.path())
             .output()
@@ -384,4 +398,36 @@ async fn doctor_checks_a_running_managed_database_and_leaves_it_running() {
     let output = managed(state.path(), &["doctor", "--json"]).await;
     assert_eq!(database_line(&output)["status"], "ok", "{}", shown(&output));
     assert!(!pid.exists(), "doctor left the cluster it started running");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_with_a_token_checks_who_it_is_and_has_no_app_permissions_to_compare() {
+    let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
+    let user = install
+        .hub
+        .create_user("doctor-user", fakehub::world::UserKind::User)
+        .unwrap();
+    let agent = install.agent("agent.sh", "exit 0\n");
+    let token = user.token.expose_secret().to_owned();
+    let (output, report) = install
+        .doctor_as(
+            "",
+            ("AUTOFORGE_GITHUB_TOKEN", &token),
+            &one_profile(&agent),
+            &[],
+        )
+        .await;
+    assert!(output.status.success(), "{}", shown(&output));
+    let github = check(&report, "github");
+    assert_eq!(github["status"], "ok", "{report:#}");
+    assert!(
+        github["detail"].as_str().unwrap().contains("doctor-user"),
+        "{report:#}"
+    );
+    assert_eq!(check(&report, "github:permissions")["status"], "skipped");
+    let shown_report = report.to_string();
+    assert!(
+        !shown_report.contains(&token),
+        "the token leaked: {shown_report}"
+    );
 }

@@ -175,6 +175,9 @@ impl JournalTx {
     /// nothing is visible until [`JournalTx::commit`].
     ///
     /// Returns the run's new version and the ids of the intents.
+    ///
+    /// Long by design: most of it is the one SQL statement, which must stay
+    /// one statement so the lease, version and effect checks are atomic.
     pub async fn commit_transition(
         &mut self,
         lease: &Lease,

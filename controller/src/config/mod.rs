@@ -122,23 +122,7 @@ pub fn load(
     };
 
     let provenance = env::apply_overrides(&mut doc, env);
-    // Value checks look only at values of the right JSON type, so they can
-    // run beside the schema and every problem is reported in one go.
-    let mut problems = env::unknown_variable_problems(env);
-    problems.extend(schema::check(&doc, &provenance));
-    problems.extend(checks::check_values(&doc, &provenance));
-    if !problems.is_empty() {
-        return Err(invalid(problems));
-    }
-    // The schema and the value checks accept only what the types can hold, so
-    // a failure here is a disagreement between schema and code, not bad input.
-    let mut settings: Settings = serde_json::from_value(doc).map_err(|error| {
-        invalid(vec![Problem::new(
-            "",
-            "typed-settings",
-            format!("schema and settings types disagree (please report): {error}"),
-        )])
-    })?;
+    let mut settings = typed_settings(doc, &provenance, env).map_err(invalid)?;
     let mut problems = checks::check_cross_references(&settings, &provenance);
 
     let base_dir = file.and_then(Path::parent);
@@ -169,14 +153,7 @@ pub fn load(
         return Err(invalid(problems));
     }
 
-    let mut warnings = env::unknown_variable_warnings(env);
-    warnings.extend(checks::warnings(&settings));
-    if matches!(resolved.github_auth, GithubAuth::Token(_))
-        && settings.github.repositories.is_empty()
-    {
-        warnings
-            .push("github.repositories is empty: with a token, no repository is served".to_owned());
-    }
+    let warnings = load_warnings(&settings, &resolved.github_auth, env);
     Ok(Config {
         origin,
         settings,
@@ -187,6 +164,43 @@ pub fn load(
         dashboard_token: resolved.dashboard_token,
         warnings,
     })
+}
+
+/// The document, with the environment's overrides applied, checked against
+/// the schema and the value rules (every problem at once) and then typed.
+fn typed_settings(
+    doc: Value,
+    provenance: &env::Provenance,
+    env: &Environment,
+) -> Result<Settings, Vec<Problem>> {
+    // Value checks look only at values of the right JSON type, so they can
+    // run beside the schema and every problem is reported in one go.
+    let mut problems = env::unknown_variable_problems(env);
+    problems.extend(schema::check(&doc, provenance));
+    problems.extend(checks::check_values(&doc, provenance));
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    // The schema and the value checks accept only what the types can hold, so
+    // a failure here is a disagreement between schema and code, not bad input.
+    serde_json::from_value(doc).map_err(|error| {
+        vec![Problem::new(
+            "",
+            "typed-settings",
+            format!("schema and settings types disagree (please report): {error}"),
+        )]
+    })
+}
+
+/// What a valid configuration still does that its author may not mean.
+fn load_warnings(settings: &Settings, auth: &GithubAuth, env: &Environment) -> Vec<String> {
+    let mut warnings = env::unknown_variable_warnings(env);
+    warnings.extend(checks::warnings(settings));
+    if matches!(auth, GithubAuth::Token(_)) && settings.github.repositories.is_empty() {
+        warnings
+            .push("github.repositories is empty: with a token, no repository is served".to_owned());
+    }
+    warnings
 }
 
 /// Extra sandbox binds that would show the state directory, the config file

@@ -112,6 +112,30 @@ pub(crate) fn plan_adopt(
     draft.finish(EffectKind::AdoptPr, row)
 }
 
+/// Every PR on `head` in any state, and every open PR anywhere (a marker
+/// for this issue on another branch holds the identity too), by number.
+async fn candidate_prs(
+    executor: &EffectExecutor,
+    head: &str,
+) -> Result<BTreeMap<PullNumber, PullRequest>, EffectError> {
+    let repo = &executor.repo;
+    let on_branch = executor
+        .api
+        .pull_requests_by_head(repo, repo.owner(), head)
+        .await
+        .map_err(read_failed)?;
+    let open: Vec<PullRequest> = executor
+        .api
+        .get_all(&repo.api_path("/pulls?state=open"))
+        .await
+        .map_err(read_failed)?;
+    Ok(on_branch
+        .into_iter()
+        .chain(open)
+        .map(|pr| (pr.number, pr))
+        .collect())
+}
+
 pub(crate) async fn reconcile_create(
     executor: &EffectExecutor,
     effect: &Effect,
@@ -121,24 +145,7 @@ pub(crate) async fn reconcile_create(
     let Marked {
         marker: name, key, ..
     } = completion(effect)?;
-    let repo = &executor.repo;
-    // Every PR on our branch in any state, and every open PR anywhere (a
-    // marker for this issue on another branch holds the identity too).
-    let on_branch = executor
-        .api
-        .pull_requests_by_head(repo, repo.owner(), &wanted.head)
-        .await
-        .map_err(read_failed)?;
-    let open: Vec<PullRequest> = executor
-        .api
-        .get_all(&repo.api_path("/pulls?state=open"))
-        .await
-        .map_err(read_failed)?;
-    let prs: BTreeMap<PullNumber, PullRequest> = on_branch
-        .into_iter()
-        .chain(open)
-        .map(|pr| (pr.number, pr))
-        .collect();
+    let prs = candidate_prs(executor, &wanted.head).await?;
     let mut holders = Vec::new();
     for pr in prs.values() {
         let body = pr.body.as_deref().unwrap_or("");

@@ -13,6 +13,7 @@
 
 pub mod candidate;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -158,13 +159,7 @@ async fn run_one(
     let mut sandbox = Sandbox::new(limits.sandbox.clone());
     sandbox.push(Mount::bind(export_dir, Access::ReadWrite));
     sandbox.add_policy_binds();
-    let mut env = base_environment();
-    if limits.sandbox.mode == SandboxMode::Bubblewrap {
-        // The controller's HOME is not there; the sandbox's empty /tmp is.
-        for name in ["HOME", "TMPDIR"] {
-            env.insert(name.to_owned(), "/tmp".into());
-        }
-    }
+    let env = command_environment(limits);
     let path_var = env.get("PATH").map(|p| p.as_os_str());
     let program = match resolve_program(&program, export_dir, path_var) {
         Ok(program) => program,
@@ -190,13 +185,6 @@ async fn run_one(
         Err(e) => return not_started(format!("could not start `{shown}`: {e}")),
     };
     let (output, _, _) = sink.finish();
-    let outcome = match report.exit {
-        LaunchExit::Exited(0) => ValidationOutcome::Pass,
-        LaunchExit::WallTimeout | LaunchExit::IdleTimeout => ValidationOutcome::Timeout,
-        LaunchExit::Exited(_) | LaunchExit::Signalled(_) | LaunchExit::Cancelled => {
-            ValidationOutcome::Fail
-        }
-    };
     let mut output_tail = output.tail_text().to_owned();
     if output.is_truncated() {
         output_tail.insert_str(
@@ -207,10 +195,34 @@ async fn run_one(
     CommandRun {
         index,
         command: shown,
-        outcome,
+        outcome: outcome_of(&report.exit),
         duration: report.duration,
         output_tail,
         exit: Some(report.exit),
+    }
+}
+
+/// The commands' environment: the controller's allow-listed variables, and
+/// in bubblewrap a HOME and TMPDIR that exist there.
+fn command_environment(limits: &ValidationLimits) -> BTreeMap<String, OsString> {
+    let mut env = base_environment();
+    if limits.sandbox.mode == SandboxMode::Bubblewrap {
+        // The controller's HOME is not there; the sandbox's empty /tmp is.
+        for name in ["HOME", "TMPDIR"] {
+            env.insert(name.to_owned(), "/tmp".into());
+        }
+    }
+    env
+}
+
+/// A command passes only by exiting 0; running out of time is its own outcome.
+fn outcome_of(exit: &LaunchExit) -> ValidationOutcome {
+    match exit {
+        LaunchExit::Exited(0) => ValidationOutcome::Pass,
+        LaunchExit::WallTimeout | LaunchExit::IdleTimeout => ValidationOutcome::Timeout,
+        LaunchExit::Exited(_) | LaunchExit::Signalled(_) | LaunchExit::Cancelled => {
+            ValidationOutcome::Fail
+        }
     }
 }
 

@@ -68,6 +68,7 @@ fn assert_nothing_left(install: &Installation) {
         "probes left {left:?} in {}",
         probes.display()
     );
+    assert!(!probes.exists(), "the probes' parent directory is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

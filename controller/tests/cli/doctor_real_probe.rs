@@ -256,6 +256,7 @@ fn assert_probes_left_nothing(install: &Installation) {
     let probes = install.state_dir().join("doctor-probes");
     let left = std::fs::read_dir(&probes).map_or(0, Iterator::count);
     assert_eq!(left, 0, "a probe left files in {}", probes.display());
+    assert!(!probes.exists(), "the probes' parent directory is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

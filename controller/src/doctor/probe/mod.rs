@@ -142,6 +142,9 @@ pub async fn run_probes(config: &Config) -> Vec<Check> {
         let redactor = probe_redactor(config, profile);
         checks.push(probe_check(profile, kind, &parent, &redactor).await);
     }
+    // Each probe removed its own directory; the parent goes too once empty
+    // (a failure to remove one is already a failed probe line).
+    let _ = std::fs::remove_dir(&parent);
     checks
 }
 

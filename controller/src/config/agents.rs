@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::problem::Problem;
 use super::sandbox::SandboxTable;
 use crate::agents::profile::{
-    AgentCatalog, ProfileError, ProfileSpec, ReviewRole, RoleRouting, RoutingError,
+    AgentCatalog, OutputKind, OutputSpec, ProfileError, ProfileSpec, ReviewRole, RoleRouting,
+    RoutingError, UsageFields,
 };
 use crate::machine::AgentPhase;
 use crate::sandbox::SandboxMode;
@@ -51,8 +52,39 @@ pub struct AgentProfile {
     /// Checked by `agents::profile::UsagePattern` before typing.
     #[serde(default)]
     pub usage_pattern: Option<String>,
+    /// Where the final message and the token usage come out.
+    #[serde(default)]
+    pub output: OutputTable,
     #[serde(default)]
     pub sandbox: SandboxTable,
+}
+
+/// `[agents.profiles.X.output]`: the CLI's output format and the JSON
+/// pointers to its final message and usage fields.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputTable {
+    pub format: OutputKind,
+    pub message: Option<String>,
+    pub message_when: BTreeMap<String, String>,
+    pub input_tokens: Option<String>,
+    pub output_tokens: Option<String>,
+    pub cached_tokens: Option<String>,
+}
+
+impl OutputTable {
+    fn to_spec(&self) -> OutputSpec {
+        OutputSpec {
+            kind: self.format,
+            message: self.message.clone(),
+            message_when: self.message_when.clone(),
+            usage: UsageFields {
+                input: self.input_tokens.clone(),
+                output: self.output_tokens.clone(),
+                cached: self.cached_tokens.clone(),
+            },
+        }
+    }
 }
 
 fn default_idle_timeout() -> u64 {
@@ -141,6 +173,7 @@ impl AgentProfile {
             idle_timeout_seconds: self.idle_timeout_seconds,
             max_runtime_seconds: self.max_runtime_seconds,
             usage_pattern: self.usage_pattern.clone(),
+            output: self.output.to_spec(),
             sandbox: self.sandbox.policy(SandboxMode::Bubblewrap),
         }
     }
@@ -265,6 +298,7 @@ fn profile_problem(name: &str, profile: &AgentProfile, error: &ProfileError) -> 
         }
         ProfileError::ZeroTimeout { field, .. } => (*field, "minimum"),
         ProfileError::BadUsagePattern { .. } => ("usage_pattern", "regex"),
+        ProfileError::BadOutput { .. } => ("output", "output-format"),
         ProfileError::InvalidEnvName { name: variable, .. }
         | ProfileError::EnvSetAndRemoved { name: variable, .. } => (env_key(variable), "env-name"),
         ProfileError::CredentialEnvName { name: variable, .. } => {

@@ -11,7 +11,7 @@ use super::env::Provenance;
 use super::problem::Problem;
 use super::schema::dotted_key;
 use super::settings::{ServerSettings, Settings};
-use crate::agents::profile::{RoundRange, UsagePattern};
+use crate::agents::profile::{OutputFormat, OutputKind, RoundRange, UsagePattern};
 
 /// Values that must parse as something richer than the schema knows.
 pub(crate) fn check_values(doc: &Value, provenance: &Provenance) -> Vec<Problem> {
@@ -174,7 +174,44 @@ pub(crate) fn warnings(settings: &Settings) -> Vec<String> {
             unset.join(", ")
         ));
     }
+    if let Some(limit) = settings.limits.tokens_per_run {
+        warnings.extend(silent_profiles(settings, limit));
+    }
     warnings
+}
+
+/// Under a token limit, one explanation per profile whose output can never
+/// report usage: its launches count nothing against the limit, so the
+/// limit does not hold for the runs they work on.
+fn silent_profiles(settings: &Settings, limit: u64) -> Vec<String> {
+    settings
+        .agents
+        .profiles
+        .iter()
+        .filter(|(_, profile)| {
+            let spec = profile.to_spec();
+            OutputFormat::from_spec(spec.output, spec.usage_pattern.as_deref())
+                .is_ok_and(|format| !format.reports_usage())
+        })
+        .map(|(name, profile)| {
+            let how = match profile.output.format {
+                OutputKind::Text => {
+                    "its output format is text and it has no usage_pattern".to_owned()
+                }
+                format => format!(
+                    "its output format is {} but it names none of input_tokens, \
+                     output_tokens, cached_tokens",
+                    format.as_str()
+                ),
+            };
+            format!(
+                "agents.profiles.{name}: {how}, so its launches report no token usage and \
+                 count nothing against limits.tokens_per_run = {limit}; declare where the \
+                 CLI prints its usage (docs/agents.md shows it for Claude Code, Codex and \
+                 OpenCode)"
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -185,6 +222,41 @@ mod tests {
     fn cross(doc: Value) -> Vec<Problem> {
         let settings: Settings = serde_json::from_value(doc).expect("valid settings");
         check_cross_references(&settings, &Provenance::default())
+    }
+
+    #[test]
+    fn a_profile_that_reports_no_usage_is_explained_under_a_token_limit() {
+        let settings = |limit: Option<u64>| -> Settings {
+            serde_json::from_value(json!({
+                "limits": {"tokens_per_run": limit},
+                "agents": {"profiles": {
+                    "plain": {"command": ["x"]},
+                    "fields": {"command": ["y"], "output": {"format": "json", "message": "/result"}},
+                    "counted": {"command": ["z"], "output": {"format": "json-lines",
+                        "input_tokens": "/usage/input_tokens"}},
+                    "pattern": {"command": ["w"], "usage_pattern": "t=(\\d+)"},
+                }},
+            }))
+            .expect("valid settings")
+        };
+        let found = warnings(&settings(Some(1000)));
+        let about = |name: &str| {
+            found
+                .iter()
+                .find(|w| w.starts_with(&format!("agents.profiles.{name}:")))
+                .cloned()
+        };
+        let plain = about("plain").expect("plain is explained");
+        assert!(
+            plain.contains("no usage_pattern") && plain.contains("= 1000"),
+            "{plain}"
+        );
+        let fields = about("fields").expect("fields is explained");
+        assert!(fields.contains("format is json but"), "{fields}");
+        assert_eq!(about("counted"), None);
+        assert_eq!(about("pattern"), None);
+        let unlimited = warnings(&settings(None));
+        assert!(!unlimited.iter().any(|w| w.starts_with("agents.profiles.")));
     }
 
     #[test]

@@ -41,7 +41,8 @@ impl RealCli {
     fn default_key(self) -> &'static str {
         match self {
             RealCli::Claude => "ANTHROPIC_API_KEY",
-            RealCli::Codex | RealCli::Opencode => "OPENAI_API_KEY",
+            RealCli::Codex => "OPENAI_API_KEY",
+            RealCli::Opencode => "OPENROUTER_API_KEY",
         }
     }
 

@@ -246,6 +246,7 @@ mod tests {
                 merge_mode: crate::machine::MergeMode::Never,
                 blocked_from: None,
                 merge_wait: None,
+                tokens: 0,
             },
         };
         let effect = plan(&status, &context(&repo, &bodies)).unwrap();
@@ -442,6 +443,7 @@ mod tests {
                         merge_mode: crate::machine::MergeMode::Never,
                         blocked_from: None,
                         merge_wait: None,
+                        tokens: 0,
                     },
                 },
                 json!({"kind": "check_run", "target": format!("commit/{sha}"), "precondition": {},

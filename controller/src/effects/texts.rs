@@ -72,6 +72,12 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
             REASON_WITHHELD.to_owned()
         }
     };
+    if status.tokens > 0 {
+        lines.push(format!(
+            "- Tokens reported by the agents: {}",
+            status.tokens
+        ));
+    }
     if let Some(wait) = &status.merge_wait {
         lines.push(format!("- Waiting: {wait}"));
     }
@@ -261,7 +267,23 @@ mod tests {
             merge_mode: MergeMode::OnCommand,
             blocked_from: Some(Phase::Review),
             merge_wait: None,
+            tokens: 0,
         }
+    }
+
+    #[test]
+    fn reported_tokens_are_shown_and_none_reported_shows_no_line() {
+        let counted = StatusSnapshot {
+            tokens: 12_345,
+            ..snapshot(Phase::Review)
+        };
+        let text = status_text(&counted).unwrap();
+        assert!(
+            text.contains("- Tokens reported by the agents: 12345"),
+            "{text}"
+        );
+        let none = status_text(&snapshot(Phase::Review)).unwrap();
+        assert!(!none.contains("Tokens"), "{none}");
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct StatusSnapshot {
     /// What the pre-merge gate waits for (an approving review, checks).
     #[serde(default)]
     pub merge_wait: Option<String>,
+    /// Tokens the run's agents reported so far (`limits.tokens_per_run`
+    /// counts these); 0 when none reported any.
+    #[serde(default)]
+    pub tokens: u64,
 }
 
 impl StatusSnapshot {
@@ -57,6 +61,7 @@ impl StatusSnapshot {
                 Phase::ReadyForMerge | Phase::Merge => state.merge_wait.clone(),
                 _ => None,
             },
+            tokens: state.counters.tokens,
         }
     }
 }

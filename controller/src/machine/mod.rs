@@ -56,7 +56,7 @@ pub use event::{
     MergeableState, NextIssueFacts, OperatorCommand, OperatorRequest, PrFacts, PrState,
     RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead, ReviewRequirement,
 };
-pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge, legal_edge};
+pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, UnknownPhase, check_edge, legal_edge};
 pub use protected::{is_protected, protected_among};
 pub use repository::{
     RepositoryAgents, RepositoryLabels, RepositoryMerge, RepositorySettings, RepositoryValidation,

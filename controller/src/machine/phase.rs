@@ -82,6 +82,24 @@ impl fmt::Display for Phase {
     }
 }
 
+/// A phase name that is not one of SPEC §3's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a run phase")]
+pub struct UnknownPhase(pub String);
+
+/// The SPEC §3 spelling back to the phase: how a stored run's phase column
+/// is read.
+impl std::str::FromStr for Phase {
+    type Err = UnknownPhase;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Phase::ALL
+            .into_iter()
+            .find(|phase| phase.as_str() == name)
+            .ok_or_else(|| UnknownPhase(name.to_owned()))
+    }
+}
+
 /// The phases an agent works in: the `phase` its CONTROL_RESULT names and
 /// the role a profile is routed to (SPEC §5, §13). Serialised in the role
 /// spelling (`update_epic`), as the config and the journal write it.
@@ -201,6 +219,17 @@ pub fn check_edge(from: Phase, to: Phase, cause: Cause) -> Result<(), IllegalEdg
 mod tests {
     use super::*;
     use Phase::*;
+
+    #[test]
+    fn every_phase_reads_back_from_its_spec_name_and_nothing_else_does() {
+        for phase in Phase::ALL {
+            assert_eq!(phase.as_str().parse::<Phase>(), Ok(phase));
+        }
+        assert_eq!(
+            "ready_for_merge".parse::<Phase>(),
+            Err(UnknownPhase("ready_for_merge".to_owned()))
+        );
+    }
 
     #[test]
     fn terminal_phases_have_no_outgoing_edge() {

@@ -12,7 +12,7 @@ fn demo_with_real_agents_and_no_key_names_the_variable_and_starts_nothing() {
     for (cli, var) in [
         ("claude", "ANTHROPIC_API_KEY"),
         ("codex", "OPENAI_API_KEY"),
-        ("opencode", "OPENAI_API_KEY"),
+        ("opencode", "OPENROUTER_API_KEY"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");

@@ -89,14 +89,19 @@ fn profile(command: Vec<String>, env: &[(&str, String)], usage: &str) -> toml::V
     toml::Value::Table(table)
 }
 
-/// `[agents]` with `profiles`, `writer` on the writing roles but
-/// `update_epic`, `epic` there, and `reviewer` reviewing.
-fn agents(profiles: Vec<(&str, toml::Value)>, writer: &str, epic: &str, reviewer: &str) -> String {
+/// `[agents]` with `profiles`, `implementer` and `fixer` in the writing
+/// roles and `reviewer` reviewing and updating the EPIC.
+fn agents(
+    profiles: Vec<(&str, toml::Value)>,
+    implementer: &str,
+    fixer: &str,
+    reviewer: &str,
+) -> String {
     let mut roles = toml::Table::new();
     for (role, name) in [
-        ("implement", writer),
-        ("fix", writer),
-        ("update_epic", epic),
+        ("implement", implementer),
+        ("fix", fixer),
+        ("update_epic", reviewer),
         ("review", reviewer),
     ] {
         roles.insert(role.into(), toml::Value::String(name.into()));

@@ -61,6 +61,7 @@ fn status(phase: Phase) -> StatusSnapshot {
         merge_mode: MergeMode::OnCommand,
         blocked_from: None,
         merge_wait: None,
+        tokens: 0,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Runtime agent profiles (SPEC §13): the argv prefix of a coding-agent CLI,
 //! how it receives its prompt, its environment adjustments, its limits and
-//! how to read its token usage.
+//! where its final message and token usage come out ([`output`]).
 //!
 //! The TOML shape lives in `config`; this module holds the checked runtime
 //! form. [`ProfileSpec`] is plain data so the config types convert into it
@@ -14,6 +14,7 @@
 //! in `env` may be API keys too, so they are secrets: redacted in `Debug`
 //! and fed to the launch's redactor.
 
+pub mod output;
 mod routing;
 mod usage;
 
@@ -27,6 +28,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_name};
 use crate::sandbox::SandboxPolicy;
 
+pub use output::{OutputFormat, OutputKind, OutputSpec, ReadOutput, TokenUsage, UsageFields};
 pub use routing::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange, RoutingError};
 pub use usage::UsagePattern;
 
@@ -47,6 +49,8 @@ pub struct ProfileSpec {
     pub idle_timeout_seconds: u64,
     pub max_runtime_seconds: u64,
     pub usage_pattern: Option<String>,
+    /// Where the final message and the usage come out.
+    pub output: OutputSpec,
     /// The sandbox this profile's launches run in.
     pub sandbox: SandboxPolicy,
 }
@@ -64,6 +68,8 @@ pub enum ProfileError {
     },
     #[error("agent profile `{profile}`: `usage_pattern` {reason}")]
     BadUsagePattern { profile: String, reason: String },
+    #[error("agent profile `{profile}`: `output`: {reason}")]
+    BadOutput { profile: String, reason: String },
     #[error("agent profile `{profile}`: `{name}` is not a valid environment variable name")]
     InvalidEnvName { profile: String, name: String },
     #[error("agent profile `{profile}`: `{name}` is both set and removed")]
@@ -93,7 +99,8 @@ pub struct LaunchProfile {
     pub env_inherit: Vec<String>,
     pub idle_timeout: Duration,
     pub max_runtime: Duration,
-    pub usage_pattern: Option<UsagePattern>,
+    /// How to read the final message and the usage from the output.
+    pub output: OutputFormat,
     pub sandbox: SandboxPolicy,
 }
 
@@ -145,15 +152,18 @@ impl LaunchProfile {
                 name: both.clone(),
             });
         }
-        let usage_pattern = match spec.usage_pattern.as_deref() {
-            None | Some("") => None,
-            Some(pattern) => Some(UsagePattern::parse(pattern).map_err(|reason| {
-                ProfileError::BadUsagePattern {
+        let output = OutputFormat::from_spec(spec.output, spec.usage_pattern.as_deref()).map_err(
+            |(key, reason)| match key {
+                "usage_pattern" => ProfileError::BadUsagePattern {
                     profile: profile.clone(),
                     reason,
-                }
-            })?),
-        };
+                },
+                _ => ProfileError::BadOutput {
+                    profile: profile.clone(),
+                    reason,
+                },
+            },
+        )?;
         Ok(Self {
             name: profile,
             command: spec.command,
@@ -162,7 +172,7 @@ impl LaunchProfile {
             env_inherit: spec.env_inherit,
             idle_timeout: Duration::from_secs(spec.idle_timeout_seconds),
             max_runtime: Duration::from_secs(spec.max_runtime_seconds),
-            usage_pattern,
+            output,
             sandbox: spec.sandbox,
         })
     }
@@ -211,9 +221,15 @@ impl LaunchProfile {
             .collect())
     }
 
-    /// Token usage read from the agent's output with `usage_pattern`.
+    /// Token usage read from a text output with `usage_pattern` (JSON
+    /// outputs are read whole by [`LaunchProfile::read_output`]).
     pub fn parse_tokens(&self, output: &str) -> Option<u64> {
-        self.usage_pattern.as_ref()?.tokens_in(output)
+        self.output.usage_pattern.as_ref()?.tokens_in(output)
+    }
+
+    /// The final message and the usage in a launch's captured output.
+    pub fn read_output(&self, stdout: &str, stderr: &str) -> ReadOutput {
+        self.output.read(stdout, stderr)
     }
 
     /// The values this profile sets, for the launch's redactor: a vendor

@@ -121,8 +121,9 @@ pub struct LaunchOutcome {
     pub record: LaunchRecord,
     pub stdout: RedactedCapture,
     pub stderr: RedactedCapture,
-    /// The redacted `{output}` file, for profiles that declare one and
-    /// whose agent wrote it.
+    /// The redacted final message: the `{output}` file, for profiles that
+    /// declare one and whose agent wrote it, else the JSON field the
+    /// profile's output format names.
     pub final_message: Option<String>,
 }
 
@@ -261,14 +262,14 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     if let Some(e) = log_error {
         tracing::warn!(error = %e, "launch log incomplete");
     }
+    let read = profile.read_output(&whole_lines(&stdout), stderr.tail_text());
     let final_message = match &output_file {
         Some(path) => read_final_message(path, request.redactor).await,
         None => None,
-    };
+    }
+    .or(read.message);
     write_tail_log(log_dir, &stdout, &stderr);
-    let tokens = profile
-        .parse_tokens(stdout.tail_text())
-        .or_else(|| profile.parse_tokens(stderr.tail_text()));
+    let tokens = read.tokens;
     tracing::info!(exit = ?report.exit, duration_ms = report.duration.as_millis() as u64, output_bytes, "launch finished");
     Ok(LaunchOutcome {
         record: LaunchRecord {
@@ -287,6 +288,18 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
         stderr,
         final_message,
     })
+}
+
+/// The captured stdout for the profile's output reader: all of it when
+/// nothing was omitted, else the head and the tail on lines of their own,
+/// so JSON events from both ends are seen (a line cut at the gap does not
+/// parse and is skipped).
+fn whole_lines(stdout: &RedactedCapture) -> std::borrow::Cow<'_, str> {
+    if stdout.omitted_bytes == 0 {
+        std::borrow::Cow::Borrowed(stdout.tail_text())
+    } else {
+        std::borrow::Cow::Owned(format!("{}\n{}", stdout.head, stdout.tail))
+    }
 }
 
 /// Reads the last [`FINAL_MESSAGE_LIMIT`] bytes of the agent's final-message

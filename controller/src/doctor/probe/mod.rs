@@ -2,9 +2,9 @@
 //! learn before a run whether the agent can work at all. Each probe costs
 //! a model call on the operator's account, which the command says first.
 //!
-//! A profile that plays a writing role (implement, fix, update_epic) gets
-//! a write probe: create a file holding a random marker and commit it,
-//! checked with git afterwards. A reviewer-only profile gets a read probe:
+//! A profile that implements or fixes gets a write probe: create a file
+//! holding a random marker and commit it, checked with git afterwards.
+//! Any other (reviewers, the EPIC update, unrouted ones) gets a read probe:
 //! answer with the marker it reads from a file, changing nothing. Each
 //! probe runs in its own throw-away repository ([`repo`]) through the same
 //! launch path as a run (the supervisor, inside the agent sandbox, with a
@@ -76,20 +76,16 @@ pub struct ProbeFacts {
 }
 
 /// Each profile once, with the probe its roles call for: a write probe
-/// when it plays any writing role, else (reviewers, unrouted profiles) a
-/// read probe.
+/// when it implements or fixes, else (reviewers, the EPIC update, which
+/// only reads and answers, unrouted profiles) a read probe.
 pub fn planned(catalog: &AgentCatalog) -> Vec<(String, ProbeKind)> {
     catalog
         .profiles()
         .keys()
         .map(|name| {
-            let writes = [
-                AgentPhase::Implement,
-                AgentPhase::Fix,
-                AgentPhase::UpdateEpic,
-            ]
-            .into_iter()
-            .any(|role| catalog.routing().profile_for(role, 1) == Some(name.as_str()));
+            let writes = [AgentPhase::Implement, AgentPhase::Fix]
+                .into_iter()
+                .any(|role| catalog.routing().profile_for(role, 1) == Some(name.as_str()));
             let kind = if writes {
                 ProbeKind::Write
             } else {

@@ -13,6 +13,9 @@ pub struct Agents {
     update_epic: Option<Vec<String>>,
     /// Per role, the launch numbers (1-based) that wait for a release.
     held: Vec<(Role, Vec<u32>)>,
+    /// The whole `[agents]` part as given (real agent CLIs), instead of
+    /// the scripted agents.
+    given: Option<String>,
 }
 
 use super::handles::{AsRole, Role};
@@ -28,6 +31,17 @@ impl Agents {
             fix: None,
             update_epic: None,
             held: Vec::new(),
+            given: None,
+        }
+    }
+
+    /// The `[agents]` tables exactly as `toml` spells them: profiles of
+    /// real CLIs, which no `recorded.sh` wraps (no prompts recorded, no
+    /// launch held).
+    pub fn given_toml(toml: String) -> Self {
+        Self {
+            given: Some(toml),
+            ..Self::scripted()
         }
     }
 
@@ -107,6 +121,9 @@ impl Agents {
 
     /// The `[agents.profiles.*]` and `[agents.roles]` tables.
     pub(crate) fn toml(&self, evidence: &std::path::Path) -> String {
+        if let Some(given) = &self.given {
+            return given.clone();
+        }
         let mut toml = self.profile(
             evidence,
             "implementer",

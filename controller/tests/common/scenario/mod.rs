@@ -64,6 +64,9 @@ pub struct Scenario {
     validation: Vec<String>,
     faults: Vec<FaultRule>,
     backstop_max_seconds: Option<u64>,
+    tokens_per_run: Option<u64>,
+    /// Extra environment of the serve process (vendor keys, PATH).
+    env: Vec<(String, String)>,
 }
 
 impl Default for Scenario {
@@ -86,6 +89,8 @@ impl Scenario {
             validation: vec!["true".to_owned()],
             faults: Vec::new(),
             backstop_max_seconds: None,
+            tokens_per_run: None,
+            env: Vec::new(),
         }
     }
 
@@ -143,6 +148,18 @@ impl Scenario {
         self
     }
 
+    /// `limits.tokens_per_run`.
+    pub fn tokens_per_run(mut self, tokens: u64) -> Self {
+        self.tokens_per_run = Some(tokens);
+        self
+    }
+
+    /// A variable in the serve process's environment.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
     /// The whole `autoforge.toml` for an evidence folder.
     fn config(&self, evidence: &std::path::Path) -> String {
         let method = self
@@ -166,6 +183,9 @@ impl Scenario {
         if let Some(failures) = self.validation_cap {
             limits.push_str(&format!("validation_failures_per_phase = {failures}\n"));
         }
+        if let Some(tokens) = self.tokens_per_run {
+            limits.push_str(&format!("tokens_per_run = {tokens}\n"));
+        }
         if !limits.is_empty() {
             toml.push_str(&format!("[limits]\n{limits}\n"));
         }
@@ -183,6 +203,7 @@ impl Scenario {
         let evidence = tempfile::tempdir().expect("an evidence folder");
         let world = World::start_with(WorldOptions {
             config_toml: Some(self.config(evidence.path())),
+            env: self.env.clone(),
             ..WorldOptions::default()
         })
         .await;

@@ -135,10 +135,21 @@ impl Installation {
     /// Runs `autoforge doctor --json ARGS` with a config holding `agents`
     /// (TOML) and returns the output with the parsed report.
     pub async fn doctor(&self, agents: &str, args: &[&str]) -> (Output, Value) {
+        self.doctor_with_env(agents, args, &[]).await
+    }
+
+    /// [`Installation::doctor`] with `env` added to (or replacing in) the
+    /// command's environment: the vendor keys profiles inherit, a `PATH`.
+    pub async fn doctor_with_env(
+        &self,
+        agents: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Output, Value) {
         let github = format!("app_id = {}\n", self.app_id);
         let key = self.key_file.display().to_string();
         let auth = ("AUTOFORGE_GITHUB_PRIVATE_KEY_FILE", key.as_str());
-        self.doctor_as(&github, auth, agents, args).await
+        self.doctor_env(&github, auth, agents, args, env).await
     }
 
     /// [`Installation::doctor`] with `github` added to the `[github]`
@@ -149,6 +160,17 @@ impl Installation {
         auth: (&str, &str),
         agents: &str,
         args: &[&str],
+    ) -> (Output, Value) {
+        self.doctor_env(github, auth, agents, args, &[]).await
+    }
+
+    async fn doctor_env(
+        &self,
+        github: &str,
+        auth: (&str, &str),
+        agents: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
     ) -> (Output, Value) {
         let config = self.dir.path().join("autoforge.toml");
         let text = format!(
@@ -168,6 +190,7 @@ impl Installation {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("DATABASE_URL", self.db.url().expose_secret())
             .env(auth.0, auth.1)
+            .envs(env.iter().copied())
             .env("AUTOFORGE_WEBHOOK_SECRET", SECRET)
             .current_dir(self.dir.path())
             .output()

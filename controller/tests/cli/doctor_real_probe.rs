@@ -19,6 +19,12 @@ use serde_json::Value;
 
 use crate::doctor_cli::{AppShape, Installation, check, shown};
 
+// The real_agents binary's loader of the shipped profiles; this binary
+// uses only part of it.
+#[allow(dead_code)]
+#[path = "../real_agents/profiles.rs"]
+mod profiles;
+
 const MARKER: &str = r"(probe-[0-9a-f]{32})";
 const KEY: &str = "sk-modelserver-test";
 const COMMIT: &str = "git add -A && git commit -qm 'Probe commit' && git rev-parse HEAD";
@@ -380,6 +386,61 @@ async fn real_agent_doctor_probe_codex_with_a_refused_key_fails_as_auth_refused(
     assert_eq!(
         line["probe"]["failure"]["reason"], "auth_refused",
         "{report:#}"
+    );
+    assert_probes_left_nothing(&install);
+}
+
+/// The shipped `claude` and `claude-review` profiles of
+/// `autoforge.example.toml`, aimed at `server` (the only change), with
+/// `fixer` in the fix role.
+fn shipped_claude(server: &Handle, installed: &profiles::Installed, fixer: &str) -> String {
+    let roles = format!(
+        "implement = \"claude\"\nfix = \"{fixer}\"\nupdate_epic = \"claude-review\"\n\
+         review = \"claude-review\"\n"
+    );
+    let text = profiles::example_agents_routed(server.base_url(), installed, Some(&roles));
+    let mut document: toml::Table = text.parse().unwrap();
+    let agents = document["agents"].as_table_mut().unwrap();
+    let shipped = agents["profiles"].as_table_mut().unwrap();
+    shipped.retain(|name, _| name.starts_with("claude"));
+    assert_eq!(
+        shipped.len(),
+        2,
+        "the example ships claude and claude-review"
+    );
+    toml::to_string(&document).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_doctor_probe_passes_the_shipped_claude_profiles_and_fails_the_reviewer_as_a_fixer()
+ {
+    let Some(installed) = profiles::installed() else {
+        return;
+    };
+    let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
+    let server = server(false).await;
+    let path = profiles::path_with(&installed);
+    let env = [
+        ("PATH", path.as_str()),
+        ("ANTHROPIC_API_KEY", profiles::ANTHROPIC_KEY),
+    ];
+    let config = shipped_claude(&server, &installed, "claude");
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
+    assert!(output.status.success(), "{}", shown(&output));
+    assert_passed(&report, "claude", "write");
+    assert_passed(&report, "claude-review", "read");
+    // The read-only reviewer in a writing seat: its tools refuse the write.
+    let config = shipped_claude(&server, &installed, "claude-review");
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
+    assert_eq!(output.status.code(), Some(1), "{}", shown(&output));
+    let line = probe(&report, "claude-review");
+    assert_eq!(
+        line["probe"]["failure"]["reason"], "writes_denied",
+        "{report:#}"
+    );
+    assert!(
+        !report.to_string().contains(profiles::ANTHROPIC_KEY),
+        "the key leaked into the report"
     );
     assert_probes_left_nothing(&install);
 }

@@ -18,6 +18,9 @@ use crate::config::DatabaseSource;
 pub struct OpenDatabase {
     pub journal: Journal,
     managed: Option<LocalPostgres>,
+    /// Whether the managed cluster was already running before this open
+    /// (under `serve`, say), so that [`OpenDatabase::release`] leaves it be.
+    adopted: bool,
 }
 
 impl OpenDatabase {
@@ -38,6 +41,7 @@ impl OpenDatabase {
                 Ok(OpenDatabase {
                     journal,
                     managed: None,
+                    adopted: false,
                 })
             }
             DatabaseSource::Managed { dir } => {
@@ -49,6 +53,7 @@ impl OpenDatabase {
                     })?;
                 }
                 let dir = dir.clone();
+                let adopted = server_running(&dir);
                 tracing::info!(dir = %dir.display(), "starting the managed local PostgreSQL");
                 // initdb and pg_ctl block for up to seconds: keep them off the
                 // async workers.
@@ -62,6 +67,7 @@ impl OpenDatabase {
                     Ok(journal) => Ok(OpenDatabase {
                         journal,
                         managed: Some(server),
+                        adopted,
                     }),
                     Err(error) => {
                         stop_managed(server).await;
@@ -77,6 +83,19 @@ impl OpenDatabase {
         self.managed.is_some()
     }
 
+    /// Closes the pool; stops the managed cluster only if this open
+    /// started it. For commands that look while `serve` may be running
+    /// (`doctor`): the cluster serve runs on stays up.
+    pub async fn release(self) {
+        if self.adopted {
+            self.journal.close().await;
+            // Persistent handles do not stop their server when dropped.
+            drop(self.managed);
+            return;
+        }
+        self.shutdown().await;
+    }
+
     /// Closes the pool, then stops the managed cluster if there is one.
     pub async fn shutdown(self) {
         self.journal.close().await;
@@ -84,6 +103,15 @@ impl OpenDatabase {
             stop_managed(server).await;
         }
     }
+}
+
+/// Whether the cluster's lock file names a live postmaster. A lock file
+/// left by a crash names a dead one.
+fn server_running(data_root: &std::path::Path) -> bool {
+    std::fs::read_to_string(data_root.join("data").join("postmaster.pid"))
+        .ok()
+        .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok())
+        .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
 }
 
 async fn stop_managed(server: LocalPostgres) {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod dashboard;
 pub mod database;
 pub mod demo;
+pub mod doctor;
 pub mod driver;
 pub mod effects;
 pub mod github;

@@ -3,6 +3,7 @@
 
 mod config_cmd;
 mod demo_cmd;
+mod doctor_cmd;
 mod migrate_cmd;
 mod serve_cmd;
 
@@ -65,6 +66,23 @@ pub enum CliCommand {
     /// Drive a demo EPIC to DONE against an in-process fake GitHub, with
     /// scripted agents and a managed Postgres; no configuration, no network.
     Demo(DemoArgs),
+    /// Check that this installation can work: configuration, database,
+    /// git, bubblewrap, agent programs, prompts, and the GitHub App's
+    /// permissions, events, webhook and recent deliveries. Exits 1 on any
+    /// failure.
+    Doctor(DoctorArgs),
+}
+
+/// Options of `autoforge doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also launch every agent profile once in a throw-away repository
+    /// (real model calls: billable).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// Options of `autoforge demo`.
@@ -79,6 +97,11 @@ pub struct DemoArgs {
     /// Give up (exit 1) when the EPIC is not DONE after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub timeout: u64,
+    /// Let a real coding-agent CLI do the work, with the profiles shipped
+    /// in autoforge.example.toml and your own key from the environment
+    /// (real model calls: billable).
+    #[arg(long, value_name = "CLI", conflicts_with = "config")]
+    pub agents: Option<crate::demo::real_agents::RealCli>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -111,8 +134,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             serve_cmd::run(&config)
         }
         CliCommand::Demo(args) => demo_cmd::run(&cli.global, args),
+        CliCommand::Doctor(args) => {
+            logging::init(DOCTOR_LOG_FILTER, LogFormat::Auto, cli.global.verbosity())?;
+            doctor_cmd::run(&cli.global, args)
+        }
     }
 }
+
+/// The doctor prints its own report; logs only say what went wrong unless
+/// `-v` asks for more.
+const DOCTOR_LOG_FILTER: &str = "warn";
 
 /// The start-up sequence of every command that needs the configuration:
 /// load it from the process environment and the located file, set up
@@ -192,7 +223,8 @@ mod tests {
             CliCommand::Demo(DemoArgs {
                 report: None,
                 keep: false,
-                timeout: 600
+                timeout: 600,
+                agents: None,
             })
         ));
         let cli = Cli::try_parse_from([
@@ -207,7 +239,43 @@ mod tests {
         .expect("parses");
         assert!(matches!(
             cli.command,
-            CliCommand::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30 }) if r == &PathBuf::from("r.json")
+            CliCommand::Demo(DemoArgs { report: Some(ref r), keep: true, timeout: 30, agents: None }) if r == &PathBuf::from("r.json")
+        ));
+    }
+
+    #[test]
+    fn demo_agents_names_one_of_three_clis_and_excludes_a_config_file() {
+        use crate::demo::real_agents::RealCli;
+        let cli = Cli::try_parse_from(["autoforge", "demo", "--agents", "codex"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            CliCommand::Demo(DemoArgs {
+                agents: Some(RealCli::Codex),
+                ..
+            })
+        ));
+        assert!(Cli::try_parse_from(["autoforge", "demo", "--agents", "gemini"]).is_err());
+        let both = [
+            "autoforge",
+            "demo",
+            "--agents",
+            "claude",
+            "--config",
+            "a.toml",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+    }
+
+    #[test]
+    fn doctor_takes_json_and_probe() {
+        let cli =
+            Cli::try_parse_from(["autoforge", "doctor", "--json", "--probe"]).expect("parses");
+        assert!(matches!(
+            cli.command,
+            CliCommand::Doctor(DoctorArgs {
+                json: true,
+                probe: true
+            })
         ));
     }
 

@@ -11,6 +11,7 @@
 //! does. Its exit status says whether the EPIC reached DONE.
 
 mod agents;
+pub mod real_agents;
 mod report;
 mod settings;
 mod timeline;
@@ -49,6 +50,9 @@ pub struct DemoOptions {
     pub timeout: Duration,
     /// An operator's config file whose `[agents]` replace the scripted ones.
     pub config: Option<PathBuf>,
+    /// `--agents`: the shipped profiles of one real CLI (already checked
+    /// by [`real_agents::agents_for`]) in place of the scripted ones.
+    pub agents: Option<toml::Table>,
 }
 
 /// How the demo ended.
@@ -279,7 +283,7 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
     let world = world::seed(&hub, &format!("{serve_url}/webhook"), &secret).await?;
     let key_file = state.path().join("app.pem");
     write_private(&key_file, world.app_private_key.expose_secret())?;
-    let agents = match operator_agents {
+    let agents = match operator_agents.or_else(|| options.agents.clone()) {
         Some(agents) => agents,
         None => DemoAgents::install(&state.path().join("demo-agents"))?
             .agents_table(world.children[0], &world.children),

@@ -74,6 +74,7 @@ pub use cancel::{LaunchCancel, RunNotifier};
 pub use error::DriverError;
 pub use retry::{RetryBook, RetryVerdict, StepRetryPolicy};
 pub use run_task::{ObservedShapeError, RunEnd};
+pub(crate) use setup::controller_redactor;
 pub use setup::driver_from_config;
 
 /// How a driver process behaves.

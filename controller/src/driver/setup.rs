@@ -93,7 +93,7 @@ pub fn agent_runtime_from_config(config: &Config) -> anyhow::Result<Option<Agent
 /// A redactor that knows the controller's own secrets, so none of them can
 /// reach a published body or a stored tail even if an agent finds one.
 /// Installation tokens rotate and are caught by their `ghs_` shape instead.
-fn controller_redactor(config: &Config) -> Redactor {
+pub(crate) fn controller_redactor(config: &Config) -> Redactor {
     let mut secrets: Vec<SecretString> = Vec::new();
     match &config.github_auth {
         GithubAuth::App { private_key, .. } => secrets.push(private_key.clone()),

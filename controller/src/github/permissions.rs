@@ -119,6 +119,7 @@ pub const WITHOUT_PERMISSION: &[&str] = &[
     "GET /app",
     "GET /app/installations",
     "POST /app/installations/{id}/access_tokens",
+    "GET /app/hook/config",
     "GET /app/hook/deliveries",
     "POST /app/hook/deliveries/{id}/attempts",
     "GET /user",

@@ -6,6 +6,10 @@ mod common;
 
 mod build_features;
 mod config_cli;
+mod demo_agents_cli;
 mod demo_cli;
+mod doctor_cli;
+mod doctor_probe;
+mod doctor_real_probe;
 mod migrate_cli;
 mod source_rules;

@@ -337,6 +337,21 @@ pub async fn update_user(
     user(axum::extract::State(s), axum::Extension(c)).await
 }
 
+/// `GET /app/hook/config`: the App's webhook configuration as GitHub shows
+/// it, the secret masked when one is set.
+pub async fn hook_config(axum::extract::State(s): S, axum::Extension(c): Who) -> ApiResult {
+    let app_id = app_caller(&c)?;
+    let w = s.lock();
+    let app = w.app(app_id)?;
+    let secret = app.webhook_secret.as_ref().map(|_| "********");
+    ok(json!({
+        "content_type": "json",
+        "insecure_ssl": "0",
+        "url": app.webhook_url.clone().unwrap_or_default(),
+        "secret": secret,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

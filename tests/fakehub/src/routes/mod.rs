@@ -157,6 +157,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/app/hook/deliveries", get(apps::deliveries))
         .route("/app/hook/deliveries/{id}", get(apps::delivery))
         .route("/app/hook/deliveries/{id}/attempts", post(apps::redeliver))
+        .route("/app/hook/config", get(apps::hook_config))
         .route("/rate_limit", get(apps::rate_limit))
         .route("/user", get(apps::user).patch(apps::update_user))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use crate::config::{Config, ServerSettings};
 use crate::database::OpenDatabase;
+use crate::machine::Phase;
 pub use agents::DemoAgents;
 pub use report::{DemoReport, ReportedRun, RequestSummary};
 pub use world::{DemoWorld, project_files};
@@ -61,7 +62,7 @@ pub enum DemoEnd {
     /// Every run reached DONE.
     Done,
     /// A run stopped short of DONE (BLOCKED, FAILED or STOPPED).
-    Stopped { phase: String, reason: String },
+    Stopped { phase: Phase, reason: String },
     /// `--timeout` passed first; `phase` is where the run was.
     TimedOut { phase: String },
     /// SIGINT or SIGTERM arrived first.
@@ -72,9 +73,9 @@ impl DemoEnd {
     fn label(&self) -> &'static str {
         match self {
             DemoEnd::Done => "done",
-            DemoEnd::Stopped { phase, .. } => match phase.as_str() {
-                "BLOCKED" => "blocked",
-                "FAILED" => "failed",
+            DemoEnd::Stopped { phase, .. } => match phase {
+                Phase::Blocked => "blocked",
+                Phase::Failed => "failed",
                 _ => "stopped",
             },
             DemoEnd::TimedOut { .. } => "timeout",
@@ -121,18 +122,19 @@ pub fn judge(runs: &[Run]) -> Option<DemoEnd> {
     if runs.is_empty() {
         return None;
     }
-    if let Some(run) = runs
-        .iter()
-        .find(|run| matches!(run.phase.as_str(), "BLOCKED" | "FAILED" | "STOPPED"))
-    {
+    let phase_of = |run: &Run| run.phase.parse::<Phase>().ok();
+    if let Some((run, phase)) = runs.iter().find_map(|run| match phase_of(run) {
+        Some(phase @ (Phase::Blocked | Phase::Failed | Phase::Stopped)) => Some((run, phase)),
+        _ => None,
+    }) {
         return Some(DemoEnd::Stopped {
-            phase: run.phase.clone(),
+            phase,
             reason: stop_reason(&run.state)
                 .unwrap_or_else(|| "the run state names no reason".to_owned()),
         });
     }
     runs.iter()
-        .all(|run| run.phase == "DONE" && !run.active)
+        .all(|run| phase_of(run) == Some(Phase::Done) && !run.active)
         .then_some(DemoEnd::Done)
 }
 
@@ -658,7 +660,7 @@ mod tests {
         assert_eq!(
             judge(&[run("FAILED", false, state)]),
             Some(DemoEnd::Stopped {
-                phase: "FAILED".into(),
+                phase: Phase::Failed,
                 reason: "the implementer gave up".into()
             })
         );
@@ -670,13 +672,13 @@ mod tests {
         assert_eq!(
             judge(&[run("DONE", false, json!({})), run("BLOCKED", true, state)]),
             Some(DemoEnd::Stopped {
-                phase: "BLOCKED".into(),
+                phase: Phase::Blocked,
                 reason: "two PRs on the branch".into()
             })
         );
         assert_eq!(
             DemoEnd::Stopped {
-                phase: "FAILED".into(),
+                phase: Phase::Failed,
                 reason: String::new()
             }
             .label(),

@@ -34,13 +34,10 @@ impl Running {
         self.world.add_check(sha, name, conclusion);
     }
 
-    /// How many git pushes reached GitHub.
+    /// How many ref updates git pushes made on GitHub, on any branch
+    /// (fakehub's record of pushes; its request log covers the REST API only).
     pub fn git_pushes(&self) -> usize {
-        let requests = self.world.hub.requests();
-        requests
-            .iter()
-            .filter(|r| r.path.ends_with("git-receive-pack"))
-            .count()
+        self.world.hub.ref_updates().len()
     }
 
     /// A person clones the repository, commits `file` on top of `branch`

@@ -6,6 +6,7 @@ mod common;
 
 mod scenario_check_run;
 mod scenario_commands;
+mod scenario_context;
 mod scenario_epic;
 mod scenario_epic_scope;
 mod scenario_happy;

@@ -21,6 +21,9 @@ use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
 use super::launch_implement::{ImplementInputs, implement_plan};
 use super::launch_review::{ReviewInputs, review_plan};
+use super::launch_sections::{
+    after_validation_failure, append_section, carried_sections, protected_work,
+};
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::journal::record_finished_launch;
@@ -38,7 +41,7 @@ use crate::redact::Redactor;
 use crate::validation::{
     CandidateValidation, CandidateVerdict, ValidationCommand, ValidationLimits, validate_candidate,
 };
-use crate::workspace::{CommitSha, Mirror, Workspaces, Worktree};
+use crate::workspace::{CommitSha, Mirror, WorkMode, Workspaces, Worktree, kept_ref};
 
 /// What agent launches and validation need; without it the driver leaves
 /// runs that wait for an agent or a validation parked.
@@ -233,7 +236,37 @@ async fn run_planned(
     let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
         .await
         .map_err(workspace)?;
-    worktree.reset_to(&plan.start).await.map_err(workspace)?;
+    // Work is kept across relaunches; only a tree the phase cannot use is
+    // reset, and the prompt says which (see `workspace::continuation`).
+    let mode = match plan.phase {
+        AgentPhase::Implement | AgentPhase::Fix => WorkMode::Continue,
+        AgentPhase::Review | AgentPhase::UpdateEpic => WorkMode::ReadOnly,
+    };
+    let mut prepared = worktree
+        .prepare(&plan.start, mode)
+        .await
+        .map_err(workspace)?;
+    if let Some(reason) = protected_work(shared, &mirror, &plan.start, &prepared.head).await? {
+        prepared = worktree
+            .reset_for(&plan.start, &reason)
+            .await
+            .map_err(workspace)?;
+    }
+    let kept = worktree.kept_candidate().await.map_err(workspace)?;
+    let kept_name = kept_ref(state.issue);
+    let carried = carried_sections(
+        shared,
+        lease.run_id,
+        (runtime, state),
+        (plan.phase, after_validation_failure(&launch.inputs)),
+        (
+            &prepared,
+            &plan.start,
+            kept.as_ref().map(|k| (k, kept_name.as_str())),
+        ),
+    )
+    .await?;
+    append_section(&mut plan.values, &carried);
     let boundary = BTreeMap::from([
         ("REPOSITORY", Value::trusted(access.repo.to_string())),
         ("ISSUE_URL", Value::trusted(issue_url)),
@@ -262,6 +295,14 @@ async fn run_planned(
     })
     .await
     .map_err(|e| DriverError::Agent(e.to_string()))?;
+    match mode {
+        WorkMode::Continue => worktree.keep_candidate().await.map(|_| ()),
+        WorkMode::ReadOnly => worktree
+            .restore_after_read_only(&plan.start)
+            .await
+            .map(|_| ()),
+    }
+    .map_err(workspace)?;
     for (attempt, record) in report.launches.iter().enumerate() {
         let attempt = u32::try_from(attempt).unwrap_or(u32::MAX);
         record_finished_launch(

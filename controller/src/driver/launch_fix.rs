@@ -57,8 +57,8 @@ pub(super) async fn fix_plan(
         .map_or_else(String::new, |summary| {
             format!(
                 "## The previous attempt failed validation\n\n\
-             Your last commit was not pushed: {summary}. Start again from the \
-             reviewed HEAD or repair the commits you made."
+             Your last commit was not pushed: {summary}. Its commits are still in \
+             this worktree; add a commit on top of them that repairs it."
             )
         });
     let values = BTreeMap::from([

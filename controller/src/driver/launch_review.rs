@@ -13,6 +13,7 @@ use super::agent_step::PhasePlan;
 use super::error::DriverError;
 use super::launch_context::ContextReader;
 use super::launch_fix::recorded_follow_ups;
+use super::launch_sections::validation_evidence;
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
@@ -39,16 +40,20 @@ pub(super) async fn review_plan(
     (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
 ) -> Result<PhasePlan, DriverError> {
     let binding = inputs.binding;
-    let failed = shared
+    let records = shared
         .journal
         .list_validations(run, Some(binding.head_sha.as_str()))
         .await?;
-    let evidence = failed
-        .iter()
-        .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let failed_validation_index = failed
+    let runtime = shared.agents.as_ref().ok_or(DriverError::Unsupported(
+        "agent launches are not configured",
+    ))?;
+    let evidence = validation_evidence(
+        &runtime.prompts,
+        &runtime.redactor,
+        &binding.head_sha,
+        &records,
+    )?;
+    let failed_validation_index = records
         .iter()
         .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
         .and_then(|v| usize::try_from(v.command_index).ok());

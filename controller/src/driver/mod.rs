@@ -51,6 +51,7 @@ mod launch_epic;
 mod launch_fix;
 mod launch_implement;
 mod launch_review;
+mod launch_sections;
 mod repo_settings;
 mod repositories;
 pub mod retry;

@@ -18,6 +18,7 @@ use crate::agents::context::{ContextDoc, ContextEntry, DocSource, EntryAuthor};
 use crate::commands::OperatorPolicy;
 use crate::github::{Account, Issue};
 use crate::workspace::{CommitSha, Mirror};
+use autoforge_journal::{IssueNumber, PullNumber};
 
 /// How many follow-up issues are read back for their state; the rest are
 /// listed by URL only.
@@ -75,7 +76,10 @@ impl<'a> ContextReader<'a> {
     }
 
     /// The conversation of issue or PR `number`, oldest first.
-    async fn conversation(&mut self, number: u64) -> Result<Vec<ContextEntry>, DriverError> {
+    async fn conversation(
+        &mut self,
+        number: IssueNumber,
+    ) -> Result<Vec<ContextEntry>, DriverError> {
         let comments = self
             .access
             .api
@@ -123,7 +127,7 @@ impl<'a> ContextReader<'a> {
     /// and the reviews.
     pub(super) async fn pull_request_doc(
         &mut self,
-        number: u64,
+        number: PullNumber,
         bound_head: &CommitSha,
     ) -> Result<ContextDoc, DriverError> {
         let (api, repo) = (&self.access.api, &self.access.repo);
@@ -142,7 +146,7 @@ impl<'a> ContextReader<'a> {
             pr.body.clone().unwrap_or_default(),
         );
         doc.entry_noun = "conversation entry";
-        let mut entries = self.conversation(number).await?;
+        let mut entries = self.conversation(number.as_issue()).await?;
         for review in api.pull_request_reviews(repo, number).await? {
             let author = self.author(review.user.as_ref()).await?;
             entries.push(ContextEntry {
@@ -233,7 +237,10 @@ impl<'a> ContextReader<'a> {
         );
         doc.entry_noun = "follow-up issue";
         for (finding, url) in follow_ups.iter().take(MAX_FOLLOW_UP_READS) {
-            let number = url.rsplit('/').next().and_then(|n| n.parse::<u64>().ok());
+            let number = url
+                .rsplit('/')
+                .next()
+                .and_then(|n| n.parse::<IssueNumber>().ok());
             let issue = match number {
                 Some(n) => Some(self.access.api.issue(&self.access.repo, n).await?),
                 None => None,
@@ -259,7 +266,7 @@ impl<'a> ContextReader<'a> {
     /// `epic.md` and `epic-issues.md` of EPIC `epic`.
     pub(super) async fn epic_docs(
         &self,
-        epic: u64,
+        epic: IssueNumber,
         epic_label: &str,
     ) -> Result<EpicContext, DriverError> {
         let (api, repo) = (&self.access.api, &self.access.repo);

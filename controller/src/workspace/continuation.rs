@@ -11,6 +11,7 @@ use std::ffi::OsStr;
 
 use super::worktree::Worktree;
 use super::{CommitSha, WorkspaceError};
+use autoforge_journal::IssueNumber;
 
 /// At most this many `git status` entries are kept for the prompt.
 pub const MAX_STATUS_ENTRIES: usize = 200;
@@ -206,6 +207,6 @@ impl Worktree {
 }
 
 /// The local ref that keeps an issue's last candidate reachable.
-pub fn kept_ref(issue: u64) -> String {
+pub fn kept_ref(issue: IssueNumber) -> String {
     format!("refs/autoforge/kept/{issue}")
 }

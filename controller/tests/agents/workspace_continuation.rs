@@ -25,7 +25,9 @@ async fn worktree_at_first_of_two() -> (Upstream, TempDir, Mirror, Worktree, Com
         .fetch_shas(&[first.clone(), second.clone()], None)
         .await
         .unwrap();
-    let worktree = Worktree::ensure(&mirror, 4, &first).await.unwrap();
+    let worktree = Worktree::ensure(&mirror, autoforge_journal::testing::issue(4), &first)
+        .await
+        .unwrap();
     (upstream, state, mirror, worktree, first, second)
 }
 
@@ -74,7 +76,10 @@ async fn a_head_not_built_on_the_start_is_reset_and_the_candidate_stays_on_a_ref
         worktree.kept_candidate().await.unwrap(),
         Some(candidate.clone())
     );
-    let kept = git(mirror.path(), &["rev-parse", &kept_ref(4)]);
+    let kept = git(
+        mirror.path(),
+        &["rev-parse", &kept_ref(autoforge_journal::testing::issue(4))],
+    );
     assert_eq!(kept, candidate.as_str());
 }
 

@@ -49,7 +49,7 @@ fn status(phase: Phase) -> StatusSnapshot {
     StatusSnapshot {
         phase,
         round: 2,
-        pr: Some(7),
+        pr: Some(autoforge_journal::testing::pull(7)),
         blocked_reason: None,
         failure: None,
         waiting_for: "nothing".into(),
@@ -126,11 +126,15 @@ fn status_comment_blocked_by_a_protected_candidate() {
         RunSettings, RunState, decide,
     };
     let settings = RunSettings::default();
-    let mut state = RunState::new("run-1", settings.clone());
+    let mut state = RunState::new(
+        "run-1",
+        autoforge_journal::testing::issue(3),
+        settings.clone(),
+    );
     let events = [
         Event::Started {
             repository: "octo/widgets".into(),
-            issue: 3,
+            issue: autoforge_journal::testing::issue(3),
             epic: None,
             base_branch: "main".into(),
             base_sha: autoforge_journal::testing::sha(MERGE_BASE),

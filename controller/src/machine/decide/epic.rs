@@ -9,6 +9,7 @@ use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineErro
 use crate::machine::event::{EffectReadBack, Event, NextIssueFacts};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, RunState};
+use autoforge_journal::IssueNumber;
 
 pub(super) fn enter(turn: &mut Turn) -> TurnResult {
     let (issue, pr) = (turn.state.issue, turn.state.pr);
@@ -149,7 +150,7 @@ fn after_writes(turn: &mut Turn) -> TurnResult {
 }
 
 /// What can be refused without reading GitHub.
-fn pure_rejection(state: &RunState, issue: u64) -> Option<String> {
+fn pure_rejection(state: &RunState, issue: IssueNumber) -> Option<String> {
     let epic = state.epic.as_ref()?;
     if issue == epic.epic {
         return Some(format!("#{issue} is the EPIC itself"));

@@ -8,6 +8,7 @@ use std::process::Command;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::handles::Thread;
 use super::{OWNER, Person, REPO, Running};
 
 impl Running {
@@ -188,7 +189,8 @@ impl Running {
     }
 
     /// The owner removes the trigger label.
-    pub async fn operator_unlabels(&self, issue: u64) {
+    pub async fn operator_unlabels(&self, issue: impl Thread) {
+        let issue = issue.number();
         let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
         self.world
             .rest_as(&self.owner, Method::DELETE, &path, Value::Null)

@@ -338,3 +338,66 @@ pub(super) fn append_section(values: &mut BTreeMap<&'static str, Value>, section
     }
     text.push_str(section);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autoforge_journal::RunId;
+
+    fn record(
+        id: i64,
+        sha: &str,
+        index: i32,
+        outcome: ValidationOutcome,
+        tail: &str,
+    ) -> ValidationRecord {
+        ValidationRecord {
+            id,
+            run_id: RunId(1),
+            sha: sha.to_owned(),
+            command_index: index,
+            command: format!("make check-{index}"),
+            outcome,
+            duration_ms: 1_250,
+            output_tail: tail.to_owned(),
+            recorded_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn only_a_failed_last_validation_is_a_failure_to_show() {
+        let (a, b) = ("a".repeat(40), "b".repeat(40));
+        let failed_then_passed = [
+            record(1, &a, 0, ValidationOutcome::Fail, "boom"),
+            record(2, &b, 0, ValidationOutcome::Pass, "ok"),
+        ];
+        assert!(last_failed_validation(&failed_then_passed).is_none());
+        let passed_then_failed = [
+            record(1, &a, 0, ValidationOutcome::Pass, "ok"),
+            record(2, &b, 0, ValidationOutcome::Pass, "ok"),
+            record(3, &b, 1, ValidationOutcome::Timeout, "slow"),
+        ];
+        let set = last_failed_validation(&passed_then_failed).expect("the last set failed");
+        assert_eq!(set.iter().map(|r| r.id).collect::<Vec<_>>(), [2, 3]);
+        assert!(last_failed_validation(&[]).is_none());
+    }
+
+    #[test]
+    fn the_failure_section_shows_each_command_and_its_output() {
+        let sha = "c".repeat(40);
+        let records = [
+            record(1, &sha, 0, ValidationOutcome::Pass, "compiled\n"),
+            record(
+                2,
+                &sha,
+                1,
+                ValidationOutcome::Fail,
+                "test widget ... FAILED\n```\n",
+            ),
+        ];
+        let text =
+            validation_failure_section(&PromptSet::embedded(), &Redactor::new(), &records, (1, 3))
+                .expect("the embedded template renders");
+        insta::assert_snapshot!(text);
+    }
+}

@@ -108,12 +108,18 @@ impl<'a> ContextReader<'a> {
     /// `issue.md`: the accepted title and body (`issue` as read for the
     /// text check) and the comments.
     pub(super) async fn issue_doc(&mut self, issue: &Issue) -> Result<ContextDoc, DriverError> {
+        let written_by = match self.author(issue.user.as_ref()).await? {
+            EntryAuthor::Operator => "an operator of this repository",
+            EntryAuthor::Controller => "this controller",
+            EntryAuthor::Other => "someone who is not an operator",
+        };
         let mut doc = ContextDoc::new(
             vec![
                 ("number".to_owned(), issue.number.to_string()),
                 ("title".to_owned(), issue.title.clone()),
                 ("state".to_owned(), issue.state.clone()),
                 ("author".to_owned(), login_of(issue.user.as_ref())),
+                ("written_by".to_owned(), written_by.to_owned()),
             ],
             issue.body.clone().unwrap_or_default(),
         );

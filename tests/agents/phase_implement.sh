@@ -8,6 +8,10 @@
 # `workflow` also changes a CI workflow, a path the merge gate protects;
 # `workflow_until_told` does so until its prompt says that the change was
 # refused for touching a protected path.
+# `leave_notes` is `good` that also leaves an untracked `notes.txt`;
+# `crash_midway` commits `feature.txt`, prints a line and exits 3 without
+# an answer; `repair` needs the `feature.txt` an earlier launch committed
+# (it fails loudly when the worktree lost it) and commits `repaired.txt`.
 # `phase_implement.sh by_launch ISSUE_URL COUNT_FILE MODE...` plays the Nth
 # MODE on the Nth launch (N read from COUNT_FILE, which `recorded.sh`
 # keeps; the last MODE serves every later launch).
@@ -109,6 +113,21 @@ Closes #999"
         commit_file feature.txt "feature" "Add the feature"
         good_answer
         exit 3 ;;
+    leave_notes)
+        commit_file feature.txt "feature" "Add the feature"
+        printf 'half-done thoughts\n' > notes.txt
+        good_answer ;;
+    crash_midway)
+        commit_file feature.txt "feature" "Add the feature"
+        echo "halfway through the widget, then the agent died"
+        exit 3 ;;
+    repair)
+        if ! git cat-file -e HEAD:feature.txt 2>/dev/null; then
+            echo "the earlier commit of feature.txt is gone" >&2
+            exit 65
+        fi
+        commit_file repaired.txt "repaired" "Repair what validation found"
+        good_answer ;;
     blocked)
         block '{"phase":"IMPLEMENT","status":"blocked","message":"The issue asks for two incompatible things."}' ;;
     fixed_on_correction)

@@ -4,7 +4,9 @@
 # DIR/NAME.count) saves its prompt as DIR/NAME.N.prompt and touches
 # DIR/NAME.N.started; when N is in HOLD (comma-separated launch numbers,
 # or `none`) it then waits for the test to create DIR/NAME.N.release
-# before it runs AGENT with the prompt on stdin. DIR lies outside the
+# before it runs AGENT with the prompt on stdin. The launch's read-context
+# folder (named in the prompt) is copied to DIR/NAME.N.context, so a test
+# asserts the files the agent saw. DIR lies outside the
 # worktree, and the agent gets no GitHub credential, so a test acts on
 # GitHub itself while the agent waits.
 set -eu
@@ -16,6 +18,10 @@ count=$(cat "$dir/$name.count" 2>/dev/null || echo 0)
 n=$((count + 1))
 echo "$n" > "$dir/$name.count"
 cat > "$dir/$name.$n.prompt"
+context=$(sed -n 's/^`\(\/[^`]*\)` (outside your worktree).*/\1/p' "$dir/$name.$n.prompt" | head -n 1)
+if [ -n "$context" ] && [ -d "$context" ]; then
+    cp -R "$context" "$dir/$name.$n.context"
+fi
 touch "$dir/$name.$n.started"
 case ",$hold," in
     *",$n,"*)

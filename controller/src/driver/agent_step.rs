@@ -16,9 +16,14 @@ use autoforge_journal::Lease;
 use secrecy::SecretString;
 
 use super::error::DriverError;
+use super::launch_context::{ContextReader, conventions_doc};
 use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
+use super::launch_implement::{ImplementInputs, implement_plan};
 use super::launch_review::{ReviewInputs, review_plan};
+use super::launch_sections::{
+    after_validation_failure, append_section, carried_sections, protected_work,
+};
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::journal::record_finished_launch;
@@ -26,6 +31,7 @@ use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
 use crate::agents::result::ReRequest;
+use crate::commands::OperatorPolicy;
 use crate::github::{GitHubApi, RepoName};
 use crate::machine::{
     AgentPhase, Correction, Event, LaunchInputs, LaunchRequest, RunState, protected_among,
@@ -35,7 +41,7 @@ use crate::redact::Redactor;
 use crate::validation::{
     CandidateValidation, CandidateVerdict, ValidationCommand, ValidationLimits, validate_candidate,
 };
-use crate::workspace::{CommitSha, Mirror, Workspaces, Worktree};
+use crate::workspace::{CommitSha, Mirror, WorkMode, Workspaces, Worktree, kept_ref};
 
 /// What agent launches and validation need; without it the driver leaves
 /// runs that wait for an agent or a validation parked.
@@ -49,6 +55,9 @@ pub struct AgentRuntime {
     pub redactor: Redactor,
     /// Time between SIGTERM and SIGKILL when a launch's group is ended.
     pub kill_grace: Duration,
+    /// Who counts as an operator: their comments are marked as such in the
+    /// read-context folder.
+    pub operator_policy: OperatorPolicy,
 }
 
 /// How the driver reaches the repository's git data.
@@ -167,14 +176,18 @@ pub(super) async fn run_launch(
             by_operator: false,
         });
     }
-    let issue_doc = ContextDoc {
-        facts: vec![
-            ("number".to_owned(), state.issue.to_string()),
-            ("title".to_owned(), read.title.clone()),
-        ],
-        body: read.body.clone().unwrap_or_default(),
-    };
-    let mut plan = phase_plan(shared, lease, access, state, launch, &issue_url, issue_doc).await?;
+    let mut reader = ContextReader::new(access, &runtime.operator_policy);
+    let issue_doc = reader.issue_doc(&read).await?;
+    let mut plan = phase_plan(
+        shared,
+        lease,
+        access,
+        state,
+        launch,
+        &issue_url,
+        (issue_doc, &mut reader),
+    )
+    .await?;
     if let Some(correction) = &launch.correction_of {
         add_correction_section(&mut plan.values, correction);
     }
@@ -202,7 +215,7 @@ struct LaunchTarget<'a> {
 async fn run_planned(
     target: &LaunchTarget<'_>,
     (runtime, remote): (&AgentRuntime, &GitRemote),
-    plan: PhasePlan,
+    mut plan: PhasePlan,
     issue_url: String,
 ) -> Result<Event, DriverError> {
     let LaunchTarget {
@@ -212,12 +225,48 @@ async fn run_planned(
         state,
         launch,
     } = *target;
+    // The repository's agent instructions come from the base commit the
+    // run fetched, never from a tree an agent wrote.
+    plan.fetch.extend(state.base_sha.clone());
     let mirror = mirror(runtime, access, remote, &plan.fetch).await?;
+    if let Some(base) = &state.base_sha {
+        plan.context.project_conventions = conventions_doc(&mirror, base).await?;
+    }
     let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
     let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
         .await
         .map_err(workspace)?;
-    worktree.reset_to(&plan.start).await.map_err(workspace)?;
+    // Work is kept across relaunches; only a tree the phase cannot use is
+    // reset, and the prompt says which (see `workspace::continuation`).
+    let mode = match plan.phase {
+        AgentPhase::Implement | AgentPhase::Fix => WorkMode::Continue,
+        AgentPhase::Review | AgentPhase::UpdateEpic => WorkMode::ReadOnly,
+    };
+    let mut prepared = worktree
+        .prepare(&plan.start, mode)
+        .await
+        .map_err(workspace)?;
+    if let Some(reason) = protected_work(shared, &mirror, &plan.start, &prepared.head).await? {
+        prepared = worktree
+            .reset_for(&plan.start, &reason)
+            .await
+            .map_err(workspace)?;
+    }
+    let kept = worktree.kept_candidate().await.map_err(workspace)?;
+    let kept_name = kept_ref(state.issue);
+    let carried = carried_sections(
+        shared,
+        lease.run_id,
+        (runtime, state),
+        (plan.phase, after_validation_failure(&launch.inputs)),
+        (
+            &prepared,
+            &plan.start,
+            kept.as_ref().map(|k| (k, kept_name.as_str())),
+        ),
+    )
+    .await?;
+    append_section(&mut plan.values, &carried);
     let boundary = BTreeMap::from([
         ("REPOSITORY", Value::trusted(access.repo.to_string())),
         ("ISSUE_URL", Value::trusted(issue_url)),
@@ -246,6 +295,14 @@ async fn run_planned(
     })
     .await
     .map_err(|e| DriverError::Agent(e.to_string()))?;
+    match mode {
+        WorkMode::Continue => worktree.keep_candidate().await.map(|_| ()),
+        WorkMode::ReadOnly => worktree
+            .restore_after_read_only(&plan.start)
+            .await
+            .map(|_| ()),
+    }
+    .map_err(workspace)?;
     for (attempt, record) in report.launches.iter().enumerate() {
         let attempt = u32::try_from(attempt).unwrap_or(u32::MAX);
         record_finished_launch(
@@ -277,7 +334,7 @@ async fn phase_plan(
     state: &RunState,
     launch: &LaunchRequest,
     issue_url: &str,
-    issue_doc: ContextDoc,
+    (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
 ) -> Result<PhasePlan, DriverError> {
     Ok(match &launch.inputs {
         LaunchInputs::Implement {
@@ -286,14 +343,23 @@ async fn phase_plan(
             start_sha,
             validation_failure,
             ..
-        } => implement_plan(
-            access,
-            state,
-            issue_url,
-            (branch, base_sha, start_sha),
-            validation_failure.as_deref(),
-            issue_doc,
-        )?,
+        } => {
+            let inputs = ImplementInputs {
+                branch,
+                base: base_sha,
+                start: start_sha,
+                validation_failure: validation_failure.as_deref(),
+            };
+            implement_plan(
+                shared,
+                access,
+                state,
+                issue_url,
+                inputs,
+                (issue_doc, reader),
+            )
+            .await?
+        }
         LaunchInputs::Review {
             binding,
             previous_comment_url,
@@ -313,7 +379,7 @@ async fn phase_plan(
                 launch,
                 inputs,
                 issue_url,
-                issue_doc,
+                (issue_doc, reader),
             )
             .await?
         }
@@ -336,7 +402,7 @@ async fn phase_plan(
                 state,
                 launch,
                 inputs,
-                issue_doc,
+                (issue_doc, reader),
             )
             .await?
         }
@@ -365,65 +431,6 @@ async fn phase_plan(
             plan.context.issue = Some(issue_doc);
             plan
         }
-    })
-}
-
-fn implement_plan(
-    access: &RepositoryAccess,
-    state: &RunState,
-    issue_url: &str,
-    (branch, base, start): (&str, &CommitSha, &CommitSha),
-    validation_failure: Option<&str>,
-    issue_doc: ContextDoc,
-) -> Result<PhasePlan, DriverError> {
-    let (base, start) = (base.clone(), start.clone());
-    let start_description = if start == base {
-        "the default branch head"
-    } else {
-        "the head of the pull request"
-    };
-    let values = BTreeMap::from([
-        ("ISSUE_NUMBER", Value::trusted(state.issue.to_string())),
-        ("ISSUE_URL", Value::trusted(issue_url)),
-        ("EPIC_URL", Value::trusted(String::new())),
-        ("REPOSITORY", Value::trusted(access.repo.to_string())),
-        ("DEFAULT_BRANCH", Value::trusted(state.base_branch.clone())),
-        ("BASE_SHA", Value::trusted(base.to_string())),
-        ("START_SHA", Value::trusted(start.to_string())),
-        ("START_DESCRIPTION", Value::trusted(start_description)),
-        ("BRANCH", Value::trusted(branch)),
-        (
-            "ADDITIONAL_SECTIONS",
-            Value::trusted(implement_failure_section(validation_failure)),
-        ),
-    ]);
-    Ok(PhasePlan {
-        phase: AgentPhase::Implement,
-        fetch: vec![base.clone(), start.clone()],
-        start,
-        values,
-        expectations: Expectations::Implement {
-            run_issue: run_issue(access, state),
-            base_sha: base,
-        },
-        context: ContextFiles {
-            issue: Some(issue_doc),
-            ..ContextFiles::default()
-        },
-        rerequest: None,
-    })
-}
-
-/// What an IMPLEMENT relaunch after a failed validation is told: without
-/// it the agent would hand back the same commit, which the controller
-/// never validates twice, and simply use up the bound.
-fn implement_failure_section(validation_failure: Option<&str>) -> String {
-    validation_failure.map_or_else(String::new, |summary| {
-        format!(
-            "## The previous attempt failed validation\n\n\
-             Your last commit was not pushed: {summary}. The controller never \
-             validates one commit twice; add a commit that repairs it."
-        )
     })
 }
 
@@ -528,7 +535,8 @@ pub(super) async fn validate(
 
 #[cfg(test)]
 mod tests {
-    use super::{BTreeMap, Correction, Value, add_correction_section, implement_failure_section};
+    use super::super::launch_implement::implement_failure_section;
+    use super::{BTreeMap, Correction, Value, add_correction_section};
 
     #[test]
     fn a_correction_relaunch_is_told_why_its_last_answer_was_refused() {

@@ -15,9 +15,10 @@ use autoforge_journal::{Effect, IssueNumber, PullNumber};
 use super::agent_step::PhasePlan;
 use super::epic_scope::epic_children;
 use super::error::DriverError;
+use super::launch_context::epic_context;
 use super::run_task::reads::default_branch_head;
 use super::{RepositoryAccess, Shared};
-use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::context::ContextFiles;
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, rerequest_values};
 use crate::agents::result::{ReRequest, UpdateEpicObservations};
@@ -133,10 +134,7 @@ pub(super) async fn epic_plan(
     let asks_roadmap = rerequest.is_none_or(|(_, asked)| asked.roadmap);
     let (_, head) = default_branch_head(api, repo).await?;
     let start = head;
-    let issues_list: Vec<String> = children
-        .iter()
-        .map(|c| format!("#{} [{}] {}", c.number, c.state, c.title))
-        .collect();
+    let epic_docs = epic_context(&epic, &children);
     Ok(PhasePlan {
         phase: AgentPhase::UpdateEpic,
         fetch: vec![start.clone()],
@@ -149,17 +147,8 @@ pub(super) async fn epic_plan(
             merges_pending: pending && asks_roadmap,
         }),
         context: ContextFiles {
-            epic: Some(ContextDoc {
-                facts: vec![
-                    ("number".to_owned(), inputs.epic.to_string()),
-                    ("title".to_owned(), epic.title.clone()),
-                ],
-                body: epic_body,
-            }),
-            epic_issues: Some(ContextDoc {
-                facts: vec![("issues".to_owned(), children.len().to_string())],
-                body: issues_list.join("\n"),
-            }),
+            epic: Some(epic_docs.epic),
+            epic_issues: Some(epic_docs.issues),
             ..ContextFiles::default()
         },
         rerequest: rerequest.map(|(_, asked)| asked),

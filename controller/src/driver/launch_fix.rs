@@ -11,6 +11,7 @@ use autoforge_journal::{Effect, RunId};
 use super::agent_step::PhasePlan;
 use super::clean_review::find_review_comment;
 use super::error::DriverError;
+use super::launch_context::ContextReader;
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
@@ -35,7 +36,7 @@ pub(super) async fn fix_plan(
     state: &RunState,
     launch: &LaunchRequest,
     inputs: FixInputs<'_>,
-    issue_doc: ContextDoc,
+    (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
 ) -> Result<PhasePlan, DriverError> {
     let base = access.html_base.trim_end_matches('/');
     let issue_url = format!("{base}/{}/issues/{}", access.repo, state.issue);
@@ -56,8 +57,8 @@ pub(super) async fn fix_plan(
         .map_or_else(String::new, |summary| {
             format!(
                 "## The previous attempt failed validation\n\n\
-             Your last commit was not pushed: {summary}. Start again from the \
-             reviewed HEAD or repair the commits you made."
+             Your last commit was not pushed: {summary}. Its commits are still in \
+             this worktree; add a commit on top of them that repairs it."
             )
         });
     let values = BTreeMap::from([
@@ -77,14 +78,25 @@ pub(super) async fn fix_plan(
         ("FOLLOW_UP_ISSUES", follow_up_issues_value(&follow_ups)),
         ("ADDITIONAL_SECTIONS", Value::trusted(additional)),
     ]);
-    let review_comment = find_review_comment(&effects, inputs.binding).map(|record| ContextDoc {
-        facts: vec![("comment_id".to_owned(), record.comment_id.to_string())],
-        body: record.body,
+    let review_comment = find_review_comment(&effects, inputs.binding).map(|record| {
+        ContextDoc::new(
+            vec![("comment_id".to_owned(), record.comment_id.to_string())],
+            record.body,
+        )
     });
-    let follow_up_doc = (!follow_ups.is_empty()).then(|| ContextDoc {
-        facts: follow_ups.clone(),
-        body: String::new(),
-    });
+    let binding = inputs.binding;
+    let context = ContextFiles {
+        issue: Some(issue_doc),
+        pull_request: Some(
+            reader
+                .pull_request_doc(binding.pr, &binding.head_sha)
+                .await?,
+        ),
+        checks: Some(reader.checks_doc(&binding.head_sha).await?),
+        previous_review_comment: review_comment,
+        follow_up_issues: reader.follow_ups_doc(&follow_ups).await?,
+        ..ContextFiles::default()
+    };
     let start = inputs.binding.head_sha.clone();
     Ok(PhasePlan {
         phase: AgentPhase::Fix,
@@ -98,20 +110,7 @@ pub(super) async fn fix_plan(
             open_finding_ids: open_ids,
             handed_over_follow_ups: handed_over,
         },
-        context: ContextFiles {
-            issue: Some(issue_doc),
-            pull_request: Some(ContextDoc {
-                facts: vec![
-                    ("number".to_owned(), inputs.binding.pr.to_string()),
-                    ("head_sha".to_owned(), inputs.binding.head_sha.to_string()),
-                    ("base_ref".to_owned(), inputs.binding.base_ref.clone()),
-                ],
-                body: String::new(),
-            }),
-            previous_review_comment: review_comment,
-            follow_up_issues: follow_up_doc,
-            ..ContextFiles::default()
-        },
+        context,
         rerequest: None,
     })
 }

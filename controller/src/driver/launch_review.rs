@@ -11,7 +11,9 @@ use autoforge_journal::RunId;
 
 use super::agent_step::PhasePlan;
 use super::error::DriverError;
+use super::launch_context::ContextReader;
 use super::launch_fix::recorded_follow_ups;
+use super::launch_sections::validation_evidence;
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
 use crate::agents::pipeline::Expectations;
@@ -35,19 +37,23 @@ pub(super) async fn review_plan(
     launch: &LaunchRequest,
     inputs: ReviewInputs<'_>,
     issue_url: &str,
-    issue_doc: ContextDoc,
+    (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
 ) -> Result<PhasePlan, DriverError> {
     let binding = inputs.binding;
-    let failed = shared
+    let records = shared
         .journal
         .list_validations(run, Some(binding.head_sha.as_str()))
         .await?;
-    let evidence = failed
-        .iter()
-        .map(|v| format!("{}: `{}` {}", v.command_index + 1, v.command, v.outcome))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let failed_validation_index = failed
+    let runtime = shared.agents.as_ref().ok_or(DriverError::Unsupported(
+        "agent launches are not configured",
+    ))?;
+    let evidence = validation_evidence(
+        &runtime.prompts,
+        &runtime.redactor,
+        &binding.head_sha,
+        &records,
+    )?;
+    let failed_validation_index = records
         .iter()
         .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
         .and_then(|v| usize::try_from(v.command_index).ok());
@@ -67,6 +73,18 @@ pub(super) async fn review_plan(
         access.repo
     );
     let follow_ups = recorded_follow_ups(&effects, &pr_url, &issues_base);
+    let context = ContextFiles {
+        issue: Some(issue_doc),
+        pull_request: Some(
+            reader
+                .pull_request_doc(binding.pr, &binding.head_sha)
+                .await?,
+        ),
+        checks: Some(reader.checks_doc(&binding.head_sha).await?),
+        previous_review_comment: previous_comment_doc(access, inputs.previous_comment_url).await?,
+        follow_up_issues: reader.follow_ups_doc(&follow_ups).await?,
+        ..ContextFiles::default()
+    };
     let values = BTreeMap::from([
         ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
         ("PR_URL", Value::trusted(pr_url.clone())),
@@ -114,20 +132,43 @@ pub(super) async fn review_plan(
             reviewed_head_sha: binding.head_sha.clone(),
             failed_validation_index,
         }),
-        context: ContextFiles {
-            issue: Some(issue_doc),
-            pull_request: Some(ContextDoc {
-                facts: vec![
-                    ("number".to_owned(), binding.pr.to_string()),
-                    ("head_sha".to_owned(), binding.head_sha.to_string()),
-                    ("base_ref".to_owned(), binding.base_ref.clone()),
-                ],
-                body: String::new(),
-            }),
-            ..ContextFiles::default()
-        },
+        context,
         rerequest: None,
     })
+}
+
+/// `previous-review-comment.md`: the text of the previous round's comment,
+/// which the reviewer cannot open itself (it holds no credential). Read
+/// by the id in its URL, as it stands on GitHub now.
+async fn previous_comment_doc(
+    access: &RepositoryAccess,
+    url: Option<&str>,
+) -> Result<Option<ContextDoc>, DriverError> {
+    let Some((url, id)) = url.and_then(|url| Some((url, comment_id_of(url)?))) else {
+        return Ok(None);
+    };
+    let comment = match access.api.issue_comment(&access.repo, id).await {
+        Ok(comment) => comment,
+        Err(e) if e.is_not_found() => {
+            return Ok(Some(ContextDoc::new(
+                vec![("url".to_owned(), url.to_owned())],
+                "(the comment no longer exists on GitHub)",
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Some(ContextDoc::new(
+        vec![
+            ("url".to_owned(), url.to_owned()),
+            ("updated_at".to_owned(), comment.updated_at),
+        ],
+        comment.body,
+    )))
+}
+
+/// The comment id of an `…#issuecomment-<id>` URL.
+fn comment_id_of(url: &str) -> Option<u64> {
+    url.rsplit_once("#issuecomment-")?.1.parse().ok()
 }
 
 /// Earlier rounds' data as JSON for the prompt; empty when there is none.

@@ -99,6 +99,10 @@ pub struct IssueComment {
     pub updated_at: String,
     #[serde(default)]
     pub performed_via_github_app: Option<AppRef>,
+    /// `OWNER`, `MEMBER`, `COLLABORATOR`, `CONTRIBUTOR`, `NONE`, …: shown
+    /// to agents next to the author, never used for a decision.
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 /// One entry of `/issues/{n}/events` (labeled, unlabeled, closed, …).
@@ -209,6 +213,10 @@ pub struct CheckRunOutput {
 pub struct CommitStatus {
     pub context: String,
     pub state: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub target_url: Option<String>,
 }
 
 /// `commits/{ref}/status`: the combined legacy status.
@@ -283,6 +291,13 @@ pub struct PullRequestReview {
     /// The head the review was given at.
     #[serde(default)]
     pub commit_id: Option<String>,
+    /// The review's summary text; empty or `null` for a bare verdict.
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub submitted_at: Option<String>,
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 /// One rule that applies to a branch (`rules/branches/{branch}`), from any

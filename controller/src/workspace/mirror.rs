@@ -173,6 +173,41 @@ impl Mirror {
         Ok(())
     }
 
+    /// The text of the regular file `name` at the root of `sha`'s tree, cut
+    /// to `max_bytes`; `None` when there is no such file.
+    pub async fn file_at(
+        &self,
+        sha: &CommitSha,
+        name: &str,
+        max_bytes: usize,
+    ) -> Result<Option<String>, WorkspaceError> {
+        let listing = self
+            .run(&[
+                OsStr::new("ls-tree"),
+                OsStr::new("-z"),
+                sha.as_ref(),
+                OsStr::new("--"),
+                OsStr::new(name),
+            ])
+            .await?;
+        // `<mode> blob <oid>\t<name>`: only a regular file counts, never a
+        // symlink whose target the agent's tree could choose.
+        let entry = String::from_utf8_lossy(&listing);
+        if !(entry.starts_with("100644 blob ") || entry.starts_with("100755 blob ")) {
+            return Ok(None);
+        }
+        let object = format!("{sha}:{name}");
+        let mut bytes = self
+            .run(&[
+                OsStr::new("cat-file"),
+                OsStr::new("blob"),
+                OsStr::new(&object),
+            ])
+            .await?;
+        bytes.truncate(max_bytes);
+        Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
     /// Whether `ancestor` is `descendant` or one of its ancestors. A missing
     /// object is an error, never a "no".
     pub async fn is_ancestor(

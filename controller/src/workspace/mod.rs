@@ -10,11 +10,14 @@
 //! <state_dir>/git-home/                         empty HOME for every git process
 //! ```
 //!
-//! The mirror has no remote and no refs of its own: fetches name the URL and
-//! exact SHAs, so objects arrive and nothing else changes. Worktrees keep
-//! the fetched commits reachable. Every directory here is created private
+//! The mirror has no remote and no branches: fetches name the URL and exact
+//! SHAs, so objects arrive and nothing else changes. Worktrees keep the
+//! fetched commits reachable, and `refs/autoforge/kept/<issue>` keeps an
+//! agent's last candidate reachable across a worktree reset (it is never
+//! pushed: pushes name a SHA and one remote branch). Every directory here is created private
 //! to the controller's user (0700), whatever the umask.
 
+mod continuation;
 mod git;
 mod mirror;
 mod pin;
@@ -22,6 +25,7 @@ mod worktree;
 
 use std::path::{Path, PathBuf};
 
+pub use continuation::{MAX_STATUS_ENTRIES, Prepared, WorkMode, kept_ref};
 pub use git::{Git, GitError};
 pub use mirror::{CommitMessage, Mirror};
 pub use worktree::{Worktree, WorktreeFingerprint};

@@ -90,6 +90,10 @@ impl Worktree {
         self.issue
     }
 
+    pub(super) fn mirror(&self) -> &Mirror {
+        &self.mirror
+    }
+
     /// Whether `path` is a working worktree of this mirror.
     async fn is_registered(&self) -> Result<bool, WorkspaceError> {
         if !self.path.join(".git").is_file() {
@@ -105,7 +109,7 @@ impl Worktree {
         Ok(same_path(&common, self.mirror.path()))
     }
 
-    async fn run(&self, args: &[&OsStr]) -> Result<Vec<u8>, WorkspaceError> {
+    pub(super) async fn run(&self, args: &[&OsStr]) -> Result<Vec<u8>, WorkspaceError> {
         Ok(self.mirror.git().run(&self.path, args, None).await?)
     }
 

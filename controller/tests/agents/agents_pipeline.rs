@@ -196,6 +196,7 @@ impl<'a> Run<'a> {
             issue: Some(ContextDoc {
                 facts: vec![("number".into(), "7".into())],
                 body: "Please add the feature.".into(),
+                ..ContextDoc::default()
             }),
             ..ContextFiles::default()
         };

@@ -13,4 +13,5 @@ mod result_parser;
 mod supervisor_launch;
 mod validation_export;
 mod validation_journal;
+mod workspace_continuation;
 mod workspace_git;

@@ -6,6 +6,7 @@ mod common;
 
 mod scenario_check_run;
 mod scenario_commands;
+mod scenario_context;
 mod scenario_epic;
 mod scenario_epic_scope;
 mod scenario_happy;
@@ -14,6 +15,7 @@ mod scenario_merge;
 mod scenario_merge_rules;
 mod scenario_own_pr;
 mod scenario_protected;
+mod scenario_relaunch;
 mod scenario_review;
 mod scenario_trust;
 mod scenario_validation;

@@ -180,9 +180,10 @@ impl TemplateId {
             ],
             Self::ValidationFailure => &[
                 "FAILED_CANDIDATE",
-                "FAILED_RECORD",
+                "FAILED_RECORDS",
                 "FAILURE_COUNT",
                 "MAX_FAILURE_COUNT",
+                "ATTEMPT",
                 "FAILED_OUTPUT",
             ],
             Self::WorktreeState => &[

@@ -34,6 +34,23 @@ impl Running {
         self.world.add_check(sha, name, conclusion);
     }
 
+    /// An external service reports a commit status on `sha`, linking to
+    /// `target_url`.
+    pub fn add_status(&self, sha: &str, context: &str, state: &str, target_url: &str) {
+        self.world
+            .hub
+            .add_status(&fakehub::control::StatusSpec {
+                owner: OWNER.into(),
+                repo: REPO.into(),
+                sha: sha.into(),
+                context: context.into(),
+                state: state.into(),
+                description: Some(format!("{context} reported {state}")),
+                target_url: Some(target_url.into()),
+            })
+            .expect("fakehub records the status");
+    }
+
     /// How many ref updates git pushes made on GitHub, on any branch
     /// (fakehub's record of pushes; its request log covers the REST API only).
     pub fn git_pushes(&self) -> usize {

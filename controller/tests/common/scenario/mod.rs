@@ -364,6 +364,14 @@ impl Running {
         std::fs::read_to_string(path).expect("a recorded prompt")
     }
 
+    /// The file `name` of the read-context folder launch `n` of `role` saw
+    /// (copied by `recorded.sh` before the agent ran).
+    pub fn context_file(&self, role: impl AsRole, n: u32, name: &str) -> String {
+        let path = self.evidence(role.role(), n, "context").join(name);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("no context file {}: {e}", path.display()))
+    }
+
     /// How many times `role` was launched.
     pub fn launches(&self, role: impl AsRole) -> u32 {
         let role = role.role().role_name();

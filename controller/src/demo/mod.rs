@@ -302,23 +302,7 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
     // reason would be lost in the demo's "stopped during start-up".
     crate::sandbox::startup_check(config.settings.agents.sandbox).await?;
     let timeline = timeline::Timeline::new(started);
-    timeline.say(&format!(
-        "fakehub at {}, repository {}, EPIC #{} with issues {}",
-        hub.base_url(),
-        world.full_name,
-        world.epic,
-        world
-            .children
-            .iter()
-            .map(|n| format!("#{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    timeline.say(&format!(
-        "state in {} (config {})",
-        state.path().display(),
-        config_file.display()
-    ));
+    announce(&timeline, &hub, &world, state.path(), &config_file);
     let database =
         OpenDatabase::open(&config.database, config.settings.database.max_connections).await?;
     let demo = Demo {
@@ -346,6 +330,29 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
     }
     state.finish(options.keep);
     outcome
+}
+
+/// The timeline's first lines: where the world is and where its state went.
+fn announce(
+    timeline: &timeline::Timeline,
+    hub: &fakehub::Handle,
+    world: &world::DemoWorld,
+    state: &Path,
+    config_file: &Path,
+) {
+    let issues: Vec<String> = world.children.iter().map(|n| format!("#{n}")).collect();
+    timeline.say(&format!(
+        "fakehub at {}, repository {}, EPIC #{} with issues {}",
+        hub.base_url(),
+        world.full_name,
+        world.epic,
+        issues.join(", ")
+    ));
+    timeline.say(&format!(
+        "state in {} (config {})",
+        state.display(),
+        config_file.display()
+    ));
 }
 
 /// What one demo works with once everything is set up.

@@ -95,26 +95,13 @@ pub struct DemoWorld {
     pub children: Vec<u64>,
 }
 
-/// Creates the operator, repository, App, installation and issues.
-/// `webhook_url` is where the controller will listen.
-pub async fn seed(
+/// The demo's GitHub App, granted exactly what the shipped manifest asks
+/// for and installed on the demo repository.
+async fn install_app(
     hub: &fakehub::Handle,
     webhook_url: &str,
     webhook_secret: &SecretString,
-) -> anyhow::Result<DemoWorld> {
-    let operator = hub
-        .create_user(OPERATOR, fakehub::world::UserKind::User)
-        .map_err(|error| anyhow!("cannot create the operator: {error}"))?;
-    hub.create_repo(&fakehub::RepoSpec {
-        owner: OPERATOR.into(),
-        name: REPOSITORY.into(),
-        default_branch: "main".into(),
-        private: true,
-        files: project_files(),
-        required_checks: vec![],
-    })
-    .await
-    .map_err(|error| anyhow!("cannot create the repository: {error}"))?;
+) -> anyhow::Result<fakehub::CreatedApp> {
     let app = hub
         .create_app(&fakehub::NewApp {
             slug: APP_SLUG.into(),
@@ -144,6 +131,30 @@ pub async fn seed(
         },
     )
     .map_err(|error| anyhow!("cannot install the GitHub App: {error}"))?;
+    Ok(app)
+}
+
+/// Creates the operator, repository, App, installation and issues.
+/// `webhook_url` is where the controller will listen.
+pub async fn seed(
+    hub: &fakehub::Handle,
+    webhook_url: &str,
+    webhook_secret: &SecretString,
+) -> anyhow::Result<DemoWorld> {
+    let operator = hub
+        .create_user(OPERATOR, fakehub::world::UserKind::User)
+        .map_err(|error| anyhow!("cannot create the operator: {error}"))?;
+    hub.create_repo(&fakehub::RepoSpec {
+        owner: OPERATOR.into(),
+        name: REPOSITORY.into(),
+        default_branch: "main".into(),
+        private: true,
+        files: project_files(),
+        required_checks: vec![],
+    })
+    .await
+    .map_err(|error| anyhow!("cannot create the repository: {error}"))?;
+    let app = install_app(hub, webhook_url, webhook_secret).await?;
 
     let people = Rest::new(hub.base_url(), operator.token.clone());
     let full_name = format!("{OPERATOR}/{REPOSITORY}");

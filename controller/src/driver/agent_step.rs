@@ -210,6 +210,59 @@ struct LaunchTarget<'a> {
     launch: &'a LaunchRequest,
 }
 
+/// The run's worktree made ready for the plan's phase: work is kept across
+/// relaunches and only a tree the phase cannot use is reset (see
+/// `workspace::continuation`); what earlier attempts left is added to the
+/// prompt's values.
+async fn prepare_worktree(
+    target: &LaunchTarget<'_>,
+    runtime: &AgentRuntime,
+    mirror: &Mirror,
+    plan: &mut PhasePlan,
+) -> Result<(Worktree, WorkMode), DriverError> {
+    let LaunchTarget {
+        shared,
+        lease,
+        state,
+        launch,
+        ..
+    } = *target;
+    let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
+    let worktree = Worktree::ensure(mirror, state.issue, &plan.start)
+        .await
+        .map_err(workspace)?;
+    let mode = match plan.phase {
+        AgentPhase::Implement | AgentPhase::Fix => WorkMode::Continue,
+        AgentPhase::Review | AgentPhase::UpdateEpic => WorkMode::ReadOnly,
+    };
+    let mut prepared = worktree
+        .prepare(&plan.start, mode)
+        .await
+        .map_err(workspace)?;
+    if let Some(reason) = protected_work(shared, mirror, &plan.start, &prepared.head).await? {
+        prepared = worktree
+            .reset_for(&plan.start, &reason)
+            .await
+            .map_err(workspace)?;
+    }
+    let kept = worktree.kept_candidate().await.map_err(workspace)?;
+    let kept_name = kept_ref(state.issue);
+    let carried = carried_sections(
+        shared,
+        lease.run_id,
+        (runtime, state),
+        (plan.phase, after_validation_failure(&launch.inputs)),
+        (
+            &prepared,
+            &plan.start,
+            kept.as_ref().map(|k| (k, kept_name.as_str())),
+        ),
+    )
+    .await?;
+    append_section(&mut plan.values, &carried);
+    Ok((worktree, mode))
+}
+
 /// Prepares the worktree at the plan's start, runs the phase's agent (its
 /// corrections included) and records every launch it took.
 async fn run_planned(
@@ -233,40 +286,7 @@ async fn run_planned(
         plan.context.project_conventions = conventions_doc(&mirror, base).await?;
     }
     let workspace = |e: crate::workspace::WorkspaceError| DriverError::Workspace(e.to_string());
-    let worktree = Worktree::ensure(&mirror, state.issue, &plan.start)
-        .await
-        .map_err(workspace)?;
-    // Work is kept across relaunches; only a tree the phase cannot use is
-    // reset, and the prompt says which (see `workspace::continuation`).
-    let mode = match plan.phase {
-        AgentPhase::Implement | AgentPhase::Fix => WorkMode::Continue,
-        AgentPhase::Review | AgentPhase::UpdateEpic => WorkMode::ReadOnly,
-    };
-    let mut prepared = worktree
-        .prepare(&plan.start, mode)
-        .await
-        .map_err(workspace)?;
-    if let Some(reason) = protected_work(shared, &mirror, &plan.start, &prepared.head).await? {
-        prepared = worktree
-            .reset_for(&plan.start, &reason)
-            .await
-            .map_err(workspace)?;
-    }
-    let kept = worktree.kept_candidate().await.map_err(workspace)?;
-    let kept_name = kept_ref(state.issue);
-    let carried = carried_sections(
-        shared,
-        lease.run_id,
-        (runtime, state),
-        (plan.phase, after_validation_failure(&launch.inputs)),
-        (
-            &prepared,
-            &plan.start,
-            kept.as_ref().map(|k| (k, kept_name.as_str())),
-        ),
-    )
-    .await?;
-    append_section(&mut plan.values, &carried);
+    let (worktree, mode) = prepare_worktree(target, runtime, &mirror, &mut plan).await?;
     let boundary = BTreeMap::from([
         ("REPOSITORY", Value::trusted(access.repo.to_string())),
         ("ISSUE_URL", Value::trusted(issue_url)),

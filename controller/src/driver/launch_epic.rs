@@ -56,15 +56,7 @@ pub(super) async fn epic_plan(
     let epic = api.issue(repo, inputs.epic).await?;
     let epic_body = epic.body.clone().unwrap_or_default();
     let children = epic_children(api, repo, &epic, &shared.config.epic_label).await?;
-    let current_section = match scan_roadmap(&epic_body) {
-        RoadmapMarkers::Section { inner, .. } => epic_body[inner].trim_matches('\n').to_owned(),
-        RoadmapMarkers::Absent | RoadmapMarkers::Malformed(_) => String::new(),
-    };
-    let section_value = if current_section.is_empty() {
-        Value::trusted("(none)")
-    } else {
-        Value::untrusted(current_section)
-    };
+    let section_value = roadmap_section_value(&epic_body);
     let yes_no = |flag: bool| Value::trusted(if flag { "yes" } else { "no" });
     let pending = inputs.merges_since_roadmap > 0;
     // A re-request asks for the roadmap whenever the machine could still
@@ -104,27 +96,7 @@ pub(super) async fn epic_plan(
             values.insert("RE_REQUEST_REASON", Value::trusted(reason));
             values.extend(rerequest_values(asked));
         }
-        None => {
-            let counted = usize::try_from(inputs.merges_since_roadmap).unwrap_or(usize::MAX);
-            let since = &inputs.merged_prs[inputs.merged_prs.len().saturating_sub(counted)..];
-            let listed: Vec<String> = since.iter().map(|n| format!("- {}", pr_url(*n))).collect();
-            values.insert(
-                "MERGED_SINCE_EPIC_UPDATE",
-                Value::trusted(inputs.merges_since_roadmap.to_string()),
-            );
-            values.insert(
-                "MERGED_PRS_SINCE_EPIC_UPDATE",
-                Value::trusted(if listed.is_empty() {
-                    "(none)".to_owned()
-                } else {
-                    listed.join("\n")
-                }),
-            );
-            values.insert(
-                "EPIC_UPDATE_EVERY",
-                Value::trusted(inputs.update_every.to_string()),
-            );
-        }
+        None => values.extend(merges_values(&inputs, pr_url)),
     }
     let issue_ref = |number| IssueRef {
         owner: repo.owner().to_owned(),
@@ -153,6 +125,49 @@ pub(super) async fn epic_plan(
         },
         rerequest: rerequest.map(|(_, asked)| asked),
     })
+}
+
+/// The EPIC's managed roadmap section as it stands, untrusted, or `(none)`.
+fn roadmap_section_value(epic_body: &str) -> Value {
+    let current = match scan_roadmap(epic_body) {
+        RoadmapMarkers::Section { inner, .. } => epic_body[inner].trim_matches('\n'),
+        RoadmapMarkers::Absent | RoadmapMarkers::Malformed(_) => "",
+    };
+    if current.is_empty() {
+        Value::trusted("(none)")
+    } else {
+        Value::untrusted(current.to_owned())
+    }
+}
+
+/// The merges an update reports: how many since the roadmap was last
+/// written, their PRs (the newest that many of the run's merges) and the
+/// configured cadence.
+fn merges_values(
+    inputs: &EpicInputs<'_>,
+    pr_url: impl Fn(PullNumber) -> String,
+) -> [(&'static str, Value); 3] {
+    let counted = usize::try_from(inputs.merges_since_roadmap).unwrap_or(usize::MAX);
+    let since = &inputs.merged_prs[inputs.merged_prs.len().saturating_sub(counted)..];
+    let listed: Vec<String> = since.iter().map(|n| format!("- {}", pr_url(*n))).collect();
+    [
+        (
+            "MERGED_SINCE_EPIC_UPDATE",
+            Value::trusted(inputs.merges_since_roadmap.to_string()),
+        ),
+        (
+            "MERGED_PRS_SINCE_EPIC_UPDATE",
+            Value::trusted(if listed.is_empty() {
+                "(none)".to_owned()
+            } else {
+                listed.join("\n")
+            }),
+        ),
+        (
+            "EPIC_UPDATE_EVERY",
+            Value::trusted(inputs.update_every.to_string()),
+        ),
+    ]
 }
 
 /// The URL of the progress comment this run posted on `epic` last.

@@ -28,6 +28,15 @@ pub(super) struct FixInputs<'a> {
     pub validation_failure: Option<&'a str>,
 }
 
+/// The prompt section of a relaunch whose last candidate failed validation.
+fn failed_validation_section(summary: impl std::fmt::Display) -> String {
+    format!(
+        "## The previous attempt failed validation\n\n\
+         Your last commit was not pushed: {summary}. Its commits are still in \
+         this worktree; add a commit on top of them that repairs it."
+    )
+}
+
 /// The plan of a FIX launch of `launch` for `state`'s issue.
 pub(super) async fn fix_plan(
     shared: &Shared,
@@ -54,13 +63,7 @@ pub(super) async fn fix_plan(
         .collect();
     let additional = inputs
         .validation_failure
-        .map_or_else(String::new, |summary| {
-            format!(
-                "## The previous attempt failed validation\n\n\
-             Your last commit was not pushed: {summary}. Its commits are still in \
-             this worktree; add a commit on top of them that repairs it."
-            )
-        });
+        .map_or_else(String::new, failed_validation_section);
     let values = BTreeMap::from([
         ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
         ("PR_URL", Value::trusted(pr_url.clone())),

@@ -29,17 +29,13 @@ pub(super) struct ReviewInputs<'a> {
     pub last_resolutions: &'a [Resolution],
 }
 
-/// The plan of a REVIEW launch of `launch`.
-pub(super) async fn review_plan(
+/// The rendered validation evidence of the bound HEAD, and the index of its
+/// first command that did not pass (the reviewer must report it).
+async fn bound_head_evidence(
     shared: &Shared,
     run: RunId,
-    access: &RepositoryAccess,
-    launch: &LaunchRequest,
-    inputs: ReviewInputs<'_>,
-    issue_url: &str,
-    (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
-) -> Result<PhasePlan, DriverError> {
-    let binding = inputs.binding;
+    binding: &RoundBinding,
+) -> Result<(String, Option<usize>), DriverError> {
     let records = shared
         .journal
         .list_validations(run, Some(binding.head_sha.as_str()))
@@ -53,25 +49,32 @@ pub(super) async fn review_plan(
         &binding.head_sha,
         &records,
     )?;
-    let failed_validation_index = records
+    let failed = records
         .iter()
         .find(|v| v.outcome != autoforge_journal::ValidationOutcome::Pass)
         .and_then(|v| usize::try_from(v.command_index).ok());
+    Ok((evidence, failed))
+}
+
+/// The plan of a REVIEW launch of `launch`.
+pub(super) async fn review_plan(
+    shared: &Shared,
+    run: RunId,
+    access: &RepositoryAccess,
+    launch: &LaunchRequest,
+    inputs: ReviewInputs<'_>,
+    issue_url: &str,
+    (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
+) -> Result<PhasePlan, DriverError> {
+    let binding = inputs.binding;
+    let (evidence, failed_validation_index) = bound_head_evidence(shared, run, binding).await?;
     let start = binding.head_sha.clone();
     // Follow-up issues this run created for the PR: the reviewer must not
     // ask again for what is already deferred.
     let effects = shared.journal.list_effects(run).await?;
-    let pr_url = format!(
-        "{}/{}/pull/{}",
-        access.html_base.trim_end_matches('/'),
-        access.repo,
-        binding.pr
-    );
-    let issues_base = format!(
-        "{}/{}/issues",
-        access.html_base.trim_end_matches('/'),
-        access.repo
-    );
+    let web = access.html_base.trim_end_matches('/');
+    let pr_url = format!("{web}/{}/pull/{}", access.repo, binding.pr);
+    let issues_base = format!("{web}/{}/issues", access.repo);
     let follow_ups = recorded_follow_ups(&effects, &pr_url, &issues_base);
     let context = ContextFiles {
         issue: Some(issue_doc),

@@ -23,6 +23,8 @@ pub mod escaped;
 pub mod process;
 pub mod view;
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -165,11 +167,13 @@ pub enum LaunchError {
     },
 }
 
-/// Runs one agent launch to its end. Failures of the agent (non-zero exit,
-/// timeout, cancellation) are in the record; `Err` means we could not run it.
-pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchError> {
-    let profile = request.profile;
-    let log_dir = &request.log_dir;
+/// Creates the launch's log directory (never inside the worktree), writes
+/// the prompt file if the profile reads one and clears a stale final-message
+/// file; the two paths, where the profile uses them.
+fn prepare_log_dir(
+    request: &LaunchSpec<'_>,
+) -> Result<(Option<PathBuf>, Option<PathBuf>), LaunchError> {
+    let (profile, log_dir) = (request.profile, &request.log_dir);
     let dir_error = |source| LaunchError::LogDir {
         path: log_dir.clone(),
         source,
@@ -184,7 +188,6 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     if inside {
         return Err(LaunchError::LogDirInsideWorktree(log_dir.clone()));
     }
-
     let prompt_file = profile
         .uses_prompt_file()
         .then(|| log_dir.join("prompt.md"));
@@ -201,16 +204,38 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
             _ => {}
         }
     }
-    let argv = profile.argv(prompt_file.as_deref(), output_file.as_deref())?;
-    let dirs = view::LaunchDirs::create(log_dir, output_file.as_deref()).map_err(dir_error)?;
+    Ok((prompt_file, output_file))
+}
+
+/// The agent's environment: the profile's allow-listed variables, and a
+/// private HOME and TMPDIR unless the profile names its own (a CLI's login
+/// state in a directory it binds, say).
+fn launch_environment(
+    profile: &LaunchProfile,
+    dirs: &view::LaunchDirs<'_>,
+) -> Result<BTreeMap<String, OsString>, LaunchError> {
     let mut env = environment::agent_environment(profile)?;
-    // A private HOME and TMPDIR unless the profile names its own (a CLI's
-    // login state in a directory it binds, say).
     for (name, dir) in [("HOME", &dirs.home), ("TMPDIR", &dirs.tmp)] {
         if profile.env_value(name).is_none() {
             env.insert(name.to_owned(), dir.as_os_str().to_owned());
         }
     }
+    Ok(env)
+}
+
+/// Runs one agent launch to its end. Failures of the agent (non-zero exit,
+/// timeout, cancellation) are in the record; `Err` means we could not run it.
+pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchError> {
+    let profile = request.profile;
+    let log_dir = &request.log_dir;
+    let dir_error = |source| LaunchError::LogDir {
+        path: log_dir.clone(),
+        source,
+    };
+    let (prompt_file, output_file) = prepare_log_dir(&request)?;
+    let argv = profile.argv(prompt_file.as_deref(), output_file.as_deref())?;
+    let dirs = view::LaunchDirs::create(log_dir, output_file.as_deref()).map_err(dir_error)?;
+    let env = launch_environment(profile, &dirs)?;
     let (program, args) = argv.split_first().ok_or_else(|| {
         LaunchError::Profile(ProfileError::EmptyCommand {
             profile: profile.name.clone(),
@@ -253,10 +278,7 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     )
     .instrument(span)
     .await
-    .map_err(|source| LaunchError::Spawn {
-        profile: profile.name.clone(),
-        source,
-    })?;
+    .map_err(spawn_error)?;
     let output_bytes = sink.total_bytes();
     let (stdout, stderr, log_error) = sink.finish();
     if let Some(e) = log_error {

@@ -183,6 +183,10 @@ pub fn protect_controller_process() {
 ///
 /// The caller has already set argv, working directory and a cleared,
 /// allow-listed environment.
+///
+/// Long by design: spawning, the supervision loop and the teardown share
+/// the child, its process group, the output channel and the deadlines; in
+/// pieces they would hand all of that back and forth.
 pub async fn run_in_group(
     mut command: Command,
     stdin: Option<Vec<u8>>,

@@ -8,6 +8,7 @@ use autoforge_journal::{IssueNumber, Journal, NewCommandDecision, RunId};
 use serde_json::json;
 
 use super::access::GitHubAccess;
+use super::answering::{answer_to, plan_without_run, trigger_refused_answer};
 use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
 use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
@@ -296,16 +297,26 @@ pub async fn entries_for(
             if commands.is_empty() {
                 return Ok(None);
             }
-            let Some(run_id) = run_of(repository, *issue).await? else {
-                // Nothing to act on and no run to answer under: every
-                // GitHub write is journalled and fenced by a run's lease,
-                // so the command is recorded (once) but not answered.
-                return Ok(Some(plan_without_run(key, *comment_id, actor, commands)?));
-            };
             if journal.observed_change(&key).await?.is_some() {
                 return Ok(Some(ChangeEntries::new(key, "seen")));
             }
+            let run_id = run_of(repository, *issue).await?;
             let decision = access.decide(api, repository, actor).await?;
+            let Some(run_id) = run_id else {
+                // No run to act on: the comment is answered outside any run.
+                let to = answer_to(&key, repository, api, *issue);
+                let label = &access.trigger_label;
+                let change = plan_without_run(
+                    key.clone(),
+                    to,
+                    *comment_id,
+                    actor,
+                    &decision,
+                    label,
+                    commands,
+                )?;
+                return Ok(Some(change));
+            };
             plan_commands(key, run_id, *issue, *comment_id, actor, &decision, commands)?
         }
         Sighting::PrHead {
@@ -398,16 +409,24 @@ async fn plan_trigger(
 ) -> anyhow::Result<ChangeEntries> {
     let decision = access.decide(api, repository, actor).await?;
     let detail = |reason: String| json!({"repository": repository, "issue": issue, "actor": actor.login, "reason": reason});
+    let own = decision.is_the_app_itself();
     let change = match decision {
         OperatorDecision::Refused { reason } => {
-            // The explanatory comment is an effect the driver/effects layer
-            // owns; here the refusal is recorded so it can be answered.
             let reason = reason.to_string();
-            ChangeEntries::new(key, format!("trigger refused: {reason}")).with(Entry::Audit {
-                run_id: None,
-                kind: "trigger_refused".to_owned(),
-                detail: detail(reason),
-            })
+            let refused = ChangeEntries::new(key.clone(), format!("trigger refused: {reason}"))
+                .with(Entry::Audit {
+                    run_id: None,
+                    kind: "trigger_refused".to_owned(),
+                    detail: detail(reason.clone()),
+                });
+            if own {
+                refused
+            } else {
+                // Answered once per labelling: the answer is keyed by it.
+                let to = answer_to(&key, repository, api, issue);
+                let label = &access.trigger_label;
+                refused.with(trigger_refused_answer(to, actor, &reason, label)?)
+            }
         }
         OperatorDecision::Allowed { .. } => {
             let number = IssueNumber::new(issue)?;
@@ -483,32 +502,6 @@ fn plan_removal(
                 signal,
             }),
     )
-}
-
-/// Commands on a thread no active run watches: one refused decision each.
-fn plan_without_run(
-    key: String,
-    comment_id: u64,
-    actor: &Actor,
-    commands: &[Result<Command, CommandParseError>],
-) -> anyhow::Result<ChangeEntries> {
-    let comment = i64::try_from(comment_id)?;
-    let mut change = ChangeEntries::new(key, "commands without a run");
-    for parsed in commands {
-        let command = match parsed {
-            Ok(command) => command.verb().to_owned(),
-            Err(_) => "malformed".to_owned(),
-        };
-        change = change.with(Entry::Decision(NewCommandDecision {
-            run_id: None,
-            comment_id: comment,
-            actor: actor.login.clone(),
-            command,
-            accepted: false,
-            reason: "no active run on this issue or pull request".to_owned(),
-        }));
-    }
-    Ok(change)
 }
 
 fn plan_commands(
@@ -629,24 +622,6 @@ mod tests {
         assert!(
             matches!(signal, RunSignal::CommandRefused { verb, comment_id: 9, on_issue: 4, .. } if verb == "stop"),
             "{signal:?}"
-        );
-    }
-
-    #[test]
-    fn commands_without_a_run_are_recorded_as_refused_and_queue_nothing() {
-        let commands = parse_commands("/autoforge status\n/autoforge frobnicate\n");
-        let change = plan_without_run("k".into(), 9, &alice(), &commands).unwrap();
-        let decisions: Vec<_> = change
-            .entries
-            .iter()
-            .map(|s| match s {
-                Entry::Decision(d) => (d.run_id, d.command.as_str(), d.accepted),
-                other => panic!("only decisions: {other:?}"),
-            })
-            .collect();
-        assert_eq!(
-            decisions,
-            [(None, "status", false), (None, "malformed", false)]
         );
     }
 

@@ -4,7 +4,9 @@
 //! own function from fixed inputs. A change to any of them shows up as a
 //! snapshot diff to review, not as a silent change on every repository.
 
-use autoforge::effects::{check_run_text, notice_text, reply_text, status_text};
+use autoforge::effects::{
+    Answering, answer_text, check_run_text, notice_text, reply_text, status_text,
+};
 use autoforge::machine::{CheckShows, Classification, Finding, ReviewSections};
 use autoforge::machine::{LastValidation, MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use autoforge::publish::bodies::{compose_follow_up_body, compose_progress_comment};
@@ -226,6 +228,27 @@ fn block_notices() {
     })
     .expect("a publishable notice");
     insta::assert_snapshot!(format!("{told}\n\n---\n\n{withheld}"));
+}
+
+#[test]
+fn answers_outside_a_run() {
+    let trigger = answer_text(&Answering::TriggerRefused {
+        actor: "tia".into(),
+        reason: "`tia` has `triage` permission; operators need at least `write`".into(),
+        trigger_label: "autoforge".into(),
+    })
+    .expect("a publishable answer");
+    let no_run = answer_text(&Answering::NoRun {
+        commands: vec!["status".into()],
+        trigger_label: "autoforge".into(),
+    })
+    .expect("a publishable answer");
+    let refused = answer_text(&Answering::CommandsRefused {
+        commands: vec!["stop".into(), "retry".into()],
+        reason: "`tia` has `triage` permission; operators need at least `write`".into(),
+    })
+    .expect("a publishable answer");
+    insta::assert_snapshot!(format!("{trigger}\n\n---\n\n{no_run}\n\n---\n\n{refused}"));
 }
 
 #[test]

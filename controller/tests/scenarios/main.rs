@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod scenario_answers;
 mod scenario_check_run;
 mod scenario_commands;
 mod scenario_epic;

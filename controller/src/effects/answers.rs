@@ -207,14 +207,14 @@ pub async fn send_answer(
     crash_point(
         Point::AfterAttemptedBeforeSend,
         EffectKind::PostComment,
-        &crash_identity(answer),
+        &crash_identity(&answer.dedupe_key),
     );
     let sent = Sent::from_result(writes::create_comment(api, &repo, thread, &answer.body).await);
     #[cfg(feature = "crash-points")]
     crash_point(
         Point::AfterSendBeforeReadBack,
         EffectKind::PostComment,
-        &crash_identity(answer),
+        &crash_identity(&answer.dedupe_key),
     );
     match (target.reconcile().await?, sent) {
         (Found::Absent, Sent::Refused(reason)) => {
@@ -230,10 +230,12 @@ pub async fn send_answer(
     }
 }
 
-/// The crash matrix names answers by this identity (kind `post_comment`).
+/// The crash matrix names answers by this identity (kind `post_comment`);
+/// `after_intent` is the commit of the change that journalled the answer,
+/// `after_observed` the moment after it is settled.
 #[cfg(feature = "crash-points")]
-fn crash_identity(answer: &Answer) -> String {
-    format!("answer:{}", answer.dedupe_key)
+pub(crate) fn crash_identity(dedupe_key: &str) -> String {
+    format!("answer:{dedupe_key}")
 }
 
 struct Target<'a> {
@@ -301,12 +303,18 @@ impl Target<'_> {
                 crash_point(
                     Point::AfterReadBackBeforeObserved,
                     EffectKind::PostComment,
-                    &crash_identity(self.answer),
+                    &crash_identity(&self.answer.dedupe_key),
                 );
                 let observed = json!({ "comment_id": comment.id, "url": comment.html_url });
                 self.journal
                     .mark_answer_observed(self.claim, &observed)
                     .await?;
+                #[cfg(feature = "crash-points")]
+                crash_point(
+                    Point::AfterObservedBeforeTransition,
+                    EffectKind::PostComment,
+                    &crash_identity(&self.answer.dedupe_key),
+                );
                 Ok(AnswerOutcome::Posted(observed))
             }
             Found::Wrong(reason) => {

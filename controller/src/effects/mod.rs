@@ -46,6 +46,8 @@ mod push;
 mod reactions;
 mod texts;
 
+#[cfg(feature = "crash-points")]
+pub(crate) use answers::crash_identity as answer_crash_identity;
 pub use answers::{AnswerOutcome, AnswerTo, Answering, answer_text, plan_answer, send_answer};
 pub use check_run::CHECK_NAME;
 pub use comments::{RecordedComment, recorded_progress_comment, recorded_review_comment};

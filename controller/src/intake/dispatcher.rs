@@ -167,6 +167,12 @@ impl Dispatcher {
         if let (Some(change), Recorded::Done { .. }) = (&change, &applied) {
             notify_driver(&self.journal, self.notifier.as_ref(), change).await;
             if has_answer(change) {
+                #[cfg(feature = "crash-points")]
+                crate::effects::crashpoint::crash_point(
+                    crate::effects::crashpoint::Point::AfterIntentCommit,
+                    autoforge_journal::EffectKind::PostComment,
+                    &crate::effects::answer_crash_identity(&change.key),
+                );
                 send_pending_answers(&self.journal, &self.access).await;
             }
         }

@@ -341,12 +341,18 @@ impl Dispatcher {
                 pr: pr.number,
                 new_base,
             },
-            // A review is a merge-readiness input like a finished check:
-            // the same wake-up re-reads the gate.
-            Classified::PrReviewed { pr, head_sha } => Sighting::ChecksCompleted {
+            Classified::PrReviewed { pr, head_sha } => Sighting::PrReviewed {
                 repository: pr.repository,
+                pr: pr.number,
                 head_sha,
-                pull_requests: vec![pr.number],
+                delivery: delivery.delivery_id.clone(),
+            },
+            Classified::StatusReported {
+                repository,
+                head_sha,
+            } => Sighting::StatusReported {
+                repository,
+                head_sha,
                 delivery: delivery.delivery_id.clone(),
             },
             Classified::CheckCompleted {

@@ -91,6 +91,21 @@ pub enum Sighting {
         pull_requests: Vec<u64>,
         delivery: String,
     },
+    /// A commit status reached a final state on `head_sha`; it names no
+    /// pull request, so every run bound to one in the repository is told
+    /// and the driver compares heads when it re-reads.
+    StatusReported {
+        repository: String,
+        head_sha: String,
+        delivery: String,
+    },
+    /// A review of `pr` was submitted or dismissed.
+    PrReviewed {
+        repository: String,
+        pr: u64,
+        head_sha: String,
+        delivery: String,
+    },
 }
 
 impl Sighting {
@@ -159,6 +174,17 @@ impl Sighting {
                 delivery,
                 ..
             } => format!("checks:{repository}@{head_sha}:{delivery}"),
+            Sighting::StatusReported {
+                repository,
+                head_sha,
+                delivery,
+            } => format!("status:{repository}@{head_sha}:{delivery}"),
+            Sighting::PrReviewed {
+                repository,
+                pr,
+                head_sha,
+                delivery,
+            } => format!("review:{repository}#{pr}@{head_sha}:{delivery}"),
         }
     }
 }
@@ -393,6 +419,42 @@ pub async fn entries_for(
                 return Ok(None);
             }
             change
+        }
+        Sighting::StatusReported {
+            repository,
+            head_sha,
+            ..
+        } => {
+            let mut change = ChangeEntries::new(key, "signal");
+            for (run_id, pr) in journal.active_runs_with_pull_requests(repository).await? {
+                change = change.with(Entry::Signal {
+                    run_id,
+                    suffix: format!(":pr-{pr}"),
+                    signal: RunSignal::ChecksCompleted {
+                        pr: pr.get(),
+                        head_sha: head_sha.clone(),
+                    },
+                });
+            }
+            if change.entries.is_empty() {
+                return Ok(None);
+            }
+            change
+        }
+        Sighting::PrReviewed {
+            repository,
+            pr,
+            head_sha,
+            ..
+        } => {
+            let Some(run_id) = run_of(repository, *pr).await? else {
+                return Ok(None);
+            };
+            let signal = RunSignal::PrReviewed {
+                pr: *pr,
+                head_sha: head_sha.clone(),
+            };
+            ChangeEntries::signal(key, run_id, signal)
         }
     };
     Ok(Some(change))

@@ -148,6 +148,7 @@ mod tests {
             reviews: None,
             changed_files: 1,
             listed_files: 1,
+            required_checks_missing: Vec::new(),
         }
     }
 

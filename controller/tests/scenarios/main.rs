@@ -19,3 +19,4 @@ mod scenario_review;
 mod scenario_trust;
 mod scenario_validation;
 mod scenario_waiting_cost;
+mod scenario_waiting_gaps;

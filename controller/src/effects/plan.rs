@@ -242,6 +242,7 @@ mod tests {
                 merge_mode: crate::machine::MergeMode::Never,
                 blocked_from: None,
                 merge_wait: None,
+                finished: None,
             },
         };
         let effect = plan(&status, &context(&repo, &bodies)).unwrap();
@@ -438,6 +439,7 @@ mod tests {
                         merge_mode: crate::machine::MergeMode::Never,
                         blocked_from: None,
                         merge_wait: None,
+                        finished: None,
                     },
                 },
                 json!({"kind": "check_run", "target": format!("commit/{sha}"), "precondition": {},

@@ -39,6 +39,21 @@ pub struct StatusSnapshot {
     /// What the pre-merge gate waits for (an approving review, checks).
     #[serde(default)]
     pub merge_wait: Option<String>,
+    /// Set on the status comment of an issue an EPIC's run has finished
+    /// with and left for the next one: the comment then says so, with no
+    /// commands (they act on the run's current issue).
+    #[serde(default)]
+    pub finished: Option<IssueFinished>,
+}
+
+/// How an EPIC's run finished with one of its issues before moving on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueFinished {
+    pub epic: u64,
+    /// The pull request that was merged for it; `None`: it was closed.
+    pub merged_in: Option<u64>,
+    /// The issue the run went on to.
+    pub next_issue: u64,
 }
 
 impl StatusSnapshot {
@@ -57,6 +72,7 @@ impl StatusSnapshot {
                 Phase::ReadyForMerge | Phase::Merge => state.merge_wait.clone(),
                 _ => None,
             },
+            finished: None,
         }
     }
 }

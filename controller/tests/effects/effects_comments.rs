@@ -43,6 +43,7 @@ fn status(phase: Phase) -> EffectIntent {
             merge_mode: autoforge::machine::MergeMode::Never,
             blocked_from: None,
             merge_wait: None,
+            finished: None,
         },
     }
 }

@@ -63,6 +63,7 @@ fn status(phase: Phase) -> StatusSnapshot {
         merge_mode: MergeMode::OnCommand,
         blocked_from: None,
         merge_wait: None,
+        finished: None,
     }
 }
 
@@ -249,6 +250,29 @@ fn answers_outside_a_run() {
     })
     .expect("a publishable answer");
     insta::assert_snapshot!(format!("{trigger}\n\n---\n\n{no_run}\n\n---\n\n{refused}"));
+}
+
+#[test]
+fn status_comment_of_an_issue_the_epic_run_finished() {
+    let finished = autoforge::machine::IssueFinished {
+        epic: 1,
+        merged_in: Some(4),
+        next_issue: 3,
+    };
+    let merged = status_text(&StatusSnapshot {
+        finished: Some(finished.clone()),
+        ..status(Phase::UpdateEpic)
+    })
+    .expect("a publishable status");
+    let closed = status_text(&StatusSnapshot {
+        finished: Some(autoforge::machine::IssueFinished {
+            merged_in: None,
+            ..finished
+        }),
+        ..status(Phase::UpdateEpic)
+    })
+    .expect("a publishable status");
+    insta::assert_snapshot!(format!("{merged}\n\n---\n\n{closed}"));
 }
 
 #[test]

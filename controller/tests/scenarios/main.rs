@@ -8,6 +8,7 @@ mod scenario_answers;
 mod scenario_check_run;
 mod scenario_commands;
 mod scenario_epic;
+mod scenario_epic_finished;
 mod scenario_epic_scope;
 mod scenario_happy;
 mod scenario_installations;

@@ -66,7 +66,9 @@ async fn everything_under_the_state_directory_is_private_whatever_the_umask() {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let worktree = Worktree::ensure(&mirror, 5, &sha).await.unwrap();
+    let worktree = Worktree::ensure(&mirror, autoforge_journal::testing::issue(5), &sha)
+        .await
+        .unwrap();
     std::fs::write(worktree.path().join("new.txt"), "agent output\n").unwrap();
     worktree.fingerprint().await.unwrap();
     let export = mirror.export(&sha).await.unwrap();

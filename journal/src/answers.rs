@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::effects::{MAX_ATTEMPTS, Stage};
 use crate::error::{JournalError, Result};
+use crate::github_ids::IssueNumber;
 use crate::ids::AnswerId;
 use crate::journal::{Journal, JournalTx};
 
@@ -28,7 +29,7 @@ pub struct NewAnswer {
     /// The installation whose token writes it; `None` with a personal token.
     pub installation_id: Option<i64>,
     /// The issue or pull request conversation.
-    pub thread: u64,
+    pub thread: IssueNumber,
     pub body: String,
     /// The nonce the body's marker carries (32 lowercase hex digits): a
     /// comment with this marker and nonce was written from this row.
@@ -42,7 +43,7 @@ pub struct Answer {
     pub dedupe_key: String,
     pub repository: String,
     pub installation_id: Option<i64>,
-    pub thread: i64,
+    pub thread: IssueNumber,
     pub body: String,
     pub write_nonce: String,
     #[sqlx(try_from = "String")]
@@ -67,8 +68,6 @@ impl JournalTx {
     /// Records `answer` in this transaction; a second answer to the same
     /// change is not written (returns `None`).
     pub async fn insert_answer(&mut self, answer: &NewAnswer) -> Result<Option<AnswerId>> {
-        let thread = i64::try_from(answer.thread)
-            .map_err(|_| JournalError::InvalidInput("thread number out of range".to_owned()))?;
         Ok(sqlx::query_scalar(
             "INSERT INTO answers (dedupe_key, repository, installation_id, thread, body, \
                  write_nonce) VALUES ($1, $2, $3, $4, $5, $6) \
@@ -77,7 +76,7 @@ impl JournalTx {
         .bind(&answer.dedupe_key)
         .bind(&answer.repository)
         .bind(answer.installation_id)
-        .bind(thread)
+        .bind(answer.thread)
         .bind(&answer.body)
         .bind(&answer.write_nonce)
         .fetch_optional(self.conn())
@@ -98,9 +97,7 @@ impl Journal {
     }
 
     /// Every answer on `repository`'s `thread`, oldest first.
-    pub async fn answers_on(&self, repository: &str, thread: u64) -> Result<Vec<Answer>> {
-        let thread = i64::try_from(thread)
-            .map_err(|_| JournalError::InvalidInput("thread number out of range".to_owned()))?;
+    pub async fn answers_on(&self, repository: &str, thread: IssueNumber) -> Result<Vec<Answer>> {
         Ok(sqlx::query_as::<_, Answer>(sqlx::AssertSqlSafe(format!(
             "SELECT {ANSWER_COLUMNS} FROM answers WHERE repository = $1 AND thread = $2 \
              ORDER BY id"
@@ -233,7 +230,7 @@ mod tests {
             dedupe_key: key.to_owned(),
             repository: "acme/widgets".to_owned(),
             installation_id: Some(7),
-            thread: 4,
+            thread: crate::testing::issue(4),
             body: "Hello".to_owned(),
             write_nonce: "0123456789abcdef0123456789abcdef".to_owned(),
         }

@@ -50,6 +50,13 @@ macro_rules! github_number {
                 Ok(Self(number))
             }
 
+            /// A literal for tests, usable in constants; panics out of range.
+            #[cfg(feature = "testing")]
+            pub(crate) const fn literal(number: u64) -> Self {
+                assert!(number > 0 && number <= i64::MAX as u64, "out of GitHub's range");
+                Self(number)
+            }
+
             pub fn get(self) -> u64 {
                 self.0
             }

@@ -169,11 +169,11 @@ pub fn sha(tag: &str) -> crate::CommitSha {
 }
 
 /// An issue number for tests; panics outside GitHub's range.
-pub fn issue(number: u64) -> crate::IssueNumber {
-    crate::IssueNumber::new(number).expect("a positive issue number")
+pub const fn issue(number: u64) -> crate::IssueNumber {
+    crate::IssueNumber::literal(number)
 }
 
 /// A pull request number for tests; panics outside GitHub's range.
-pub fn pull(number: u64) -> crate::PullNumber {
-    crate::PullNumber::new(number).expect("a positive pull request number")
+pub const fn pull(number: u64) -> crate::PullNumber {
+    crate::PullNumber::literal(number)
 }

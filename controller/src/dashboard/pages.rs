@@ -2,6 +2,7 @@
 //! phone. `maud` escapes every interpolated value, so agent- or
 //! user-written text (a blocked reason, a log line) is shown, never run.
 
+use autoforge_journal::PullNumber;
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
 
@@ -23,7 +24,7 @@ impl Links {
         )
     }
 
-    fn pull(&self, repository: &str, number: u64) -> String {
+    fn pull(&self, repository: &str, number: PullNumber) -> String {
         format!(
             "{}/{repository}/pull/{number}",
             self.html_base.trim_end_matches('/')
@@ -309,7 +310,7 @@ mod tests {
         let detail = RunDetail {
             summary: summary(),
             round: Some(2),
-            pr: Some(40),
+            pr: Some(autoforge_journal::testing::pull(40)),
             blocked_reason: Some("<script>alert(1)</script>".into()),
             failure: None,
             timeline: vec![TimelineEntry {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use autoforge_journal::{IssueNumber, Journal, JournalError, Run, RunFilter, RunId};
+use autoforge_journal::{IssueNumber, Journal, JournalError, PullNumber, Run, RunFilter, RunId};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -95,7 +95,7 @@ pub struct ValidationRow {
 pub struct RunDetail {
     pub summary: RunSummary,
     pub round: Option<u64>,
-    pub pr: Option<u64>,
+    pub pr: Option<PullNumber>,
     pub blocked_reason: Option<String>,
     pub failure: Option<String>,
     pub timeline: Vec<TimelineEntry>,
@@ -172,7 +172,10 @@ pub async fn load_run(journal: &Journal, id: RunId) -> Result<Option<RunDetail>,
     Ok(Some(RunDetail {
         summary: RunSummary::from(&run),
         round: state.pointer("/review/round").and_then(Value::as_u64),
-        pr: state.get("pr").and_then(Value::as_u64),
+        pr: state
+            .get("pr")
+            .and_then(Value::as_u64)
+            .and_then(|n| PullNumber::new(n).ok()),
         blocked_reason: state
             .pointer("/blocked/reason")
             .and_then(Value::as_str)

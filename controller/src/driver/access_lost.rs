@@ -32,7 +32,7 @@ async fn try_stop(shared: &Shared, lease: &Lease, repository: &str) -> anyhow::R
     let Some(run) = shared.journal.get_run(lease.run_id).await? else {
         anyhow::bail!("run {} is gone", lease.run_id);
     };
-    let state = stored_state(shared, lease.run_id, run.state)?;
+    let state = stored_state(shared, lease.run_id, run.current_issue, run.state)?;
     let reason = format!(
         "{repository} is no longer served by this controller (removed from its installation or configuration)"
     );

@@ -72,7 +72,7 @@ mod tests {
 
     fn binding(head: &str) -> RoundBinding {
         RoundBinding {
-            pr: 4,
+            pr: autoforge_journal::testing::pull(4),
             head_sha: autoforge_journal::testing::sha(head),
             base_ref: "main".into(),
             merge_base_sha: autoforge_journal::testing::sha(&"b".repeat(40)),

@@ -11,6 +11,7 @@
 //! Nor does the managed roadmap section count: the EPIC agent writes it,
 //! and an issue it names there must not become the EPIC's by that alone.
 
+use autoforge_journal::IssueNumber;
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
@@ -23,8 +24,8 @@ use crate::github::{GitHubApi, GitHubError, Issue, RepoName};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartScope {
     /// The issue the run works on first.
-    pub issue: u64,
-    pub epic: Option<u64>,
+    pub issue: IssueNumber,
+    pub epic: Option<IssueNumber>,
     /// The text digest of `issue` as read here (`Issue::text_digest`),
     /// which the run freezes.
     pub issue_text: String,
@@ -37,7 +38,7 @@ static REFERENCE: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 /// Issue numbers `body` refers to, first mention first, each once.
-pub fn referenced_issues(body: &str, repo: &RepoName) -> Vec<u64> {
+pub fn referenced_issues(body: &str, repo: &RepoName) -> Vec<IssueNumber> {
     let Some(pattern) = REFERENCE.as_ref() else {
         return Vec::new();
     };
@@ -49,7 +50,7 @@ pub fn referenced_issues(body: &str, repo: &RepoName) -> Vec<u64> {
             let elsewhere = c.name("slug").or_else(|| c.name("url"));
             elsewhere.is_none_or(|m| m.as_str().eq_ignore_ascii_case(&ours))
         })
-        .filter_map(|c| c.name("n")?.as_str().parse::<u64>().ok())
+        .filter_map(|c| c.name("n")?.as_str().parse::<IssueNumber>().ok())
         .filter(|n| seen.insert(*n))
         .collect()
 }
@@ -68,7 +69,7 @@ fn outside_roadmap(body: &str) -> String {
 }
 
 /// The issues an EPIC body lists, its managed roadmap section left out.
-fn listed_issues(body: &str, repo: &RepoName) -> Vec<u64> {
+fn listed_issues(body: &str, repo: &RepoName) -> Vec<IssueNumber> {
     referenced_issues(&outside_roadmap(body), repo)
 }
 
@@ -118,9 +119,9 @@ pub async fn epic_children(
 pub async fn epic_issue_numbers(
     api: &GitHubApi,
     repo: &RepoName,
-    epic: u64,
+    epic: IssueNumber,
     epic_label: &str,
-) -> Result<Vec<u64>, GitHubError> {
+) -> Result<Vec<IssueNumber>, GitHubError> {
     let read = api.issue(repo, epic).await?;
     let children = epic_children(api, repo, &read, epic_label).await?;
     Ok(children.iter().map(|child| child.number).collect())
@@ -131,8 +132,8 @@ pub async fn epic_issue_numbers(
 pub async fn start_scope(
     api: &GitHubApi,
     repo: &RepoName,
-    labelled: u64,
-    known_epic: Option<u64>,
+    labelled: IssueNumber,
+    known_epic: Option<IssueNumber>,
     epic_label: &str,
 ) -> Result<StartScope, GitHubError> {
     let issue = api.issue(repo, labelled).await?;
@@ -189,12 +190,16 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn numbers(issues: Vec<IssueNumber>) -> Vec<u64> {
+        issues.into_iter().map(IssueNumber::get).collect()
+    }
+
     #[test]
     fn task_list_references_of_this_repository_are_children_in_order() {
         let repo: RepoName = "alice/widgets".parse().unwrap();
         let body = "Plan:\n- [ ] #4\n- [x] alice/widgets#2\n- [ ] bob/other#9\n\
                     - [ ] https://github.com/alice/widgets/issues/7\nsee #4 again, not issue#5";
-        assert_eq!(referenced_issues(body, &repo), vec![4, 2, 7]);
+        assert_eq!(numbers(referenced_issues(body, &repo)), vec![4, 2, 7]);
     }
 
     #[test]
@@ -202,9 +207,9 @@ mod tests {
         let repo: RepoName = "alice/widgets".parse().unwrap();
         let body = "- [ ] #4\n- [ ] #5\n\n<!-- ai-controller-roadmap:start -->\n\
                     next: #9\n<!-- ai-controller-roadmap:end -->\nlater #6";
-        assert_eq!(listed_issues(body, &repo), vec![4, 5, 6]);
+        assert_eq!(numbers(listed_issues(body, &repo)), vec![4, 5, 6]);
         let unclosed = "- [ ] #4\n<!-- ai-controller-roadmap:start -->\nnext: #9";
-        assert_eq!(listed_issues(unclosed, &repo), vec![4]);
+        assert_eq!(numbers(listed_issues(unclosed, &repo)), vec![4]);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::Effect;
+use autoforge_journal::{Effect, IssueNumber, PullNumber};
 
 use super::agent_step::PhasePlan;
 use super::epic_scope::epic_children;
@@ -28,15 +28,15 @@ use crate::publish::IssueRef;
 
 /// The UPDATE_EPIC inputs of one launch, as the machine planned them.
 pub(super) struct EpicInputs<'a> {
-    pub epic: u64,
-    pub finished_issue: u64,
-    pub finished_pr: Option<u64>,
+    pub epic: IssueNumber,
+    pub finished_issue: IssueNumber,
+    pub finished_pr: Option<PullNumber>,
     pub merges_since_roadmap: u32,
     pub roadmap_due: bool,
     pub want_progress: bool,
     pub rerequest: Option<&'a str>,
     /// Every PR whose merge the run counted, oldest first.
-    pub merged_prs: &'a [u64],
+    pub merged_prs: &'a [PullNumber],
     pub update_every: u32,
 }
 
@@ -50,8 +50,8 @@ pub(super) async fn epic_plan(
 ) -> Result<PhasePlan, DriverError> {
     let (api, repo) = (&access.api, &access.repo);
     let base = access.html_base.trim_end_matches('/');
-    let issue_url = |n: u64| format!("{base}/{repo}/issues/{n}");
-    let pr_url = |n: u64| format!("{base}/{repo}/pull/{n}");
+    let issue_url = |n: IssueNumber| format!("{base}/{repo}/issues/{n}");
+    let pr_url = |n: PullNumber| format!("{base}/{repo}/pull/{n}");
     let epic = api.issue(repo, inputs.epic).await?;
     let epic_body = epic.body.clone().unwrap_or_default();
     let children = epic_children(api, repo, &epic, &shared.config.epic_label).await?;
@@ -167,7 +167,7 @@ pub(super) async fn epic_plan(
 }
 
 /// The URL of the progress comment this run posted on `epic` last.
-fn progress_comment_url(effects: &[Effect], epic: u64) -> Option<String> {
+fn progress_comment_url(effects: &[Effect], epic: IssueNumber) -> Option<String> {
     effects
         .iter()
         .rev()

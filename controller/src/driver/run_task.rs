@@ -27,7 +27,7 @@ pub(super) mod reads;
 mod signals;
 mod transition;
 
-use autoforge_journal::{Effect, IssueNumber, JournalError, Lease, PullNumber, RunId, Stage};
+use autoforge_journal::{Effect, IssueNumber, JournalError, Lease, RunId, Stage};
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -71,11 +71,13 @@ pub enum RunEnd {
 pub(super) fn stored_state(
     shared: &Shared,
     run: RunId,
+    issue: IssueNumber,
     document: Value,
 ) -> Result<RunState, DriverError> {
     if document.as_object().is_some_and(serde_json::Map::is_empty) {
         return Ok(RunState::new(
             run.0.to_string(),
+            issue,
             shared.config.settings.clone(),
         ));
     }
@@ -269,9 +271,9 @@ impl<'a> RunTask<'a> {
                 return Err(DriverError::NoAccess(run.repository.clone()));
             }
         };
-        let state = stored_state(shared, run_id, run.state)?;
+        let state = stored_state(shared, run_id, run.current_issue, run.state)?;
         let recorded_pr = shared.journal.run_pull_request(run_id).await?;
-        let pr = state.pr.and_then(|n| PullNumber::new(n).ok());
+        let pr = state.pr;
         if recorded_pr != pr {
             // A crash between a transition and the column's update.
             shared.journal.set_run_pull_request(run_id, pr).await?;

@@ -12,7 +12,9 @@
 
 use std::time::Duration;
 
-use autoforge_journal::{Answer, AnswerClaim, EffectKind, Journal, MAX_ATTEMPTS, NewAnswer};
+use autoforge_journal::{
+    Answer, AnswerClaim, EffectKind, IssueNumber, Journal, MAX_ATTEMPTS, NewAnswer,
+};
 use serde_json::{Map, Value, json};
 
 use super::EffectError;
@@ -105,7 +107,7 @@ pub struct AnswerTo<'a> {
     pub change: &'a str,
     pub repository: &'a str,
     pub installation_id: Option<i64>,
-    pub thread: u64,
+    pub thread: IssueNumber,
 }
 
 /// The journal row of the answer to `to`: exact body, marker and nonce.
@@ -177,12 +179,7 @@ pub async fn send_answer(
             field: "repository",
             detail,
         })?;
-    let thread = u64::try_from(answer.thread).map_err(|e| EffectError::CorruptRow {
-        id: answer.id.0,
-        kind: EffectKind::PostComment,
-        field: "thread",
-        detail: e.to_string(),
-    })?;
+    let thread = answer.thread;
     let target = Target {
         journal,
         api,
@@ -242,7 +239,7 @@ struct Target<'a> {
     journal: &'a Journal,
     api: &'a GitHubApi,
     repo: &'a RepoName,
-    thread: u64,
+    thread: IssueNumber,
     answer: &'a Answer,
     claim: &'a AnswerClaim,
 }
@@ -341,7 +338,7 @@ mod tests {
                 change: "trigger:a/b#4:event-9",
                 repository: "a/b",
                 installation_id: Some(3),
-                thread: 4,
+                thread: autoforge_journal::testing::issue(4),
             },
             &Answering::TriggerRefused {
                 actor: "tia".into(),
@@ -379,7 +376,7 @@ mod tests {
                 change: "k",
                 repository: "a/b",
                 installation_id: None,
-                thread: 4,
+                thread: autoforge_journal::testing::issue(4),
             },
             &Answering::CommandsRefused {
                 commands: vec!["stop".into()],

@@ -10,7 +10,7 @@
 //! the completion; ours showing something else (an earlier write) or none
 //! is a write still to send.
 
-use autoforge_journal::{CommitSha, Effect, EffectKind, NewEffect};
+use autoforge_journal::{CommitSha, Effect, EffectKind, IssueNumber, NewEffect};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -69,7 +69,7 @@ fn conclusion(shows: &CheckShows) -> Option<&'static str> {
 /// The run's check on `view.head_sha`, showing `view.shows`.
 pub(crate) fn plan(
     draft: Draft<'_>,
-    issue: u64,
+    issue: IssueNumber,
     view: &CheckRunView,
     status: &StatusSnapshot,
 ) -> Result<NewEffect, PlanError> {

@@ -8,7 +8,7 @@
 //! the end and scanning each for the effect's marker.
 
 use autoforge_journal::CommitSha;
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{Effect, EffectKind, IssueNumber, NewEffect, PullNumber};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -65,7 +65,7 @@ pub fn recorded_review_comment(effect: &Effect, binding: &RoundBinding) -> Optio
 
 /// The progress comment `effect` posted on `epic`, if it is one and was
 /// observed.
-pub fn recorded_progress_comment(effect: &Effect, epic: u64) -> Option<RecordedComment> {
+pub fn recorded_progress_comment(effect: &Effect, epic: IssueNumber) -> Option<RecordedComment> {
     if effect.target != format!("issue/{epic}") {
         return None;
     }
@@ -110,7 +110,7 @@ struct StatusKey {
 fn comment_row(
     draft: Draft<'_>,
     kind: EffectKind,
-    number: u64,
+    number: IssueNumber,
     body: String,
     completion: Marked,
 ) -> Result<NewEffect, PlanError> {
@@ -128,7 +128,7 @@ fn comment_row(
 /// The review comment of `round` on PR `pr`; `rendered` is publish's text.
 pub(crate) fn plan_review(
     draft: Draft<'_>,
-    pr: u64,
+    pr: PullNumber,
     round: u32,
     binding: &RoundBinding,
     rendered: &str,
@@ -141,15 +141,21 @@ pub(crate) fn plan_review(
     })?;
     let body = draft.stamp(rendered, MarkerName::ReviewResult)?;
     let completion = draft.marked(MarkerName::ReviewResult, key);
-    comment_row(draft, EffectKind::PostComment, pr, body, completion)
+    comment_row(
+        draft,
+        EffectKind::PostComment,
+        pr.as_issue(),
+        body,
+        completion,
+    )
 }
 
 /// The progress comment on `epic` for child `issue`, merged by PR `pr`.
 pub(crate) fn plan_progress(
     draft: Draft<'_>,
-    epic: u64,
-    issue: u64,
-    pr: u64,
+    epic: IssueNumber,
+    issue: IssueNumber,
+    pr: PullNumber,
     text: &str,
 ) -> Result<NewEffect, PlanError> {
     let (issue_url, pr_url) = (draft.ctx.issue_url(issue), draft.ctx.pr_url(pr));
@@ -166,7 +172,7 @@ pub(crate) fn plan_progress(
 /// The answer to command comment `comment_id`, in conversation `thread`.
 pub(crate) fn plan_reply(
     draft: Draft<'_>,
-    thread: u64,
+    thread: IssueNumber,
     comment_id: u64,
     reply: &Reply,
 ) -> Result<NewEffect, PlanError> {
@@ -182,7 +188,7 @@ pub(crate) fn plan_reply(
 /// The one answer to `event` on `issue`.
 pub(crate) fn plan_notice(
     draft: Draft<'_>,
-    issue: u64,
+    issue: IssueNumber,
     event: &str,
     notice: &Notice,
 ) -> Result<NewEffect, PlanError> {
@@ -196,7 +202,7 @@ pub(crate) fn plan_notice(
 /// The run's status comment on `issue`, showing `status`.
 pub(crate) fn plan_status(
     draft: Draft<'_>,
-    issue: u64,
+    issue: IssueNumber,
     status: &StatusSnapshot,
 ) -> Result<NewEffect, PlanError> {
     let key = identity_key(&StatusKey { run: draft.run() })?;

@@ -12,7 +12,7 @@
 //! [`SplicePrecondition`], completion the bare nonce. The write itself is
 //! the whole-body write of `issues`.
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{Effect, EffectKind, IssueNumber, NewEffect};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -65,7 +65,11 @@ pub fn outside_digest(body: &str) -> Result<String, String> {
 }
 
 /// `section` spliced into `epic`'s body as read at phase start.
-pub(crate) fn plan(draft: Draft<'_>, epic: u64, section: &str) -> Result<NewEffect, PlanError> {
+pub(crate) fn plan(
+    draft: Draft<'_>,
+    epic: IssueNumber,
+    section: &str,
+) -> Result<NewEffect, PlanError> {
     check_body("roadmap section", section)?;
     let base = draft.ctx.body_of(epic)?;
     let spliced = splice_roadmap(base, section).map_err(PlanError::Refused)?;

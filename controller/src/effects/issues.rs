@@ -13,7 +13,7 @@
 //! targets `issue/<n>` with the whole new body, a [`BaseDigest`] and an
 //! [`AppendCompletion`].
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{Effect, EffectKind, IssueNumber, NewEffect, PullNumber};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -49,7 +49,7 @@ struct FollowUpKey {
 /// An observed issue as read-back recorded it.
 #[derive(Deserialize)]
 struct ObservedIssue {
-    number: u64,
+    number: IssueNumber,
 }
 
 /// A follow-up issue the run created and saw land.
@@ -58,7 +58,7 @@ pub struct RecordedFollowUp {
     pub finding_id: String,
     /// The URL of the pull request whose finding it defers.
     pub pr_url: String,
-    pub number: u64,
+    pub number: IssueNumber,
 }
 
 /// The follow-up issue `effect` created, if it is one and was observed.
@@ -84,7 +84,7 @@ struct AppendCompletion {
 /// A follow-up issue for `finding_id` of PR `pr`.
 pub(crate) fn plan_follow_up(
     draft: Draft<'_>,
-    pr: u64,
+    pr: PullNumber,
     finding_id: &str,
     title: &str,
     body: &str,
@@ -118,8 +118,8 @@ pub(crate) fn plan_follow_up(
 /// refused: the hand-over would write it twice.
 pub(crate) fn plan_append(
     draft: Draft<'_>,
-    issue: u64,
-    pr: u64,
+    issue: IssueNumber,
+    pr: PullNumber,
     finding_ids: &[String],
 ) -> Result<NewEffect, PlanError> {
     let base = draft.ctx.body_of(issue)?;

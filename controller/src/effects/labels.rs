@@ -5,7 +5,7 @@
 //! Row: target `issue/<n>`, payload [`LabelsPayload`], no precondition,
 //! completion the bare nonce.
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{Effect, EffectKind, IssueNumber, NewEffect};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -26,7 +26,7 @@ struct LabelsPayload {
 /// `add` present and `remove` absent on `issue`.
 pub(crate) fn plan(
     draft: Draft<'_>,
-    issue: u64,
+    issue: IssueNumber,
     add: &[String],
     remove: &[String],
 ) -> Result<NewEffect, PlanError> {
@@ -115,7 +115,7 @@ mod tests {
     fn only_the_difference_is_written() {
         let issue = Issue {
             id: 1,
-            number: 1,
+            number: autoforge_journal::testing::issue(1),
             title: "t".into(),
             body: None,
             state: "open".into(),

@@ -9,7 +9,7 @@
 //! Row: target `pull/<n>`, payload [`MergePayload`], precondition the
 //! reviewed head, completion the base it was reviewed against.
 
-use autoforge_journal::{CommitSha, Effect, EffectKind, NewEffect};
+use autoforge_journal::{CommitSha, Effect, EffectKind, IssueNumber, NewEffect, PullNumber};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -36,12 +36,12 @@ struct MergePayload {
 
 /// What the gate decided about the merge of one pull request.
 pub(crate) struct MergeRequest<'a> {
-    pub pr: u64,
+    pub pr: PullNumber,
     pub sha: &'a CommitSha,
     pub base_ref: &'a str,
     pub method: MergeMethod,
     pub pr_title: &'a str,
-    pub issue: u64,
+    pub issue: IssueNumber,
 }
 
 /// The head the review approved.

@@ -124,11 +124,14 @@ mod tests {
     use crate::effects::row::digest;
     use crate::github::RepoName;
     use crate::machine::{Reply, StatusSnapshot};
-    use autoforge_journal::{EffectKind, RunId};
+    use autoforge_journal::{EffectKind, IssueNumber, RunId};
     use serde_json::{Value, json};
     use std::collections::BTreeMap;
 
-    fn context<'a>(repo: &'a RepoName, bodies: &'a BTreeMap<u64, String>) -> PlanContext<'a> {
+    fn context<'a>(
+        repo: &'a RepoName,
+        bodies: &'a BTreeMap<IssueNumber, String>,
+    ) -> PlanContext<'a> {
         PlanContext {
             run_id: RunId(9),
             repo,
@@ -148,7 +151,7 @@ mod tests {
         let repo: RepoName = "o/r".parse().unwrap();
         let bodies = BTreeMap::new();
         let intent = EffectIntent::CreatePr {
-            issue: 3,
+            issue: autoforge_journal::testing::issue(3),
             branch: "autoforge/3".into(),
             base: "main".into(),
             title: "Add it".into(),
@@ -184,7 +187,7 @@ mod tests {
         let repo: RepoName = "o/r".parse().unwrap();
         let bodies = BTreeMap::new();
         let intent = EffectIntent::CreatePr {
-            issue: 3,
+            issue: autoforge_journal::testing::issue(3),
             branch: "autoforge/3".into(),
             base: "main".into(),
             title: "Add it".into(),
@@ -200,16 +203,17 @@ mod tests {
     fn append_kinds_need_the_body_read_at_phase_start_and_refuse_repeats() {
         let repo: RepoName = "o/r".parse().unwrap();
         let intent = EffectIntent::AppendFollowUpMarkers {
-            issue: 5,
-            pr: 2,
+            issue: autoforge_journal::testing::issue(5),
+            pr: autoforge_journal::testing::pull(2),
             finding_ids: vec!["R1-F1".into()],
         };
         let empty = BTreeMap::new();
         assert!(matches!(
             plan(&intent, &context(&repo, &empty)),
-            Err(PlanError::MissingBody(5))
+            Err(PlanError::MissingBody(n)) if n.get() == 5
         ));
-        let bodies = BTreeMap::from([(5, "Tracked.".to_owned())]);
+        let bodies =
+            BTreeMap::from([(autoforge_journal::testing::issue(5), "Tracked.".to_owned())]);
         let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
         let appended = body(&effect);
         assert!(appended.starts_with("Tracked.\n\n<!-- ai-follow-up: "));
@@ -217,7 +221,7 @@ mod tests {
             effect.precondition["base_sha256"],
             json!(digest("Tracked."))
         );
-        let again = BTreeMap::from([(5, appended)]);
+        let again = BTreeMap::from([(autoforge_journal::testing::issue(5), appended)]);
         assert!(matches!(
             plan(&intent, &context(&repo, &again)),
             Err(PlanError::Refused(_))
@@ -229,7 +233,7 @@ mod tests {
         let repo: RepoName = "o/r".parse().unwrap();
         let bodies = BTreeMap::new();
         let status = EffectIntent::EditStatusComment {
-            issue: 1,
+            issue: autoforge_journal::testing::issue(1),
             run_id: "9".into(),
             status: StatusSnapshot {
                 phase: crate::machine::Phase::Implement,
@@ -250,7 +254,7 @@ mod tests {
         assert_eq!(effect.completion["key"], json!({"run": 9}));
         assert!(body(&effect).contains("<!-- autoforge-status: {\"run\":9,\"write\":"));
         let reply = EffectIntent::PostCommandReply {
-            thread: 1,
+            thread: autoforge_journal::testing::issue(1),
             comment_id: 77,
             reply: Reply::Accepted {
                 command: "stop".into(),
@@ -267,12 +271,12 @@ mod tests {
         let repo: RepoName = "o/r".parse().unwrap();
         let bodies = BTreeMap::new();
         let intent = EffectIntent::MergePr {
-            pr: 4,
+            pr: autoforge_journal::testing::pull(4),
             sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
             method: crate::machine::MergeMethod::Rebase,
             pr_title: "Add it".into(),
-            issue: 2,
+            issue: autoforge_journal::testing::issue(2),
         };
         let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
         let payload: Value = serde_json::from_slice(&effect.payload).unwrap();
@@ -288,12 +292,12 @@ mod tests {
         let repo: RepoName = "o/r".parse().unwrap();
         let bodies = BTreeMap::new();
         let intent = EffectIntent::MergePr {
-            pr: 4,
+            pr: autoforge_journal::testing::pull(4),
             sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
             method: crate::machine::MergeMethod::Squash,
             pr_title: "Add it".into(),
-            issue: 2,
+            issue: autoforge_journal::testing::issue(2),
         };
         let effect = plan(&intent, &context(&repo, &bodies)).unwrap();
         let payload: Value = serde_json::from_slice(&effect.payload).unwrap();
@@ -307,7 +311,7 @@ mod tests {
     /// The row of `intent` as JSON, with the nonce replaced by `W` and
     /// every body by `BODY`; and a check that the payload bytes are the
     /// sorted-key encoding every earlier build wrote.
-    fn shape(intent: &EffectIntent, bodies: &BTreeMap<u64, String>) -> Value {
+    fn shape(intent: &EffectIntent, bodies: &BTreeMap<IssueNumber, String>) -> Value {
         let repo: RepoName = "o/r".parse().unwrap();
         let effect = plan(intent, &context(&repo, bodies)).unwrap();
         assert_eq!(effect.kind, intent.kind());
@@ -347,7 +351,7 @@ mod tests {
             ),
             (
                 EffectIntent::CreatePr {
-                    issue: 3,
+                    issue: autoforge_journal::testing::issue(3),
                     branch: "autoforge/3".into(),
                     base: "main".into(),
                     title: "Add it".into(),
@@ -360,7 +364,7 @@ mod tests {
             ),
             (
                 EffectIntent::PostCommandReply {
-                    thread: 1,
+                    thread: autoforge_journal::testing::issue(1),
                     comment_id: 77,
                     reply: Reply::Accepted {
                         command: "stop".into(),
@@ -373,9 +377,9 @@ mod tests {
             ),
             (
                 EffectIntent::PostEpicProgress {
-                    epic: 1,
-                    issue: 3,
-                    pr: 2,
+                    epic: autoforge_journal::testing::issue(1),
+                    issue: autoforge_journal::testing::issue(3),
+                    pr: autoforge_journal::testing::pull(2),
                     text: "Done.".into(),
                 },
                 json!({"kind": "post_comment", "target": "issue/1", "precondition": {},
@@ -384,7 +388,7 @@ mod tests {
             ),
             (
                 EffectIntent::CreateFollowUpIssue {
-                    pr: 2,
+                    pr: autoforge_journal::testing::pull(2),
                     finding_id: "R1-F1".into(),
                     title: "Fix it".into(),
                     body: "Details.".into(),
@@ -400,7 +404,7 @@ mod tests {
             ),
             (
                 EffectIntent::SetLabels {
-                    issue: 3,
+                    issue: autoforge_journal::testing::issue(3),
                     add: vec!["a".into()],
                     remove: vec!["b".into()],
                 },
@@ -409,12 +413,12 @@ mod tests {
             ),
             (
                 EffectIntent::MergePr {
-                    pr: 4,
+                    pr: autoforge_journal::testing::pull(4),
                     sha: autoforge_journal::testing::sha(&sha.clone()),
                     base_ref: "main".into(),
                     method: crate::machine::MergeMethod::Merge,
                     pr_title: "Add it".into(),
-                    issue: 2,
+                    issue: autoforge_journal::testing::issue(2),
                 },
                 json!({"kind": "merge_pr", "target": "pull/4", "precondition": {"head_sha": sha},
                     "payload": {"merge_method": "merge", "sha": sha},
@@ -422,16 +426,16 @@ mod tests {
             ),
             (
                 EffectIntent::CheckRun {
-                    issue: 3,
+                    issue: autoforge_journal::testing::issue(3),
                     view: crate::machine::CheckRunView {
-                        pr: 2,
+                        pr: autoforge_journal::testing::pull(2),
                         head_sha: autoforge_journal::testing::sha(&sha),
                         shows: crate::machine::CheckShows::Cancelled,
                     },
                     status: StatusSnapshot {
                         phase: crate::machine::Phase::Stopped,
                         round: 1,
-                        pr: Some(2),
+                        pr: Some(autoforge_journal::testing::pull(2)),
                         blocked_reason: None,
                         failure: None,
                         waiting_for: "nothing".into(),
@@ -455,13 +459,19 @@ mod tests {
             assert_eq!(shape(&intent, &none), expected, "{intent:?}");
         }
         let bodies = BTreeMap::from([
-            (5, "Human text.".to_owned()),
-            (6, "Tracked.".to_owned()),
-            (7, "intro".to_owned()),
+            (
+                autoforge_journal::testing::issue(5),
+                "Human text.".to_owned(),
+            ),
+            (autoforge_journal::testing::issue(6), "Tracked.".to_owned()),
+            (autoforge_journal::testing::issue(7), "intro".to_owned()),
         ]);
         let appends = [
             (
-                EffectIntent::AdoptPr { pr: 5, issue: 3 },
+                EffectIntent::AdoptPr {
+                    pr: autoforge_journal::testing::pull(5),
+                    issue: autoforge_journal::testing::issue(3),
+                },
                 json!({"kind": "adopt_pr", "target": "pull/5",
                     "precondition": {"base_sha256": digest("Human text.")},
                     "payload": {"body": "BODY"},
@@ -469,8 +479,8 @@ mod tests {
             ),
             (
                 EffectIntent::AppendFollowUpMarkers {
-                    issue: 6,
-                    pr: 2,
+                    issue: autoforge_journal::testing::issue(6),
+                    pr: autoforge_journal::testing::pull(2),
                     finding_ids: vec!["R1-F1".into()],
                 },
                 json!({"kind": "append_issue_markers", "target": "issue/6",
@@ -480,7 +490,7 @@ mod tests {
             ),
             (
                 EffectIntent::SpliceEpicRoadmap {
-                    epic: 7,
+                    epic: autoforge_journal::testing::issue(7),
                     section: "plan".into(),
                 },
                 json!({"kind": "splice_epic_roadmap", "target": "issue/7",

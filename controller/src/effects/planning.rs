@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::{EffectKind, NewEffect, RunId};
+use autoforge_journal::{EffectKind, IssueNumber, NewEffect, PullNumber, RunId};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -25,7 +25,7 @@ pub struct PlanContext<'a> {
     /// Bodies read when the phase began, by issue or PR number: the base
     /// that `adopt_pr`, `append_issue_markers` and `splice_epic_roadmap`
     /// append to, and whose digest guards the write.
-    pub bodies: &'a BTreeMap<u64, String>,
+    pub bodies: &'a BTreeMap<IssueNumber, String>,
 }
 
 /// Why an intent cannot become a journal row. Nothing is journalled.
@@ -38,14 +38,14 @@ pub enum PlanError {
     #[error("refused: {0}")]
     Refused(String),
     #[error("the body of #{0} as read at phase start was not provided")]
-    MissingBody(u64),
+    MissingBody(IssueNumber),
     /// A row type that does not encode as a JSON object (a defect here).
     #[error("the journal row cannot be encoded: {0}")]
     Encode(#[from] serde_json::Error),
 }
 
 impl PlanContext<'_> {
-    pub(crate) fn issue_url(&self, number: u64) -> String {
+    pub(crate) fn issue_url(&self, number: IssueNumber) -> String {
         format!(
             "{}/{}/issues/{number}",
             self.html_base.trim_end_matches('/'),
@@ -53,7 +53,7 @@ impl PlanContext<'_> {
         )
     }
 
-    pub(crate) fn pr_url(&self, number: u64) -> String {
+    pub(crate) fn pr_url(&self, number: PullNumber) -> String {
         format!(
             "{}/{}/pull/{number}",
             self.html_base.trim_end_matches('/'),
@@ -61,7 +61,7 @@ impl PlanContext<'_> {
         )
     }
 
-    pub(crate) fn issue_ref(&self, number: u64) -> IssueRef {
+    pub(crate) fn issue_ref(&self, number: IssueNumber) -> IssueRef {
         IssueRef {
             owner: self.repo.owner().to_owned(),
             repo: self.repo.name().to_owned(),
@@ -69,7 +69,7 @@ impl PlanContext<'_> {
         }
     }
 
-    pub(crate) fn body_of(&self, number: u64) -> Result<&str, PlanError> {
+    pub(crate) fn body_of(&self, number: IssueNumber) -> Result<&str, PlanError> {
         self.bodies
             .get(&number)
             .map(String::as_str)

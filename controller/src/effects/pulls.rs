@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::{Effect, EffectKind, NewEffect};
+use autoforge_journal::{Effect, EffectKind, IssueNumber, NewEffect, PullNumber};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -47,7 +47,7 @@ struct ImplementationKey {
     issue: String,
 }
 
-fn implementation(draft: &Draft<'_>, issue: u64) -> Result<Marked, PlanError> {
+fn implementation(draft: &Draft<'_>, issue: IssueNumber) -> Result<Marked, PlanError> {
     let key = identity_key(&ImplementationKey {
         issue: draft.ctx.issue_url(issue),
     })?;
@@ -57,7 +57,7 @@ fn implementation(draft: &Draft<'_>, issue: u64) -> Result<Marked, PlanError> {
 /// The run's PR for `issue`, from `branch` into `base`.
 pub(crate) fn plan_create(
     draft: Draft<'_>,
-    issue: u64,
+    issue: IssueNumber,
     branch: &str,
     base: &str,
     title: &str,
@@ -83,9 +83,13 @@ pub(crate) fn plan_create(
 }
 
 /// Our implementation block appended to `pr`'s body as read at phase start.
-pub(crate) fn plan_adopt(draft: Draft<'_>, pr: u64, issue: u64) -> Result<NewEffect, PlanError> {
+pub(crate) fn plan_adopt(
+    draft: Draft<'_>,
+    pr: PullNumber,
+    issue: IssueNumber,
+) -> Result<NewEffect, PlanError> {
     let ctx = draft.ctx;
-    let base = ctx.body_of(pr)?;
+    let base = ctx.body_of(pr.as_issue())?;
     if scan(base, MarkerName::Implementation) != Scan::Absent {
         return Err(PlanError::Refused(format!(
             "#{pr} already carries an implementation marker"
@@ -130,7 +134,7 @@ pub(crate) async fn reconcile_create(
         .get_all(&repo.api_path("/pulls?state=open"))
         .await
         .map_err(read_failed)?;
-    let prs: BTreeMap<u64, PullRequest> = on_branch
+    let prs: BTreeMap<PullNumber, PullRequest> = on_branch
         .into_iter()
         .chain(open)
         .map(|pr| (pr.number, pr))

@@ -53,7 +53,7 @@ pub(crate) async fn reconcile(
     effect: &Effect,
 ) -> Result<Observation, EffectError> {
     let wanted: ReactionPayload = payload(effect)?;
-    let comment = target_number(effect)?;
+    let comment = target_number::<u64>(effect)?;
     let path = executor
         .repo
         .api_path(&format!("/issues/comments/{comment}/reactions"));

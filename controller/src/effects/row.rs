@@ -66,8 +66,9 @@ pub(crate) fn completion<T: DeserializeOwned>(effect: &Effect) -> Result<T, Effe
     T::deserialize(&effect.completion).map_err(|e| corrupt(effect, "completion", e.to_string()))
 }
 
-/// The number in a target like `issue/12` or `pull/3`.
-pub(crate) fn target_number(effect: &Effect) -> Result<u64, EffectError> {
+/// The number in a target like `issue/12` or `pull/3`, as the kind of
+/// number the caller reads (an issue's or a pull request's).
+pub(crate) fn target_number<N: std::str::FromStr>(effect: &Effect) -> Result<N, EffectError> {
     effect
         .target
         .rsplit_once('/')

@@ -275,7 +275,7 @@ mod tests {
         StatusSnapshot {
             phase,
             round: 2,
-            pr: Some(7),
+            pr: Some(autoforge_journal::testing::pull(7)),
             blocked_reason: Some("two PRs\nhold one identity".into()),
             failure: None,
             waiting_for: "nothing".into(),

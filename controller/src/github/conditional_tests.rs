@@ -108,19 +108,37 @@ async fn a_pull_request_still_computing_mergeability_is_never_answered_from_the_
     let app = pull_server(2, Arc::clone(&seen), Arc::clone(&conditional));
     let api = test_token_client(&serve(app).await);
     let repo: RepoName = "o/r".parse().unwrap();
-    assert_eq!(api.pull_request(&repo, 7).await.unwrap().mergeable, None);
-    assert_eq!(api.pull_request(&repo, 7).await.unwrap().mergeable, None);
+    assert_eq!(
+        api.pull_request(&repo, autoforge_journal::testing::pull(7))
+            .await
+            .unwrap()
+            .mergeable,
+        None
+    );
+    assert_eq!(
+        api.pull_request(&repo, autoforge_journal::testing::pull(7))
+            .await
+            .unwrap()
+            .mergeable,
+        None
+    );
     assert_eq!(
         conditional.load(Ordering::SeqCst),
         0,
         "a null answer is not kept"
     );
     assert_eq!(
-        api.pull_request(&repo, 7).await.unwrap().mergeable,
+        api.pull_request(&repo, autoforge_journal::testing::pull(7))
+            .await
+            .unwrap()
+            .mergeable,
         Some(true)
     );
     // Now final: kept, and the next read is a conditional one.
-    let again = api.pull_request_if_changed(&repo, 7).await.unwrap();
+    let again = api
+        .pull_request_if_changed(&repo, autoforge_journal::testing::pull(7))
+        .await
+        .unwrap();
     assert!(!again.is_modified());
     assert_eq!(again.into_inner().mergeable, Some(true));
     assert_eq!(

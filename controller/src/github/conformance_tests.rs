@@ -21,7 +21,7 @@ fn decode<T: DeserializeOwned>(key: &str) -> T {
 #[test]
 fn issues_decode_from_every_documented_issue_answer() {
     let issue: Issue = decode("GET /repos/{owner}/{repo}/issues/{issue_number} 200");
-    assert_eq!(issue.number, 1347);
+    assert_eq!(issue.number, autoforge_journal::testing::issue(1347));
     assert!(issue.is_open());
     decode::<Issue>("POST /repos/{owner}/{repo}/issues 201");
     decode::<Issue>("GET /repos/{owner}/{repo}/issues/{issue_number}/parent 200");

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use autoforge_journal::IssueNumber;
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
@@ -91,14 +92,14 @@ impl Hub {
             .unwrap()
     }
 
-    pub(super) async fn issue(&self) -> u64 {
+    pub(super) async fn issue(&self) -> IssueNumber {
         writes::create_issue(&self.api, &repo(), "an issue", "body", &[])
             .await
             .unwrap()
             .number
     }
 
-    pub(super) async fn comments(&self, issue: u64, count: usize) {
+    pub(super) async fn comments(&self, issue: IssueNumber, count: usize) {
         for index in 0..count {
             writes::create_comment(&self.api, &repo(), issue, &format!("comment {index}"))
                 .await
@@ -554,7 +555,7 @@ async fn an_installation_that_refuses_tokens_is_a_credentials_error_sent_once() 
     let hub = Hub::start().await;
     let (client, _installation) = installed_app(&hub).await;
     let api = client.installation(987_654).unwrap();
-    let error = writes::create_comment(&api, &repo(), 1, "x")
+    let error = writes::create_comment(&api, &repo(), autoforge_journal::testing::issue(1), "x")
         .await
         .unwrap_err();
     assert!(
@@ -563,7 +564,10 @@ async fn an_installation_that_refuses_tokens_is_a_credentials_error_sent_once() 
     );
     assert!(!error.is_outcome_unknown(), "the comment was never sent");
     assert!(hub.answered("POST", COMMENTS_ROUTE).is_empty());
-    let read_error = api.issue(&repo(), 1).await.unwrap_err();
+    let read_error = api
+        .issue(&repo(), autoforge_journal::testing::issue(1))
+        .await
+        .unwrap_err();
     assert!(matches!(read_error, GitHubError::Credentials { .. }));
     assert_eq!(
         hub.answered("POST", TOKEN_ROUTE),
@@ -614,7 +618,7 @@ async fn listing_that_fails_on_a_later_page_is_an_error_not_a_truncation() {
         .route("/broken", get(|| async { StatusCode::NOT_FOUND }));
     let api = test_token_client(&serve(app).await);
     let error = api
-        .pull_request_files(&"o/r".parse().unwrap(), 1)
+        .pull_request_files(&"o/r".parse().unwrap(), autoforge_journal::testing::pull(1))
         .await
         .unwrap_err();
     assert!(
@@ -641,7 +645,7 @@ async fn link_to_a_foreign_host_is_not_followed() {
     );
     let api = test_token_client(&serve(app).await);
     let error = api
-        .pull_request_files(&"o/r".parse().unwrap(), 1)
+        .pull_request_files(&"o/r".parse().unwrap(), autoforge_journal::testing::pull(1))
         .await
         .unwrap_err();
     let GitHubError::IncompleteListing { source, .. } = error else {
@@ -668,8 +672,14 @@ async fn enterprise_base_path_prefixes_every_request() {
     let base = serve(app).await;
     let api = test_token_client(&format!("{base}/api/v3"));
     assert_eq!(
-        api.issue(&"o/r".parse().unwrap(), 2).await.unwrap().number,
-        2
+        api.issue(
+            &"o/r".parse().unwrap(),
+            autoforge_journal::testing::issue(2)
+        )
+        .await
+        .unwrap()
+        .number,
+        autoforge_journal::testing::issue(2)
     );
 }
 

@@ -3,7 +3,7 @@
 //! decode error naming the field, not a silently missing value.
 
 use crate::commands::{Actor, ActorKind, Permission};
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use serde::Deserialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -36,7 +36,7 @@ pub struct Label {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Issue {
     pub id: u64,
-    pub number: u64,
+    pub number: IssueNumber,
     pub title: String,
     pub body: Option<String>,
     /// `open` or `closed`.
@@ -128,7 +128,7 @@ pub struct BranchTip {
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PullRequest {
-    pub number: u64,
+    pub number: PullNumber,
     pub state: String,
     pub title: String,
     pub body: Option<String>,
@@ -355,7 +355,7 @@ mod tests {
     fn issue(title: &str, body: Option<&str>) -> Issue {
         Issue {
             id: 1,
-            number: 1,
+            number: autoforge_journal::testing::issue(1),
             title: title.into(),
             body: body.map(Into::into),
             state: "open".into(),

@@ -11,11 +11,11 @@ use super::models::{
 };
 use super::paths::{RepoName, encode_component, encode_path};
 use crate::commands::Permission;
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use base64::Engine;
 
 impl GitHubApi {
-    pub async fn issue(&self, repo: &RepoName, number: u64) -> Result<Issue, GitHubError> {
+    pub async fn issue(&self, repo: &RepoName, number: IssueNumber) -> Result<Issue, GitHubError> {
         self.get_json(&repo.api_path(&format!("/issues/{number}")))
             .await
     }
@@ -24,7 +24,7 @@ impl GitHubApi {
     pub async fn issue_if_changed(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
     ) -> Result<Conditional<Issue>, GitHubError> {
         self.get_conditional(&repo.api_path(&format!("/issues/{number}")))
             .await
@@ -49,7 +49,7 @@ impl GitHubApi {
     pub async fn issue_comments_if_changed(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
     ) -> Result<Conditional<Vec<IssueComment>>, GitHubError> {
         self.get_all_if_changed(&repo.api_path(&format!("/issues/{number}/comments")))
             .await
@@ -59,7 +59,7 @@ impl GitHubApi {
     pub async fn issue_comments(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
     ) -> Result<Vec<IssueComment>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/issues/{number}/comments")))
             .await
@@ -77,7 +77,7 @@ impl GitHubApi {
     pub async fn issue_events(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
     ) -> Result<Vec<IssueEvent>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/issues/{number}/events")))
             .await
@@ -87,7 +87,7 @@ impl GitHubApi {
     pub async fn latest_labeler(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
         label: &str,
     ) -> Result<Option<Account>, GitHubError> {
         let events = self.issue_events(repo, number).await?;
@@ -97,7 +97,7 @@ impl GitHubApi {
     pub async fn sub_issues(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
     ) -> Result<Vec<Issue>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/issues/{number}/sub_issues")))
             .await
@@ -107,7 +107,7 @@ impl GitHubApi {
     pub async fn parent_issue(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: IssueNumber,
     ) -> Result<Option<Issue>, GitHubError> {
         absent_on_404(
             self.get_json(&repo.api_path(&format!("/issues/{number}/parent")))
@@ -118,7 +118,7 @@ impl GitHubApi {
     pub async fn pull_request(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: PullNumber,
     ) -> Result<PullRequest, GitHubError> {
         Ok(self
             .pull_request_if_changed(repo, number)
@@ -133,7 +133,7 @@ impl GitHubApi {
     pub async fn pull_request_if_changed(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: PullNumber,
     ) -> Result<Conditional<PullRequest>, GitHubError> {
         let path = repo.api_path(&format!("/pulls/{number}"));
         let read: Conditional<PullRequest> = self.get_conditional(&path).await?;
@@ -177,7 +177,7 @@ impl GitHubApi {
     pub async fn pull_request_files(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: PullNumber,
     ) -> Result<Vec<PullRequestFile>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/pulls/{number}/files")))
             .await
@@ -187,7 +187,7 @@ impl GitHubApi {
     pub async fn pull_request_reviews(
         &self,
         repo: &RepoName,
-        number: u64,
+        number: PullNumber,
     ) -> Result<Vec<PullRequestReview>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/pulls/{number}/reviews")))
             .await

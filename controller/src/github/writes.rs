@@ -17,7 +17,7 @@ use super::client::{GitHubApi, decode};
 use super::error::GitHubError;
 use super::models::{CheckRun, Issue, IssueComment, Label, MergeResult, PullRequest, Reaction};
 use super::paths::{RepoName, encode_component};
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use http::Method;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -35,7 +35,7 @@ async fn send<T: DeserializeOwned>(
 pub async fn create_comment(
     api: &GitHubApi,
     repo: &RepoName,
-    issue: u64,
+    issue: IssueNumber,
     body: &str,
 ) -> Result<IssueComment, GitHubError> {
     let path = repo.api_path(&format!("/issues/{issue}/comments"));
@@ -67,7 +67,7 @@ pub async fn create_issue(
 pub async fn update_issue_body(
     api: &GitHubApi,
     repo: &RepoName,
-    issue: u64,
+    issue: IssueNumber,
     body: &str,
 ) -> Result<Issue, GitHubError> {
     let path = repo.api_path(&format!("/issues/{issue}"));
@@ -78,7 +78,7 @@ pub async fn update_issue_body(
 pub async fn add_labels(
     api: &GitHubApi,
     repo: &RepoName,
-    issue: u64,
+    issue: IssueNumber,
     labels: &[String],
 ) -> Result<Vec<Label>, GitHubError> {
     let path = repo.api_path(&format!("/issues/{issue}/labels"));
@@ -89,7 +89,7 @@ pub async fn add_labels(
 pub async fn remove_label(
     api: &GitHubApi,
     repo: &RepoName,
-    issue: u64,
+    issue: IssueNumber,
     label: &str,
 ) -> Result<Vec<Label>, GitHubError> {
     let path = repo.api_path(&format!(
@@ -147,7 +147,7 @@ pub struct PullRequestUpdate<'a> {
 pub async fn update_pull_request(
     api: &GitHubApi,
     repo: &RepoName,
-    number: u64,
+    number: PullNumber,
     update: &PullRequestUpdate<'_>,
 ) -> Result<PullRequest, GitHubError> {
     let mut payload = serde_json::Map::new();
@@ -170,7 +170,7 @@ pub async fn update_pull_request(
 pub async fn merge_pull_request(
     api: &GitHubApi,
     repo: &RepoName,
-    number: u64,
+    number: PullNumber,
     expected_head_sha: &CommitSha,
     method: crate::machine::MergeMethod,
     commit: Option<(&str, &str)>,

@@ -6,6 +6,7 @@ use crate::commands::{Actor, OperatorDecision, OperatorPolicy};
 use crate::config::{Config, GithubAuth};
 use crate::github::{Account, AppRef, GitHubApi, GitHubAuth, GitHubClient, IssueEvent, RepoName};
 use anyhow::Context;
+use autoforge_journal::IssueNumber;
 
 /// Read access to GitHub plus what the operator decision needs.
 #[derive(Clone)]
@@ -178,7 +179,7 @@ impl GitHubAccess {
         &self,
         api: &GitHubApi,
         repository: &str,
-        issue: u64,
+        issue: IssueNumber,
     ) -> anyhow::Result<Option<IssueEvent>> {
         self.latest_trigger_event(api, repository, issue, "labeled")
             .await
@@ -190,7 +191,7 @@ impl GitHubAccess {
         &self,
         api: &GitHubApi,
         repository: &str,
-        issue: u64,
+        issue: IssueNumber,
     ) -> anyhow::Result<Option<IssueEvent>> {
         self.latest_trigger_event(api, repository, issue, "unlabeled")
             .await
@@ -200,7 +201,7 @@ impl GitHubAccess {
         &self,
         api: &GitHubApi,
         repository: &str,
-        issue: u64,
+        issue: IssueNumber,
         action: &str,
     ) -> anyhow::Result<Option<IssueEvent>> {
         let repo = repo_name(repository)?;

@@ -9,7 +9,7 @@
 //! that recorded it, and on every poll pass for answers a crash or an
 //! outage left behind.
 
-use autoforge_journal::{Journal, NewCommandDecision};
+use autoforge_journal::{IssueNumber, Journal, NewCommandDecision};
 
 use super::access::GitHubAccess;
 use super::entries::{ChangeEntries, Entry};
@@ -34,7 +34,7 @@ pub(super) fn answer_to<'a>(
     key: &'a str,
     repository: &'a str,
     api: &GitHubApi,
-    thread: u64,
+    thread: IssueNumber,
 ) -> AnswerTo<'a> {
     AnswerTo {
         change: key,

@@ -33,7 +33,7 @@ pub enum Entry {
     /// Create a run (first phase) with its `Started` event.
     StartRun {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         labeled_by: String,
     },
     /// Queue a signal for an existing run; `suffix` keeps several signals of
@@ -138,8 +138,7 @@ async fn apply_step(
             issue,
             labeled_by,
         } => {
-            let number =
-                IssueNumber::new(*issue).map_err(|e| JournalError::InvalidInput(e.to_string()))?;
+            let number = *issue;
             let run_id = tx
                 .start_run(&NewRun {
                     repository: repository.clone(),

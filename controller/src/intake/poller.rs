@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use autoforge_journal::{EventSource, IssueNumber, Journal, Run, RunFilter};
+use autoforge_journal::{EventSource, IssueNumber, Journal, PullNumber, Run, RunFilter};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio::sync::watch;
@@ -182,7 +182,7 @@ impl Poller {
         let issues = listing.into_inner();
         let mut applied = 0;
         for issue in issues.iter().filter(|issue| !issue.is_pull_request()) {
-            let number = IssueNumber::new(issue.number)?;
+            let number = issue.number;
             if self
                 .journal
                 .active_run_for_object(&repository.full_name, number)
@@ -215,7 +215,7 @@ impl Poller {
 
     async fn poll_run(&self, run: &Run, api: &GitHubApi) -> anyhow::Result<usize> {
         let repo = repo_name(&run.repository)?;
-        let issue = run.current_issue.get();
+        let issue = run.current_issue;
         let mut applied = 0;
         let polled: PolledIssue = api
             .get_conditional(&repo.api_path(&format!("/issues/{issue}")))
@@ -257,8 +257,7 @@ impl Poller {
         }
         applied += self.poll_comments(run, api, issue).await?;
         if let Some(pr) = self.journal.run_pull_request(run.id).await? {
-            let pr = pr.get();
-            applied += self.poll_comments(run, api, pr).await?;
+            applied += self.poll_comments(run, api, pr.as_issue()).await?;
             applied += self.poll_pull_request(run, api, pr).await?;
         }
         Ok(applied)
@@ -271,7 +270,7 @@ impl Poller {
         &self,
         run: &Run,
         api: &GitHubApi,
-        number: u64,
+        number: IssueNumber,
     ) -> anyhow::Result<usize> {
         let repo = repo_name(&run.repository)?;
         let comments = api
@@ -335,7 +334,7 @@ impl Poller {
         &self,
         run: &Run,
         api: &GitHubApi,
-        pr: u64,
+        pr: PullNumber,
     ) -> anyhow::Result<usize> {
         let repo = repo_name(&run.repository)?;
         let polled = api.pull_request_if_changed(&repo, pr).await?.into_inner();

@@ -4,7 +4,7 @@
 //! every command's author or editor are checked against fresh permission
 //! reads, and every decision is journalled.
 
-use autoforge_journal::{IssueNumber, Journal, NewCommandDecision, RunId};
+use autoforge_journal::{IssueNumber, Journal, NewCommandDecision, PullNumber, RunId};
 use serde_json::json;
 
 use super::access::GitHubAccess;
@@ -22,7 +22,7 @@ pub enum Sighting {
     /// (the `labeled` issue event id, or the delivery when none is found).
     TriggerLabeled {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         actor: Actor,
         labeling: String,
     },
@@ -31,23 +31,23 @@ pub enum Sighting {
     /// like `labeling` does a labelling.
     TriggerRemoved {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         actor: Option<Actor>,
         removal: String,
     },
     IssueClosed {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         closed_at: String,
     },
     IssueReopened {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         updated_at: String,
     },
     IssueEdited {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         updated_at: String,
         editor: Actor,
     },
@@ -55,7 +55,7 @@ pub enum Sighting {
     /// (then `actor` is the editor).
     Commands {
         repository: String,
-        issue: u64,
+        issue: IssueNumber,
         comment_id: u64,
         updated_at: String,
         /// Digest of the body version the commands come from.
@@ -65,30 +65,30 @@ pub enum Sighting {
     },
     PrHead {
         repository: String,
-        pr: u64,
+        pr: PullNumber,
         head_sha: String,
     },
     PrClosed {
         repository: String,
-        pr: u64,
+        pr: PullNumber,
         merged: bool,
         merge_commit_sha: Option<String>,
         closed_at: String,
     },
     PrReopened {
         repository: String,
-        pr: u64,
+        pr: PullNumber,
         updated_at: String,
     },
     PrBase {
         repository: String,
-        pr: u64,
+        pr: PullNumber,
         new_base: String,
     },
     ChecksCompleted {
         repository: String,
         head_sha: String,
-        pull_requests: Vec<u64>,
+        pull_requests: Vec<PullNumber>,
         delivery: String,
     },
     /// A commit status reached a final state on `head_sha`; it names no
@@ -102,7 +102,7 @@ pub enum Sighting {
     /// A review of `pr` was submitted or dismissed.
     PrReviewed {
         repository: String,
-        pr: u64,
+        pr: PullNumber,
         head_sha: String,
         delivery: String,
     },
@@ -234,12 +234,9 @@ pub async fn entries_for(
     api: &GitHubApi,
 ) -> anyhow::Result<Option<ChangeEntries>> {
     let key = sighting.key();
-    let run_of = |repository: &str, number: u64| {
+    let run_of = |repository: &str, number: IssueNumber| {
         let repository = repository.to_owned();
-        async move {
-            let number = IssueNumber::new(number)?;
-            anyhow::Ok(journal.active_run_for_object(&repository, number).await?)
-        }
+        async move { anyhow::Ok(journal.active_run_for_object(&repository, number).await?) }
     };
     let change = match sighting {
         Sighting::TriggerLabeled {
@@ -350,7 +347,7 @@ pub async fn entries_for(
             pr,
             head_sha,
         } => {
-            let Some(run_id) = run_of(repository, *pr).await? else {
+            let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
                 return Ok(None);
             };
             let signal = RunSignal::PrHeadMoved {
@@ -366,7 +363,7 @@ pub async fn entries_for(
             merge_commit_sha,
             ..
         } => {
-            let Some(run_id) = run_of(repository, *pr).await? else {
+            let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
                 return Ok(None);
             };
             let signal = RunSignal::PrClosed {
@@ -377,7 +374,7 @@ pub async fn entries_for(
             ChangeEntries::signal(key, run_id, signal)
         }
         Sighting::PrReopened { repository, pr, .. } => {
-            let Some(run_id) = run_of(repository, *pr).await? else {
+            let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
                 return Ok(None);
             };
             ChangeEntries::signal(key, run_id, RunSignal::PrReopened { pr: *pr })
@@ -387,7 +384,7 @@ pub async fn entries_for(
             pr,
             new_base,
         } => {
-            let Some(run_id) = run_of(repository, *pr).await? else {
+            let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
                 return Ok(None);
             };
             let signal = RunSignal::PrBaseChanged {
@@ -404,7 +401,7 @@ pub async fn entries_for(
         } => {
             let mut change = ChangeEntries::new(key, "signal");
             for pr in pull_requests {
-                if let Some(run_id) = run_of(repository, *pr).await? {
+                if let Some(run_id) = run_of(repository, pr.as_issue()).await? {
                     change = change.with(Entry::Signal {
                         run_id,
                         suffix: format!(":pr-{pr}"),
@@ -431,7 +428,7 @@ pub async fn entries_for(
                     run_id,
                     suffix: format!(":pr-{pr}"),
                     signal: RunSignal::ChecksCompleted {
-                        pr: pr.get(),
+                        pr,
                         head_sha: head_sha.clone(),
                     },
                 });
@@ -447,7 +444,7 @@ pub async fn entries_for(
             head_sha,
             ..
         } => {
-            let Some(run_id) = run_of(repository, *pr).await? else {
+            let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
                 return Ok(None);
             };
             let signal = RunSignal::PrReviewed {
@@ -463,7 +460,7 @@ pub async fn entries_for(
 async fn plan_trigger(
     key: String,
     repository: &str,
-    issue: u64,
+    issue: IssueNumber,
     actor: &Actor,
     journal: &Journal,
     access: &GitHubAccess,
@@ -491,8 +488,7 @@ async fn plan_trigger(
             }
         }
         OperatorDecision::Allowed { .. } => {
-            let number = IssueNumber::new(issue)?;
-            match journal.active_run_for_object(repository, number).await? {
+            match journal.active_run_for_object(repository, issue).await? {
                 Some(run_id) => ChangeEntries::new(key, "trigger ignored: run already active")
                     .with(Entry::Audit {
                         run_id: Some(run_id),
@@ -517,7 +513,7 @@ async fn plan_trigger(
 fn plan_removal(
     key: String,
     run_id: RunId,
-    issue: u64,
+    issue: IssueNumber,
     actor: Option<&Actor>,
     removal: &str,
     decision: Option<OperatorDecision>,
@@ -569,7 +565,7 @@ fn plan_removal(
 fn plan_commands(
     key: String,
     run_id: RunId,
-    issue: u64,
+    issue: IssueNumber,
     comment_id: u64,
     actor: &Actor,
     decision: &OperatorDecision,
@@ -646,8 +642,16 @@ mod tests {
         let decision = OperatorDecision::Allowed {
             by: AllowedBy::Permission(Permission::Admin),
         };
-        let change =
-            plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
+        let change = plan_commands(
+            "k".into(),
+            RunId(1),
+            autoforge_journal::testing::issue(4),
+            9,
+            &alice(),
+            &decision,
+            &commands,
+        )
+        .unwrap();
         let decisions: Vec<_> = change
             .entries
             .iter()
@@ -674,15 +678,23 @@ mod tests {
         let decision = OperatorDecision::Refused {
             reason: RefusalReason::BotAccount,
         };
-        let change =
-            plan_commands("k".into(), RunId(1), 4, 9, &alice(), &decision, &commands).unwrap();
+        let change = plan_commands(
+            "k".into(),
+            RunId(1),
+            autoforge_journal::testing::issue(4),
+            9,
+            &alice(),
+            &decision,
+            &commands,
+        )
+        .unwrap();
         assert_eq!(change.entries.len(), 2);
         assert!(matches!(&change.entries[0], Entry::Decision(d) if !d.accepted));
         let Entry::Signal { signal, .. } = &change.entries[1] else {
             panic!("the refusal is queued for the run to answer");
         };
         assert!(
-            matches!(signal, RunSignal::CommandRefused { verb, comment_id: 9, on_issue: 4, .. } if verb == "stop"),
+            matches!(signal, RunSignal::CommandRefused { verb, comment_id: 9, on_issue, .. } if verb == "stop" && on_issue.get() == 4),
             "{signal:?}"
         );
     }
@@ -706,7 +718,7 @@ mod tests {
         let change = plan_removal(
             "trigger-removed:a/b#4".into(),
             RunId(3),
-            4,
+            autoforge_journal::testing::issue(4),
             Some(&alice()),
             "event-9",
             Some(allowed),
@@ -715,7 +727,7 @@ mod tests {
         assert_eq!(change.key, "trigger-removed:a/b#4:run-3");
         assert!(matches!(
             signals_of(&change)[..],
-            [RunSignal::TriggerLabelRemoved { issue: 4, by }] if by == "alice"
+            [RunSignal::TriggerLabelRemoved { issue, by }] if by == "alice" && issue.get() == 4
         ));
     }
 
@@ -731,7 +743,7 @@ mod tests {
         let change = plan_removal(
             "trigger-removed:a/b#4".into(),
             RunId(3),
-            4,
+            autoforge_journal::testing::issue(4),
             Some(&alice()),
             "event-9",
             Some(refused),
@@ -742,8 +754,8 @@ mod tests {
         assert!(
             matches!(
                 signals[..],
-                [RunSignal::TriggerRemovalRefused { issue: 4, by: Some(by), removal, reason }]
-                    if by == "alice" && removal == "event-9" && reason.contains("`triage`")
+                [RunSignal::TriggerRemovalRefused { issue, by: Some(by), removal, reason }]
+                    if issue.get() == 4 && by == "alice" && removal == "event-9" && reason.contains("`triage`")
             ),
             "{signals:?}"
         );
@@ -752,7 +764,15 @@ mod tests {
 
     #[test]
     fn a_removal_nobody_is_named_for_does_not_count() {
-        let change = plan_removal("k".into(), RunId(3), 4, None, "unlabeled-run-3", None).unwrap();
+        let change = plan_removal(
+            "k".into(),
+            RunId(3),
+            autoforge_journal::testing::issue(4),
+            None,
+            "unlabeled-run-3",
+            None,
+        )
+        .unwrap();
         assert!(matches!(
             signals_of(&change)[..],
             [RunSignal::TriggerRemovalRefused { by: None, .. }]
@@ -767,7 +787,7 @@ mod tests {
         let change = plan_removal(
             "k".into(),
             RunId(3),
-            4,
+            autoforge_journal::testing::issue(4),
             Some(&alice()),
             "event-9",
             Some(own),
@@ -780,7 +800,7 @@ mod tests {
     fn one_comment_version_has_one_key_whoever_sees_it() {
         let sighting = Sighting::Commands {
             repository: "a/b".into(),
-            issue: 1,
+            issue: autoforge_journal::testing::issue(1),
             comment_id: 5,
             updated_at: "2026-01-01T00:00:00Z".into(),
             body_digest: body_digest("/autoforge retry"),

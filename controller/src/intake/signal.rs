@@ -6,7 +6,7 @@
 //! can build a machine event. Only facts that cannot be re-read later (who
 //! typed a command, which comment it was in) travel here.
 
-use autoforge_journal::RunId;
+use autoforge_journal::{IssueNumber, PullNumber, RunId};
 use serde::{Deserialize, Serialize};
 
 /// Who is told that signals were stored: the run driver. Intake calls it
@@ -31,33 +31,33 @@ pub trait RunListener: Send + Sync {
 pub enum RunSignal {
     /// An operator added the trigger label; the run was created with this event.
     Started {
-        issue: u64,
+        issue: IssueNumber,
         labeled_by: String,
     },
     /// An operator removed the trigger label: stop the run.
     TriggerLabelRemoved {
-        issue: u64,
+        issue: IssueNumber,
         by: String,
     },
     /// Someone whose removal does not count (not an operator, or not
     /// known) removed the trigger label: the run goes on and answers them
     /// once. `removal` identifies the removal.
     TriggerRemovalRefused {
-        issue: u64,
+        issue: IssueNumber,
         by: Option<String>,
         reason: String,
         removal: String,
     },
     IssueClosed {
-        issue: u64,
+        issue: IssueNumber,
     },
     IssueReopened {
-        issue: u64,
+        issue: IssueNumber,
     },
     /// The issue's title or body was edited by `editor` (who was checked
     /// like an operator: `by_operator`).
     IssueEdited {
-        issue: u64,
+        issue: IssueNumber,
         #[serde(default)]
         editor: Option<String>,
         #[serde(default)]
@@ -70,7 +70,7 @@ pub enum RunSignal {
         argument: Option<String>,
         comment_id: u64,
         actor: String,
-        on_issue: u64,
+        on_issue: IssueNumber,
     },
     /// A command refused before the run saw it (not an operator, or a
     /// malformed line; `verb` is then `malformed`): the run answers it with
@@ -79,35 +79,35 @@ pub enum RunSignal {
         verb: String,
         comment_id: u64,
         actor: String,
-        on_issue: u64,
+        on_issue: IssueNumber,
         reason: String,
     },
     PrHeadMoved {
-        pr: u64,
+        pr: PullNumber,
         head_sha: String,
     },
     PrClosed {
-        pr: u64,
+        pr: PullNumber,
         merged: bool,
         merge_commit_sha: Option<String>,
     },
     PrReopened {
-        pr: u64,
+        pr: PullNumber,
     },
     PrBaseChanged {
-        pr: u64,
+        pr: PullNumber,
         new_base: String,
     },
     /// Checks finished (a check run, a suite, or a commit status reached a
     /// final state) on the run's PR head: re-check merge readiness.
     ChecksCompleted {
-        pr: u64,
+        pr: PullNumber,
         head_sha: String,
     },
     /// A review of the run's PR was submitted or dismissed: a required
     /// approving review may be met (or no longer be).
     PrReviewed {
-        pr: u64,
+        pr: PullNumber,
         head_sha: String,
     },
 }
@@ -143,7 +143,7 @@ mod tests {
             argument: Some("fixed the base".into()),
             comment_id: 12,
             actor: "alice".into(),
-            on_issue: 4,
+            on_issue: autoforge_journal::testing::issue(4),
         };
         let json = signal.to_json();
         assert_eq!(json["kind"], "command");
@@ -157,12 +157,12 @@ mod tests {
             argument: None,
             comment_id: 1,
             actor: "alice".into(),
-            on_issue: 4,
+            on_issue: autoforge_journal::testing::issue(4),
         };
         assert!(command("stop").stops_the_run());
         assert!(!command("status").stops_the_run());
         let removed = RunSignal::TriggerLabelRemoved {
-            issue: 4,
+            issue: autoforge_journal::testing::issue(4),
             by: "alice".into(),
         };
         assert!(removed.stops_the_run());
@@ -170,12 +170,12 @@ mod tests {
             verb: "stop".into(),
             comment_id: 1,
             actor: "rory".into(),
-            on_issue: 4,
+            on_issue: autoforge_journal::testing::issue(4),
             reason: "not an operator".into(),
         };
         assert!(!refused.stops_the_run());
         let refused_removal = RunSignal::TriggerRemovalRefused {
-            issue: 4,
+            issue: autoforge_journal::testing::issue(4),
             by: Some("rory".into()),
             reason: "not an operator".into(),
             removal: "event-9".into(),
@@ -189,7 +189,7 @@ mod tests {
         assert_eq!(
             serde_json::from_value::<RunSignal>(stored).unwrap(),
             RunSignal::IssueEdited {
-                issue: 3,
+                issue: autoforge_journal::testing::issue(3),
                 editor: None,
                 by_operator: false
             }

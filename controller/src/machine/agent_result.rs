@@ -6,7 +6,7 @@
 //! only served a cross-check (the issue URL, the verdict flag) are gone by
 //! then, and references are resolved (an issue URL becomes its number).
 
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber};
 use serde::{Deserialize, Serialize};
 
 /// How serious a reviewer judged a finding. Severity never changes the
@@ -81,7 +81,7 @@ pub enum ResolutionKind {
     },
     /// Deferred to an issue that already exists (one handed to the fixer).
     FollowUpExisting {
-        issue: u64,
+        issue: IssueNumber,
     },
     /// Deferred to a new issue the controller creates.
     FollowUpNew {
@@ -141,7 +141,7 @@ pub struct EpicResult {
     pub progress: Option<String>,
     pub roadmap_section: Option<String>,
     /// `None` means the agent reports the EPIC complete.
-    pub next_issue: Option<u64>,
+    pub next_issue: Option<IssueNumber>,
     /// `owner/name` of the picked issue, from its URL; a pick from another
     /// repository is rejected like any ineligible pick.
     #[serde(default)]

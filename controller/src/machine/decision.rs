@@ -7,7 +7,7 @@ use super::agent_result::{Finding, ReviewSections};
 use super::bounds::{MergeMethod, MergeMode};
 use super::phase::{AgentPhase, IllegalEdge, Phase};
 use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use serde::{Deserialize, Serialize};
 
 /// The closed set of effect kinds of SPEC §6. The journal owns the
@@ -21,7 +21,7 @@ pub use autoforge_journal::EffectKind;
 pub struct StatusSnapshot {
     pub phase: Phase,
     pub round: u32,
-    pub pr: Option<u64>,
+    pub pr: Option<PullNumber>,
     pub blocked_reason: Option<String>,
     pub failure: Option<String>,
     /// What the run waits for ([`crate::machine::Awaiting::name`]); tells
@@ -49,11 +49,11 @@ pub struct StatusSnapshot {
 /// How an EPIC's run finished with one of its issues before moving on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IssueFinished {
-    pub epic: u64,
+    pub epic: IssueNumber,
     /// The pull request that was merged for it; `None`: it was closed.
-    pub merged_in: Option<u64>,
+    pub merged_in: Option<PullNumber>,
     /// The issue the run went on to.
-    pub next_issue: u64,
+    pub next_issue: IssueNumber,
 }
 
 impl StatusSnapshot {
@@ -99,7 +99,7 @@ pub enum CheckShows {
 /// One check run: the PR, the head it is attached to, and what it shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckRunView {
-    pub pr: u64,
+    pub pr: PullNumber,
     pub head_sha: CommitSha,
     pub shows: CheckShows,
 }
@@ -142,7 +142,7 @@ pub enum EffectIntent {
     },
     /// Open the PR (body + `Closes #issue` + `ai-implementation` marker).
     CreatePr {
-        issue: u64,
+        issue: IssueNumber,
         branch: String,
         base: String,
         title: String,
@@ -150,52 +150,52 @@ pub enum EffectIntent {
     },
     /// Append our marker to an open unmarked PR on the branch.
     AdoptPr {
-        pr: u64,
-        issue: u64,
+        pr: PullNumber,
+        issue: IssueNumber,
     },
     PostReviewComment {
-        pr: u64,
+        pr: PullNumber,
         round: u32,
         binding: RoundBinding,
         findings: Vec<Finding>,
         sections: ReviewSections,
     },
     PostEpicProgress {
-        epic: u64,
-        issue: u64,
-        pr: u64,
+        epic: IssueNumber,
+        issue: IssueNumber,
+        pr: PullNumber,
         text: String,
     },
     PostCommandReply {
-        thread: u64,
+        thread: IssueNumber,
         comment_id: u64,
         reply: Reply,
     },
     /// Answers `event` (see [`Notice`]) on `issue`, once.
     PostNotice {
-        issue: u64,
+        issue: IssueNumber,
         /// Identifies what is answered, e.g. one label removal.
         event: String,
         notice: Notice,
     },
     EditStatusComment {
-        issue: u64,
+        issue: IssueNumber,
         run_id: String,
         status: StatusSnapshot,
     },
     CreateFollowUpIssue {
-        pr: u64,
+        pr: PullNumber,
         finding_id: String,
         title: String,
         body: String,
     },
     AppendFollowUpMarkers {
-        issue: u64,
-        pr: u64,
+        issue: IssueNumber,
+        pr: PullNumber,
         finding_ids: Vec<String>,
     },
     SpliceEpicRoadmap {
-        epic: u64,
+        epic: IssueNumber,
         section: String,
     },
     AddReaction {
@@ -204,13 +204,13 @@ pub enum EffectIntent {
     /// The run's status labels on its issue (`status_labels = true`):
     /// `add` present and `remove` absent afterwards.
     SetLabels {
-        issue: u64,
+        issue: IssueNumber,
         add: Vec<String>,
         remove: Vec<String>,
     },
     /// Merge with GitHub's `sha` parameter set to the reviewed head.
     MergePr {
-        pr: u64,
+        pr: PullNumber,
         sha: CommitSha,
         base_ref: String,
         #[serde(default)]
@@ -219,13 +219,12 @@ pub enum EffectIntent {
         #[serde(default)]
         pr_title: String,
         /// The run's issue, which a squash commit's body closes.
-        #[serde(default)]
-        issue: u64,
+        issue: IssueNumber,
     },
     /// Create or update the run's `autoforge` check run on `view.head_sha`;
     /// `status` fills in its summary (reason, validation, commands).
     CheckRun {
-        issue: u64,
+        issue: IssueNumber,
         view: CheckRunView,
         status: StatusSnapshot,
     },
@@ -323,7 +322,7 @@ pub struct Correction {
 #[serde(tag = "inputs", rename_all = "snake_case")]
 pub enum LaunchInputs {
     Implement {
-        issue: u64,
+        issue: IssueNumber,
         branch: String,
         base_sha: CommitSha,
         /// Where the agent starts: the base, or the last reviewed head of
@@ -344,9 +343,9 @@ pub enum LaunchInputs {
         validation_failure: Option<String>,
     },
     UpdateEpic {
-        epic: u64,
-        finished_issue: u64,
-        finished_pr: Option<u64>,
+        epic: IssueNumber,
+        finished_issue: IssueNumber,
+        finished_pr: Option<PullNumber>,
         merges_since_roadmap: u32,
         roadmap_due: bool,
         /// False on a re-request: a re-request must not carry `progress`.
@@ -394,11 +393,14 @@ pub enum UnblockRefusal {
     #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]
     SeveralAdoptablePrs { count: usize },
     #[error("pull request #{bound} is bound but GitHub answered with {}", .found.map_or_else(|| "no pull request".to_owned(), |n| format!("#{n}")))]
-    PrMismatch { bound: u64, found: Option<u64> },
+    PrMismatch {
+        bound: PullNumber,
+        found: Option<PullNumber>,
+    },
     #[error("pull request #{pr} is closed")]
-    PrClosed { pr: u64 },
+    PrClosed { pr: PullNumber },
     #[error("pull request #{pr} was merged without a clean review at the merged revision")]
-    MergedWithoutCleanReview { pr: u64 },
+    MergedWithoutCleanReview { pr: PullNumber },
     #[error("the review cap ({max_review_rounds} rounds) is reached")]
     ReviewCapReached { max_review_rounds: u32 },
     /// The reason is in the status comment; it is not repeated in a reply,
@@ -484,13 +486,13 @@ mod tests {
     #[test]
     fn review_comment_identity_names_the_whole_binding() {
         let binding = RoundBinding {
-            pr: 4,
+            pr: autoforge_journal::testing::pull(4),
             head_sha: autoforge_journal::testing::sha(&"a".repeat(40)),
             base_ref: "main".into(),
             merge_base_sha: autoforge_journal::testing::sha(&"b".repeat(40)),
         };
         let effect = EffectIntent::PostReviewComment {
-            pr: 4,
+            pr: autoforge_journal::testing::pull(4),
             round: 2,
             binding,
             findings: Vec::new(),

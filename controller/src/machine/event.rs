@@ -4,7 +4,7 @@
 use super::agent_result::AgentOutcome;
 use super::bounds::{MergeMethod, RunSettings};
 use super::repository::RepositorySettings;
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use serde::{Deserialize, Serialize};
 
 /// State of a pull request as GitHub reports it.
@@ -42,7 +42,7 @@ pub enum MergeableState {
 /// A fresh read of the run's pull request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrFacts {
-    pub number: u64,
+    pub number: PullNumber,
     pub state: PrState,
     pub head_sha: CommitSha,
     pub base_ref: String,
@@ -130,7 +130,7 @@ pub struct GitHubFacts {
     /// The run's PR (the bound number, or our marked PR on the branch).
     pub pr: Option<PrFacts>,
     /// Open PRs on the issue branch without our marker (adoption candidates).
-    pub adoptable_prs: Vec<u64>,
+    pub adoptable_prs: Vec<PullNumber>,
     /// Digest of the issue's title and body as read now
     /// (`github::Issue::text_digest`); `None` in facts recorded before the
     /// text was frozen.
@@ -146,17 +146,17 @@ pub enum EffectReadBack {
         sha: CommitSha,
     },
     PullRequest {
-        number: u64,
+        number: PullNumber,
     },
     Comment {
         url: String,
     },
     FollowUpIssue {
         finding_id: String,
-        issue: u64,
+        issue: IssueNumber,
     },
     MarkersAppended {
-        issue: u64,
+        issue: IssueNumber,
     },
     RoadmapSpliced,
     /// The EPIC body changed outside the managed section since the phase
@@ -184,7 +184,7 @@ pub enum OperatorRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorCommand {
     /// The issue or PR number the command comment was posted on.
-    pub thread: u64,
+    pub thread: IssueNumber,
     pub comment_id: u64,
     pub actor: String,
     pub command: OperatorRequest,
@@ -217,7 +217,7 @@ impl Default for RepositorySettingsRead {
 /// `malformed` for a line that did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedCommand {
-    pub thread: u64,
+    pub thread: IssueNumber,
     pub comment_id: u64,
     pub actor: String,
     pub command: String,
@@ -232,7 +232,7 @@ pub struct MergeReport {
 /// Facts about the issue the EPIC agent picked next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextIssueFacts {
-    pub issue: u64,
+    pub issue: IssueNumber,
     /// `owner/name` the issue lives in.
     pub repository: String,
     pub open: bool,
@@ -251,7 +251,7 @@ pub struct NextIssueFacts {
     /// of them; a row without the field names none, so nothing is accepted
     /// on a membership that was never read.
     #[serde(default)]
-    pub epic_issues: Vec<u64>,
+    pub epic_issues: Vec<IssueNumber>,
 }
 
 /// The trigger label was removed by someone whose removal does not count
@@ -260,7 +260,7 @@ pub struct NextIssueFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedLabelRemoval {
     /// The issue the label was removed from.
-    pub issue: u64,
+    pub issue: IssueNumber,
     /// The login of who removed it, when known.
     pub actor: Option<String>,
     pub reason: String,
@@ -275,8 +275,8 @@ pub struct RefusedLabelRemoval {
 pub enum Event {
     Started {
         repository: String,
-        issue: u64,
-        epic: Option<u64>,
+        issue: IssueNumber,
+        epic: Option<IssueNumber>,
         base_branch: String,
         base_sha: CommitSha,
         /// Head of `autoforge/<issue>` if the branch exists already: earlier
@@ -338,7 +338,7 @@ pub enum Event {
     /// works from. An operator's edit is accepted as the new text; any
     /// other blocks the run until an operator unblocks it.
     IssueTextChanged {
-        issue: u64,
+        issue: IssueNumber,
         digest: String,
         /// Who edited, when the webhook said so.
         editor: Option<String>,

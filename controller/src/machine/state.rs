@@ -8,13 +8,13 @@ use super::bounds::{Counters, MergeMethod, RunSettings};
 use super::decision::{CheckRunView, LaunchRequest};
 use super::phase::Phase;
 use super::repository::RepositorySettings;
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use serde::{Deserialize, Serialize};
 
 /// The exact diff a review round judged: PR, HEAD, base name and merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundBinding {
-    pub pr: u64,
+    pub pr: PullNumber,
     pub head_sha: CommitSha,
     pub base_ref: String,
     pub merge_base_sha: CommitSha,
@@ -75,18 +75,18 @@ pub struct ReviewState {
 /// EPIC bookkeeping (SPEC §9).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpicState {
-    pub epic: u64,
+    pub epic: IssueNumber,
     /// Merges counted since the roadmap section was last read back.
     pub merges_since_roadmap: u32,
     /// Whether this UPDATE_EPIC's progress comment has been observed.
     pub progress_posted: bool,
     /// The issue and PR the current UPDATE_EPIC reports on.
-    pub finished_issue: Option<u64>,
-    pub finished_pr: Option<u64>,
+    pub finished_issue: Option<IssueNumber>,
+    pub finished_pr: Option<PullNumber>,
 }
 
 impl EpicState {
-    pub fn new(epic: u64) -> Self {
+    pub fn new(epic: IssueNumber) -> Self {
         Self {
             epic,
             merges_since_roadmap: 0,
@@ -153,7 +153,7 @@ pub enum Awaiting {
     MergeOutcome,
     /// The EPIC agent picked an issue; the driver reads its facts.
     NextIssueCheck {
-        issue: u64,
+        issue: IssueNumber,
     },
     /// Automatic retries are exhausted: `/autoforge retry` resumes `resume`.
     OperatorRetry {
@@ -188,7 +188,7 @@ pub struct RunState {
     pub awaiting: Awaiting,
     /// `owner/name` of the repository.
     pub repository: String,
-    pub issue: u64,
+    pub issue: IssueNumber,
     pub epic: Option<EpicState>,
     /// The issue branch, `autoforge/<issue>`.
     pub branch: String,
@@ -199,7 +199,7 @@ pub struct RunState {
     /// the implementer continues from it and the push must fast-forward it.
     #[serde(default)]
     pub prior_branch_head: Option<CommitSha>,
-    pub pr: Option<u64>,
+    pub pr: Option<PullNumber>,
     pub review: ReviewState,
     pub counters: Counters,
     /// Candidate commit awaiting validation or publication.
@@ -209,7 +209,7 @@ pub struct RunState {
     /// Last validation failure of this phase, handed to the relaunch.
     pub last_validation_failure: Option<String>,
     /// PRs whose merge was counted (merge order); a PR counts once.
-    pub merged_prs: Vec<u64>,
+    pub merged_prs: Vec<PullNumber>,
     /// `/autoforge merge` seen for the current clean round.
     pub merge_approved: bool,
     pub blocked: Option<BlockedInfo>,
@@ -268,13 +268,13 @@ pub struct LastValidation {
 
 impl RunState {
     /// The state of a run the driver created but has not started.
-    pub fn new(run_id: impl Into<String>, settings: RunSettings) -> Self {
+    pub fn new(run_id: impl Into<String>, issue: IssueNumber, settings: RunSettings) -> Self {
         Self {
             run_id: run_id.into(),
             phase: Phase::Initializing,
             awaiting: Awaiting::Start,
             repository: String::new(),
-            issue: 0,
+            issue,
             epic: None,
             branch: String::new(),
             base_branch: String::new(),
@@ -303,12 +303,12 @@ impl RunState {
     }
 
     /// The controller-derived issue branch name.
-    pub fn branch_for(issue: u64) -> String {
+    pub fn branch_for(issue: IssueNumber) -> String {
         format!("autoforge/{issue}")
     }
 
     /// Forget everything tied to the finished issue before the next one.
-    pub(crate) fn switch_to_issue(&mut self, issue: u64) {
+    pub(crate) fn switch_to_issue(&mut self, issue: IssueNumber) {
         self.issue = issue;
         self.branch = Self::branch_for(issue);
         self.pr = None;

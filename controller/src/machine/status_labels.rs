@@ -5,6 +5,7 @@
 
 use super::decision::EffectIntent;
 use super::phase::Phase;
+use autoforge_journal::IssueNumber;
 
 /// Every label this module manages, so a change removes the others.
 pub const STATUS_LABELS: [&str; 4] = [
@@ -30,14 +31,14 @@ pub fn status_label(phase: Phase) -> Option<&'static str> {
 
 /// The `set_labels` intent for a change from `from` to `to`, or `None`
 /// when both phases show the same label.
-pub fn label_change(issue: u64, from: Phase, to: Phase) -> Option<EffectIntent> {
+pub fn label_change(issue: IssueNumber, from: Phase, to: Phase) -> Option<EffectIntent> {
     let (before, after) = (status_label(from), status_label(to));
     (before != after).then(|| set_exactly(issue, after))
 }
 
 /// The writes when an EPIC run leaves `finished` for `next` (now in
 /// `phase`): the finished issue is done, the next one shows its phase.
-pub fn issue_switch(finished: u64, next: u64, phase: Phase) -> Vec<EffectIntent> {
+pub fn issue_switch(finished: IssueNumber, next: IssueNumber, phase: Phase) -> Vec<EffectIntent> {
     vec![
         set_exactly(finished, status_label(Phase::Done)),
         set_exactly(next, status_label(phase)),
@@ -45,7 +46,7 @@ pub fn issue_switch(finished: u64, next: u64, phase: Phase) -> Vec<EffectIntent>
 }
 
 /// `label` present (if any) and every other status label absent.
-fn set_exactly(issue: u64, label: Option<&str>) -> EffectIntent {
+fn set_exactly(issue: IssueNumber, label: Option<&str>) -> EffectIntent {
     let add: Vec<String> = label.into_iter().map(str::to_owned).collect();
     let remove = STATUS_LABELS
         .iter()
@@ -61,18 +62,34 @@ mod tests {
 
     #[test]
     fn moving_between_running_phases_changes_no_label() {
-        assert_eq!(label_change(3, Phase::Implement, Phase::Review), None);
-        assert_eq!(label_change(3, Phase::Review, Phase::Fix), None);
+        assert_eq!(
+            label_change(
+                autoforge_journal::testing::issue(3),
+                Phase::Implement,
+                Phase::Review
+            ),
+            None
+        );
+        assert_eq!(
+            label_change(
+                autoforge_journal::testing::issue(3),
+                Phase::Review,
+                Phase::Fix
+            ),
+            None
+        );
     }
 
     #[test]
     fn blocking_swaps_running_for_blocked_and_removes_every_other_status_label() {
-        let Some(EffectIntent::SetLabels { issue, add, remove }) =
-            label_change(3, Phase::Review, Phase::Blocked)
-        else {
+        let Some(EffectIntent::SetLabels { issue, add, remove }) = label_change(
+            autoforge_journal::testing::issue(3),
+            Phase::Review,
+            Phase::Blocked,
+        ) else {
             panic!("blocking changes the label");
         };
-        assert_eq!(issue, 3);
+        assert_eq!(issue, autoforge_journal::testing::issue(3));
         assert_eq!(add, ["autoforge:blocked"]);
         assert_eq!(
             remove,
@@ -82,28 +99,40 @@ mod tests {
 
     #[test]
     fn moving_to_the_next_issue_marks_the_finished_one_done() {
-        let writes = issue_switch(3, 8, Phase::Implement);
+        let writes = issue_switch(
+            autoforge_journal::testing::issue(3),
+            autoforge_journal::testing::issue(8),
+            Phase::Implement,
+        );
         let EffectIntent::SetLabels { issue, add, .. } = &writes[0] else {
             panic!("{writes:?}");
         };
         assert_eq!(
             (*issue, add.as_slice()),
-            (3, ["autoforge:done".to_owned()].as_slice())
+            (
+                autoforge_journal::testing::issue(3),
+                ["autoforge:done".to_owned()].as_slice()
+            )
         );
         let EffectIntent::SetLabels { issue, add, .. } = &writes[1] else {
             panic!("{writes:?}");
         };
         assert_eq!(
             (*issue, add.as_slice()),
-            (8, ["autoforge:running".to_owned()].as_slice())
+            (
+                autoforge_journal::testing::issue(8),
+                ["autoforge:running".to_owned()].as_slice()
+            )
         );
     }
 
     #[test]
     fn stopping_removes_every_status_label() {
-        let Some(EffectIntent::SetLabels { add, remove, .. }) =
-            label_change(3, Phase::Implement, Phase::Stopped)
-        else {
+        let Some(EffectIntent::SetLabels { add, remove, .. }) = label_change(
+            autoforge_journal::testing::issue(3),
+            Phase::Implement,
+            Phase::Stopped,
+        ) else {
             panic!("stopping clears the label");
         };
         assert!(add.is_empty());

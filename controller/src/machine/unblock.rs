@@ -110,19 +110,23 @@ mod tests {
     use crate::machine::state::{BlockedInfo, RoundBinding};
 
     fn blocked_state() -> RunState {
-        let mut s = RunState::new("run-1", RunSettings::default());
+        let mut s = RunState::new(
+            "run-1",
+            autoforge_journal::testing::issue(7),
+            RunSettings::default(),
+        );
         s.phase = Phase::Blocked;
         s.blocked = Some(BlockedInfo {
             from: Phase::Review,
             reason: "x".to_owned(),
         });
-        s.issue = 7;
+        s.issue = autoforge_journal::testing::issue(7);
         s
     }
 
     fn binding() -> RoundBinding {
         RoundBinding {
-            pr: 3,
+            pr: autoforge_journal::testing::pull(3),
             head_sha: autoforge_journal::testing::sha("h1"),
             base_ref: "main".into(),
             merge_base_sha: autoforge_journal::testing::sha("m1"),
@@ -131,7 +135,7 @@ mod tests {
 
     fn pr(state: PrState, head: &str) -> PrFacts {
         PrFacts {
-            number: 3,
+            number: autoforge_journal::testing::pull(3),
             state,
             head_sha: autoforge_journal::testing::sha(head),
             base_ref: "main".into(),
@@ -163,7 +167,7 @@ mod tests {
     }
 
     fn with_pr(mut s: RunState) -> RunState {
-        s.pr = Some(3);
+        s.pr = Some(autoforge_journal::testing::pull(3));
         s.review.round = 2;
         s.review.binding = Some(binding());
         s
@@ -194,7 +198,10 @@ mod tests {
     #[test]
     fn no_pr_with_two_adoptable_prs_is_refused() {
         let mut f = facts(None);
-        f.adoptable_prs = vec![4, 5];
+        f.adoptable_prs = vec![
+            autoforge_journal::testing::pull(4),
+            autoforge_journal::testing::pull(5),
+        ];
         assert_eq!(
             unblock_target(&blocked_state(), &f),
             Err(UnblockRefusal::SeveralAdoptablePrs { count: 2 })
@@ -261,7 +268,7 @@ mod tests {
     #[test]
     fn merged_and_counted_resumes_update_epic() {
         let mut s = with_pr(blocked_state());
-        s.merged_prs = vec![3];
+        s.merged_prs = vec![autoforge_journal::testing::pull(3)];
         assert_eq!(
             unblock_target(&s, &facts(Some(pr(PrState::Merged, "h1")))),
             Ok(Phase::UpdateEpic)
@@ -273,7 +280,9 @@ mod tests {
         let s = with_pr(blocked_state());
         assert_eq!(
             unblock_target(&s, &facts(Some(pr(PrState::Merged, "h9")))),
-            Err(UnblockRefusal::MergedWithoutCleanReview { pr: 3 })
+            Err(UnblockRefusal::MergedWithoutCleanReview {
+                pr: autoforge_journal::testing::pull(3)
+            })
         );
     }
 
@@ -282,7 +291,9 @@ mod tests {
         let s = with_pr(blocked_state());
         assert_eq!(
             unblock_target(&s, &facts(Some(pr(PrState::Closed, "h1")))),
-            Err(UnblockRefusal::PrClosed { pr: 3 })
+            Err(UnblockRefusal::PrClosed {
+                pr: autoforge_journal::testing::pull(3)
+            })
         );
     }
 
@@ -290,12 +301,12 @@ mod tests {
     fn another_pr_answering_is_refused() {
         let s = with_pr(blocked_state());
         let mut other = pr(PrState::Open, "h1");
-        other.number = 9;
+        other.number = autoforge_journal::testing::pull(9);
         assert_eq!(
             unblock_target(&s, &facts(Some(other))),
             Err(UnblockRefusal::PrMismatch {
-                bound: 3,
-                found: Some(9)
+                bound: autoforge_journal::testing::pull(3),
+                found: Some(autoforge_journal::testing::pull(9))
             })
         );
     }

@@ -49,7 +49,7 @@ mod tests {
         IssueRef {
             owner: "o".into(),
             repo: "r".into(),
-            number: 12,
+            number: autoforge_journal::testing::issue(12),
         }
     }
 

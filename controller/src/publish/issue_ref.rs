@@ -2,6 +2,7 @@
 //! on owner and repository and exactly on the number; and the web host the
 //! controller's own issue and PR links point at.
 
+use autoforge_journal::IssueNumber;
 use std::fmt;
 
 /// One issue (or PR) of one repository.
@@ -9,7 +10,7 @@ use std::fmt;
 pub struct IssueRef {
     pub owner: String,
     pub repo: String,
-    pub number: u64,
+    pub number: IssueNumber,
 }
 
 /// The longest URL we parse; longer ones are refused before parsing.
@@ -95,7 +96,7 @@ fn is_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-fn parse_number(s: &str) -> Option<u64> {
+fn parse_number(s: &str) -> Option<IssueNumber> {
     if s.is_empty() || s.starts_with('0') || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -121,7 +122,7 @@ mod tests {
         IssueRef {
             owner: "Acme".into(),
             repo: "Widgets".into(),
-            number: 7,
+            number: autoforge_journal::testing::issue(7),
         }
     }
 

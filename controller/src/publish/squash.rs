@@ -6,6 +6,7 @@
 
 use super::issue_ref::IssueRef;
 use super::policy::{FieldKind, PolicyViolation, check_field};
+use autoforge_journal::PullNumber;
 
 /// GitHub's limit on a PR title; the squash title adds ` (#n)` to it.
 const PR_TITLE_MAX_CHARS: usize = 256;
@@ -20,7 +21,7 @@ pub struct SquashCommit {
 /// Composes the squash commit of pull request `pr` for `run_issue`.
 pub fn compose_squash_commit(
     pr_title: &str,
-    pr: u64,
+    pr: PullNumber,
     run_issue: &IssueRef,
 ) -> Result<SquashCommit, PolicyViolation> {
     let pr_title = pr_title.trim();
@@ -47,13 +48,17 @@ mod tests {
         IssueRef {
             owner: "o".into(),
             repo: "r".into(),
-            number: 7,
+            number: autoforge_journal::testing::issue(7),
         }
     }
 
     #[test]
     fn the_title_names_the_pull_request_and_the_body_closes_the_runs_issue() {
-        let commit = compose_squash_commit("Add the widget", 12, &issue());
+        let commit = compose_squash_commit(
+            "Add the widget",
+            autoforge_journal::testing::pull(12),
+            &issue(),
+        );
         assert_eq!(
             commit.ok(),
             Some(SquashCommit {
@@ -65,7 +70,11 @@ mod tests {
 
     #[test]
     fn an_edited_title_that_closes_another_issue_is_refused() {
-        let refused = compose_squash_commit("Add it, fixes #3", 12, &issue());
+        let refused = compose_squash_commit(
+            "Add it, fixes #3",
+            autoforge_journal::testing::pull(12),
+            &issue(),
+        );
         assert!(
             matches!(refused, Err(PolicyViolation::ClosingKeyword { .. })),
             "{refused:?}"

@@ -1,13 +1,21 @@
 //! What a delivery means for runs: the vocabulary the dispatcher hands on.
 
 use crate::commands::Actor;
+use autoforge_journal::{IssueNumber, PullNumber};
 use std::fmt;
 
 /// An issue or pull request in a repository (`owner/name`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RepoIssue {
     pub repository: String,
-    pub number: u64,
+    pub number: IssueNumber,
+}
+
+/// A pull request in a repository (`owner/name`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RepoPull {
+    pub repository: String,
+    pub number: PullNumber,
 }
 
 /// One delivery translated into a run event, or the reason it is none.
@@ -58,34 +66,34 @@ pub enum Classified {
         editor: Actor,
     },
     PrSynchronize {
-        pr: RepoIssue,
+        pr: RepoPull,
         head_sha: String,
         head_ref: String,
     },
     PrClosed {
-        pr: RepoIssue,
+        pr: RepoPull,
         merged: bool,
         merge_commit_sha: Option<String>,
         head_ref: String,
     },
     PrReopened {
-        pr: RepoIssue,
+        pr: RepoPull,
     },
     PrBaseChanged {
-        pr: RepoIssue,
+        pr: RepoPull,
         old_base: String,
         new_base: String,
     },
     /// A review was submitted or dismissed: a required review may be met.
     PrReviewed {
-        pr: RepoIssue,
+        pr: RepoPull,
         head_sha: String,
     },
     /// A check run or suite finished: merge readiness may have changed.
     CheckCompleted {
         repository: String,
         head_sha: String,
-        pull_requests: Vec<u64>,
+        pull_requests: Vec<PullNumber>,
     },
     /// A commit status reached a final state (`success`, `failure`,
     /// `error`): merge readiness of a pull request at that commit may have

@@ -6,7 +6,7 @@
 //! payload lacks a field we read is a [`ClassifyError`], because guessing
 //! would silently drop a label or a command.
 
-use super::classified::{Classified, IgnoreReason, RepoIssue};
+use super::classified::{Classified, IgnoreReason, RepoIssue, RepoPull};
 use super::payload::{
     Account, ActionOnly, CheckRunEvent, CheckSuiteEvent, Comment, InstallationEvent,
     IssueCommentEvent, IssuesEvent, PullRequestEvent, StatusEvent,
@@ -209,7 +209,7 @@ impl Classifier<'_> {
         }
         let payload: PullRequestEvent = self.parse()?;
         let pull = payload.pull_request;
-        let pr = RepoIssue {
+        let pr = RepoPull {
             repository: payload.repository.full_name,
             number: pull.number,
         };
@@ -251,7 +251,7 @@ impl Classifier<'_> {
         }
         let payload: PullRequestEvent = self.parse()?;
         Ok(Classified::PrReviewed {
-            pr: RepoIssue {
+            pr: RepoPull {
                 repository: payload.repository.full_name,
                 number: payload.pull_request.number,
             },

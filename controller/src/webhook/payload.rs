@@ -3,6 +3,7 @@
 //! a change in GitHub's payload shape fails loudly at deserialisation
 //! instead of being read as "absent".
 
+use autoforge_journal::{IssueNumber, PullNumber};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -24,7 +25,7 @@ pub(super) struct Label {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Issue {
-    pub number: u64,
+    pub number: IssueNumber,
     pub state: String,
     /// Present (with links) exactly when the issue is a pull request.
     #[serde(default)]
@@ -91,7 +92,7 @@ pub(super) struct BranchTip {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct PullRequest {
-    pub number: u64,
+    pub number: PullNumber,
     #[serde(default)]
     pub merged: Option<bool>,
     pub merge_commit_sha: Option<String>,
@@ -120,7 +121,7 @@ pub(super) struct PullRequestEvent {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct PullRequestNumber {
-    pub number: u64,
+    pub number: PullNumber,
 }
 
 #[derive(Debug, Deserialize)]

@@ -2,6 +2,7 @@
 //! phases, reset on request, and fingerprinted so a read-only phase that
 //! changed anything is caught.
 
+use autoforge_journal::IssueNumber;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ pub struct WorktreeFingerprint {
 #[derive(Debug, Clone)]
 pub struct Worktree {
     mirror: Mirror,
-    issue: u64,
+    issue: IssueNumber,
     path: PathBuf,
 }
 
@@ -41,7 +42,7 @@ impl Worktree {
     /// run lives there); use [`Worktree::reset_to`] to move it.
     pub async fn ensure(
         mirror: &Mirror,
-        issue: u64,
+        issue: IssueNumber,
         sha: &CommitSha,
     ) -> Result<Self, WorkspaceError> {
         mirror.restore_config()?;
@@ -85,7 +86,7 @@ impl Worktree {
         &self.path
     }
 
-    pub fn issue(&self) -> u64 {
+    pub fn issue(&self) -> IssueNumber {
         self.issue
     }
 

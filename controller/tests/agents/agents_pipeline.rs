@@ -58,7 +58,9 @@ impl Repo {
             .fetch_shas(std::slice::from_ref(&base), None)
             .await
             .unwrap();
-        let worktree = Worktree::ensure(&mirror, 7, &base).await.unwrap();
+        let worktree = Worktree::ensure(&mirror, autoforge_journal::testing::issue(7), &base)
+            .await
+            .unwrap();
         Self {
             _upstream: upstream,
             state,
@@ -77,7 +79,7 @@ fn issue(number: u64) -> IssueRef {
     IssueRef {
         owner: "octo".into(),
         repo: "widgets".into(),
-        number,
+        number: autoforge_journal::testing::issue(number),
     }
 }
 
@@ -413,7 +415,10 @@ async fn a_rerequest_for_the_next_issue_accepts_just_that_field() {
     let PhaseOutcome::Accepted(PhaseResult::UpdateEpic(update)) = &report.outcome else {
         panic!("{:?}", report.outcome);
     };
-    assert_eq!(update.next_issue, Some(8));
+    assert_eq!(
+        update.next_issue,
+        Some(autoforge_journal::testing::issue(8))
+    );
     assert_eq!(
         update.next_issue_repository.as_deref(),
         Some("octo/widgets")

@@ -25,7 +25,7 @@ fn issue(number: u64) -> IssueRef {
     IssueRef {
         owner: "acme".into(),
         repo: "widgets".into(),
-        number,
+        number: autoforge_journal::testing::issue(number),
     }
 }
 
@@ -329,7 +329,10 @@ fn a_rerequest_refuses_progress_and_unasked_fields() {
         panic!("wrong variant");
     };
     assert_eq!(result.progress, None);
-    assert_eq!(result.next_issue, Some(14));
+    assert_eq!(
+        result.next_issue,
+        Some(autoforge_journal::testing::issue(14))
+    );
     assert_eq!(
         result.next_issue_repository.as_deref(),
         Some("acme/widgets")

@@ -63,7 +63,7 @@ fn implement_observations() -> Observations {
         run_issue: IssueRef {
             owner: "acme".into(),
             repo: "widgets".into(),
-            number: 12,
+            number: autoforge_journal::testing::issue(12),
         },
         worktree_head: autoforge_journal::testing::sha(HEAD),
         base_sha: autoforge_journal::testing::sha(BASE),

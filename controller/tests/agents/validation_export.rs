@@ -44,7 +44,9 @@ async fn a_commit_needing_an_untracked_worktree_file_fails_on_its_export() {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let wt = Worktree::ensure(&mirror, 1, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(1), &sha)
+        .await
+        .unwrap();
     std::fs::write(wt.path().join("generated.txt"), "agent left this\n").unwrap();
     let commands = [ValidationCommand::Argv(vec![
         "sh".into(),

@@ -75,7 +75,9 @@ async fn the_token_never_lands_in_the_state_directory() {
         .fetch_shas(std::slice::from_ref(&sha), Some(&token))
         .await
         .unwrap();
-    let worktree = Worktree::ensure(&mirror, 7, &sha).await.unwrap();
+    let worktree = Worktree::ensure(&mirror, autoforge_journal::testing::issue(7), &sha)
+        .await
+        .unwrap();
     worktree.fingerprint().await.unwrap();
     let _export = mirror.export(&sha).await.unwrap();
 
@@ -114,7 +116,9 @@ async fn the_worktree_is_detached_reused_and_reset_on_request() {
         .await
         .unwrap();
 
-    let wt = Worktree::ensure(&mirror, 42, &first).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(42), &first)
+        .await
+        .unwrap();
     assert_eq!(
         wt.path(),
         state.path().join("worktrees/octo/widgets/42").as_path()
@@ -128,7 +132,9 @@ async fn the_worktree_is_detached_reused_and_reset_on_request() {
     assert!(!symbolic.success(), "HEAD is on a branch");
     std::fs::write(wt.path().join("work.txt"), "in progress\n").unwrap();
 
-    let again = Worktree::ensure(&mirror, 42, &second).await.unwrap();
+    let again = Worktree::ensure(&mirror, autoforge_journal::testing::issue(42), &second)
+        .await
+        .unwrap();
     assert_eq!(again.head().await.unwrap(), first, "reuse moved HEAD");
     assert!(again.path().join("work.txt").exists(), "reuse lost work");
 
@@ -149,9 +155,13 @@ async fn a_deleted_worktree_directory_is_recreated() {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let wt = Worktree::ensure(&mirror, 1, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(1), &sha)
+        .await
+        .unwrap();
     std::fs::remove_dir_all(wt.path()).unwrap();
-    let wt = Worktree::ensure(&mirror, 1, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(1), &sha)
+        .await
+        .unwrap();
     assert_eq!(wt.head().await.unwrap(), sha);
 }
 
@@ -163,7 +173,9 @@ async fn the_fingerprint_moves_with_every_kind_of_change() {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let wt = Worktree::ensure(&mirror, 3, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(3), &sha)
+        .await
+        .unwrap();
     let path = wt.path().to_owned();
 
     let clean = wt.fingerprint().await.unwrap();
@@ -201,7 +213,9 @@ async fn a_reviewer_that_edits_a_file_changes_the_fingerprint() {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let wt = Worktree::ensure(&mirror, 9, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(9), &sha)
+        .await
+        .unwrap();
     let before = wt.fingerprint().await.unwrap();
 
     let script = agent_script("edits_worktree_reviewer.sh");
@@ -329,7 +343,9 @@ async fn the_export_holds_the_commit_tree_and_nothing_else() {
         .fetch_shas(&[sha.clone(), sha_exec.clone()], None)
         .await
         .unwrap();
-    let wt = Worktree::ensure(&mirror, 5, &sha_exec).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(5), &sha_exec)
+        .await
+        .unwrap();
     std::fs::write(wt.path().join("untracked.txt"), "local only\n").unwrap();
     std::fs::write(wt.path().join("src/lib.txt"), "uncommitted edit\n").unwrap();
 
@@ -380,7 +396,9 @@ async fn attributes_and_config_planted_through_a_worktree_do_not_affect_exports(
         export.path().join("keep.txt").exists(),
         "export-ignore applied"
     );
-    Worktree::ensure(&mirror, 11, &sha).await.unwrap();
+    Worktree::ensure(&mirror, autoforge_journal::testing::issue(11), &sha)
+        .await
+        .unwrap();
     assert!(!marker.exists(), "a planted filter ran");
     assert!(!std::fs::read_to_string(&config).unwrap().contains("evil"));
 }
@@ -468,7 +486,9 @@ async fn a_worktree_relinked_to_another_repository_is_refused() {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let wt = Worktree::ensure(&mirror, 8, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(8), &sha)
+        .await
+        .unwrap();
 
     let decoy = state.path().join("decoy");
     std::fs::create_dir(&decoy).unwrap();
@@ -488,7 +508,9 @@ async fn a_worktree_relinked_to_another_repository_is_refused() {
     ));
     assert!(wt.fingerprint().await.is_err());
     // Ensuring it again replaces the hijacked directory with a real worktree.
-    let wt = Worktree::ensure(&mirror, 8, &sha).await.unwrap();
+    let wt = Worktree::ensure(&mirror, autoforge_journal::testing::issue(8), &sha)
+        .await
+        .unwrap();
     assert_eq!(wt.head().await.unwrap(), sha);
 }
 

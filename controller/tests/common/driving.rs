@@ -21,7 +21,7 @@ use autoforge::intake::RunSignal;
 use autoforge::redact::Redactor;
 use autoforge::validation::{ValidationCommand, ValidationLimits};
 use autoforge::workspace::Workspaces;
-use autoforge_journal::{EventSource, NewRun, NewRunEvent, RunId};
+use autoforge_journal::{EventSource, IssueNumber, NewRun, NewRunEvent, RunId};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
@@ -75,13 +75,13 @@ impl World {
 
     /// Creates a run for `issue` with its `Started` event, as the
     /// dispatcher does when the trigger label is added.
-    pub async fn start_run(&self, issue: u64) -> RunId {
+    pub async fn start_run(&self, issue: IssueNumber) -> RunId {
         let mut tx = self.db.journal().begin().await.unwrap();
         let run_id = tx
             .start_run(&NewRun {
                 repository: REPOSITORY.into(),
                 epic: None,
-                issue: autoforge_journal::testing::issue(issue),
+                issue,
                 phase: "INITIALIZING".into(),
                 state: json!({}),
             })
@@ -131,7 +131,7 @@ impl World {
     }
 
     /// The controller's status comments on `issue` (marker `autoforge-status`).
-    pub async fn status_comments(&self, issue: u64) -> Vec<IssueComment> {
+    pub async fn status_comments(&self, issue: IssueNumber) -> Vec<IssueComment> {
         self.api
             .issue_comments(&self.repo, issue)
             .await
@@ -142,7 +142,7 @@ impl World {
     }
 
     /// Comments on `issue` carrying `marker`.
-    pub async fn comments_with(&self, issue: u64, marker: &str) -> usize {
+    pub async fn comments_with(&self, issue: IssueNumber, marker: &str) -> usize {
         self.api
             .issue_comments(&self.repo, issue)
             .await
@@ -168,7 +168,7 @@ impl World {
     /// Posts `/autoforge <verb>` on `issue` as a human and enqueues the
     /// accepted command for `run`, as the dispatcher does. Returns the
     /// comment id.
-    pub async fn command(&self, run: RunId, issue: u64, verb: &str) -> u64 {
+    pub async fn command(&self, run: RunId, issue: IssueNumber, verb: &str) -> u64 {
         let comment = autoforge::github::writes::create_comment(
             &self.api,
             &self.repo,
@@ -438,7 +438,7 @@ pub fn epic_catalog(counter: &std::path::Path, next: &[&str]) -> AgentCatalog {
 
 impl World {
     /// Makes `child` a sub-issue of `parent` through the REST API.
-    pub async fn add_sub_issue(&self, parent: u64, child: u64) {
+    pub async fn add_sub_issue(&self, parent: IssueNumber, child: IssueNumber) {
         let id = self.api.issue(&self.repo, child).await.unwrap().id;
         let path = format!("/repos/{REPOSITORY}/issues/{parent}/sub_issues");
         self.rest(reqwest::Method::POST, &path, json!({ "sub_issue_id": id }))
@@ -446,7 +446,7 @@ impl World {
     }
 
     /// Closes `issue` as a person would.
-    pub async fn close_issue(&self, issue: u64) {
+    pub async fn close_issue(&self, issue: IssueNumber) {
         let path = format!("/repos/{REPOSITORY}/issues/{issue}");
         self.rest(reqwest::Method::PATCH, &path, json!({ "state": "closed" }))
             .await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use autoforge::effects::{DriveOutcome, EffectExecutor, PlanContext, plan};
 use autoforge::machine::EffectIntent;
-use autoforge_journal::{Effect, EffectId, Lease, NewEffect, NewRun, RunId};
+use autoforge_journal::{Effect, EffectId, IssueNumber, Lease, NewEffect, NewRun, RunId};
 use fakehub::{FaultKind, FaultRule};
 use secrecy::ExposeSecret;
 use serde_json::json;
@@ -78,11 +78,14 @@ impl World {
     }
 
     /// Plans `intent` with `bodies` as the bodies read at phase start.
-    pub fn plan(&self, intent: &EffectIntent, bodies: &BTreeMap<u64, String>) -> NewEffect {
+    pub fn plan(&self, intent: &EffectIntent, bodies: &BTreeMap<IssueNumber, String>) -> NewEffect {
         plan(intent, &self.plan_context(bodies)).expect("plan")
     }
 
-    pub fn plan_context<'a>(&'a self, bodies: &'a BTreeMap<u64, String>) -> PlanContext<'a> {
+    pub fn plan_context<'a>(
+        &'a self,
+        bodies: &'a BTreeMap<IssueNumber, String>,
+    ) -> PlanContext<'a> {
         PlanContext {
             run_id: self.run_id(),
             repo: &self.repo,
@@ -146,21 +149,21 @@ impl World {
 
     /// Creates an issue as the owner, outside the executor (test setup or a
     /// human acting on GitHub).
-    pub async fn human_issue(&self, title: &str, body: &str) -> u64 {
+    pub async fn human_issue(&self, title: &str, body: &str) -> IssueNumber {
         autoforge::github::writes::create_issue(&self.api, &self.repo, title, body, &[])
             .await
             .unwrap()
             .number
     }
 
-    pub async fn human_comment(&self, issue: u64, body: &str) -> u64 {
+    pub async fn human_comment(&self, issue: IssueNumber, body: &str) -> u64 {
         autoforge::github::writes::create_comment(&self.api, &self.repo, issue, body)
             .await
             .unwrap()
             .id
     }
 
-    pub async fn human_edit_issue(&self, issue: u64, body: &str) {
+    pub async fn human_edit_issue(&self, issue: IssueNumber, body: &str) {
         autoforge::github::writes::update_issue_body(&self.api, &self.repo, issue, body)
             .await
             .unwrap();

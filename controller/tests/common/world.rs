@@ -75,7 +75,7 @@ impl World {
             )
             .await
             .unwrap();
-            assert_eq!(created.number, number);
+            assert_eq!(created.number.get(), number);
         }
         world
     }
@@ -201,7 +201,7 @@ impl World {
     }
 
     /// Answered `PUT …/merge` requests on pull request `pr`.
-    pub fn merge_requests(&self, pr: u64) -> usize {
+    pub fn merge_requests(&self, pr: autoforge_journal::PullNumber) -> usize {
         let path = format!("/repos/{REPOSITORY}/pulls/{pr}/merge");
         self.hub
             .requests()

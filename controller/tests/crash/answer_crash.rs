@@ -29,7 +29,8 @@ pub(super) async fn cell(mut world: World, cell: &str) {
     let answer = eventually(SETTLE, &format!("{cell}: the answer observed"), || {
         let (journal, repository) = (journal.clone(), repository.clone());
         async move {
-            let answers = journal.answers_on(&repository, issue).await.unwrap();
+            let thread = autoforge_journal::IssueNumber::new(issue).unwrap();
+            let answers = journal.answers_on(&repository, thread).await.unwrap();
             assert!(
                 answers.len() <= 1,
                 "{cell}: one answer journalled: {answers:?}"

@@ -144,13 +144,20 @@ async fn a_crash_while_starting_a_run_leaves_one_status_comment_and_reaches_impl
     for point in POINTS {
         let cell = format!("{point}:edit_status_comment");
         let world = World::new(1).await;
-        let run = world.start_run(1).await;
+        let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
         crash_child(&world, &cell, None).await;
         recover(&world).await;
 
         assert_eq!(world.phase(run).await, "IMPLEMENT", "{cell}");
-        assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+        assert_eq!(
+            world
+                .status_comments(autoforge_journal::testing::issue(1))
+                .await
+                .len(),
+            1,
+            "{cell}"
+        );
         assert_eq!(world.unconsumed_events(run).await, 0, "{cell}");
         all_effects_observed(&world, run, &cell).await;
     }
@@ -162,9 +169,11 @@ async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
         for point in POINTS {
             let cell = format!("{point}:{kind}");
             let world = World::new(1).await;
-            let run = world.start_run(1).await;
+            let run = world.start_run(autoforge_journal::testing::issue(1)).await;
             world.driver("setup").drive_due_runs(10).await.unwrap();
-            let comment = world.command(run, 1, "status").await;
+            let comment = world
+                .command(run, autoforge_journal::testing::issue(1), "status")
+                .await;
             tokio::time::sleep(Duration::from_millis(60)).await;
 
             crash_child(&world, &cell, None).await;
@@ -172,8 +181,21 @@ async fn a_crash_while_answering_a_command_leaves_one_reaction_and_one_reply() {
 
             assert_eq!(world.phase(run).await, "IMPLEMENT", "{cell}");
             assert_eq!(world.reactions_on(comment).await, 1, "{cell}");
-            assert_eq!(world.comments_with(1, "autoforge-reply").await, 1, "{cell}");
-            assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+            assert_eq!(
+                world
+                    .comments_with(autoforge_journal::testing::issue(1), "autoforge-reply")
+                    .await,
+                1,
+                "{cell}"
+            );
+            assert_eq!(
+                world
+                    .status_comments(autoforge_journal::testing::issue(1))
+                    .await
+                    .len(),
+                1,
+                "{cell}"
+            );
             assert_eq!(world.unconsumed_events(run).await, 0, "{cell}");
             all_effects_observed(&world, run, &cell).await;
         }
@@ -190,7 +212,7 @@ async fn crash_on_the_way_to_ready_for_merge(point: &str, kind: &str) {
     // One state directory for the dead process and its successor, as on a
     // real host: the mirror holds the candidate commit.
     let state_dir = tempfile::tempdir().unwrap();
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     crash_child(&world, &cell, Some(state_dir.path())).await;
     tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
@@ -216,11 +238,18 @@ async fn crash_on_the_way_to_ready_for_merge(point: &str, kind: &str) {
     assert_eq!(pulls[0].head.sha, candidate, "{cell}");
     let pr = pulls[0].number;
     assert_eq!(
-        world.comments_with(pr, "ai-review-result").await,
+        world.comments_with(pr.as_issue(), "ai-review-result").await,
         1,
         "{cell}"
     );
-    assert_eq!(world.status_comments(1).await.len(), 1, "{cell}");
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1,
+        "{cell}"
+    );
     all_effects_observed(&world, run, &cell).await;
 }
 
@@ -254,7 +283,7 @@ async fn a_crash_while_merging_merges_once_at_the_reviewed_head_and_the_run_is_d
         let cell = format!("{point}:merge_pr");
         let world = World::new(1).await;
         let state_dir = tempfile::tempdir().unwrap();
-        let run = world.start_run(1).await;
+        let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
         crash_child_with(&world, &cell, Some(state_dir.path()), true).await;
         tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;

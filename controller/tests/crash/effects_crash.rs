@@ -66,9 +66,12 @@ async fn crashing_at_each_window_never_duplicates_or_loses_the_comment() {
     ];
     for (point, attempts) in windows {
         let mut world = World::with_leased_run().await;
-        assert_eq!(world.human_issue("Add widgets", "please").await, 1);
+        assert_eq!(
+            world.human_issue("Add widgets", "please").await,
+            autoforge_journal::testing::issue(1)
+        );
         let intent = EffectIntent::PostCommandReply {
-            thread: 1,
+            thread: autoforge_journal::testing::issue(1),
             comment_id: 77,
             reply: Reply::Accepted {
                 command: "retry".into(),
@@ -118,7 +121,11 @@ async fn crashing_at_each_window_never_duplicates_or_loses_the_comment() {
             matches!(outcome, DriveOutcome::Observed(_)),
             "{point}: {outcome:?}"
         );
-        let comments = world.api.issue_comments(&world.repo, 1).await.unwrap();
+        let comments = world
+            .api
+            .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
+            .await
+            .unwrap();
         assert_eq!(comments.len(), 1, "{point}");
         assert_eq!(world.row(row.id).await.attempts, attempts, "{point}");
     }

@@ -19,11 +19,26 @@ const HUMAN: &str = "# Widgets EPIC\n\nPeople wrote this part; keep it.\n";
 #[tokio::test]
 async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_merge() {
     let world = World::new(3).await;
-    autoforge::github::writes::update_issue_body(&world.api, &world.repo, 1, HUMAN)
-        .await
-        .unwrap();
-    world.add_sub_issue(1, 2).await;
-    world.add_sub_issue(1, 3).await;
+    autoforge::github::writes::update_issue_body(
+        &world.api,
+        &world.repo,
+        autoforge_journal::testing::issue(1),
+        HUMAN,
+    )
+    .await
+    .unwrap();
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(2),
+        )
+        .await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(3),
+        )
+        .await;
     let state_dir = tempfile::tempdir().unwrap();
     let counter = state_dir.path().join("epic-launches");
     let next = "https://github.com/octo/widgets/issues/3";
@@ -34,7 +49,7 @@ async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_m
         epic_catalog(&counter, &[next]),
     );
     // The EPIC itself is labelled.
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
@@ -42,8 +57,15 @@ async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_m
 
     let state = world.state(run).await;
     assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
-    assert_eq!(state.issue, 3, "the run ended on the second child");
-    assert_eq!(state.epic.as_ref().unwrap().epic, 1);
+    assert_eq!(
+        state.issue,
+        autoforge_journal::testing::issue(3),
+        "the run ended on the second child"
+    );
+    assert_eq!(
+        state.epic.as_ref().unwrap().epic,
+        autoforge_journal::testing::issue(1)
+    );
     assert_eq!(state.merged_prs.len(), 2);
     for pr in &state.merged_prs {
         let read = world.api.pull_request(&world.repo, *pr).await.unwrap();
@@ -57,8 +79,19 @@ async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_m
         .await
         .unwrap();
     assert!(first.body.unwrap().contains("Closes #2"));
-    assert_eq!(world.comments_with(1, "ai-epic-progress").await, 2);
-    let body = world.api.issue(&world.repo, 1).await.unwrap().body.unwrap();
+    assert_eq!(
+        world
+            .comments_with(autoforge_journal::testing::issue(1), "ai-epic-progress")
+            .await,
+        2
+    );
+    let body = world
+        .api
+        .issue(&world.repo, autoforge_journal::testing::issue(1))
+        .await
+        .unwrap()
+        .body
+        .unwrap();
     assert!(body.starts_with(HUMAN), "people's bytes kept: {body:?}");
     assert_eq!(body.matches(ROADMAP_START).count(), 1, "{body}");
     assert_eq!(body.matches(ROADMAP_END).count(), 1, "{body}");
@@ -72,24 +105,49 @@ async fn an_epic_of_two_issues_is_driven_to_done_with_one_progress_comment_per_m
 #[tokio::test]
 async fn labelling_a_sub_issue_makes_the_run_know_its_epic() {
     let world = World::new(3).await;
-    world.add_sub_issue(1, 2).await;
-    world.add_sub_issue(1, 3).await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(2),
+        )
+        .await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(3),
+        )
+        .await;
     let driver = world.driver("scope");
-    let run = world.start_run(3).await;
+    let run = world.start_run(autoforge_journal::testing::issue(3)).await;
 
     driver.drive_due_runs(1).await.unwrap();
 
     let state = world.state(run).await;
-    assert_eq!(state.issue, 3);
-    assert_eq!(state.epic.unwrap().epic, 1);
+    assert_eq!(state.issue, autoforge_journal::testing::issue(3));
+    assert_eq!(
+        state.epic.unwrap().epic,
+        autoforge_journal::testing::issue(1)
+    );
 }
 
 #[tokio::test]
 async fn a_rejected_next_issue_pick_is_asked_again_without_progress_and_the_epic_continues() {
     let world = World::new(4).await;
-    world.add_sub_issue(1, 2).await;
-    world.add_sub_issue(1, 3).await;
-    world.close_issue(4).await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(2),
+        )
+        .await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(3),
+        )
+        .await;
+    world
+        .close_issue(autoforge_journal::testing::issue(4))
+        .await;
     let state_dir = tempfile::tempdir().unwrap();
     let counter = state_dir.path().join("epic-launches");
     // The first pick is a closed issue: refused on the fresh read, asked again.
@@ -103,7 +161,7 @@ async fn a_rejected_next_issue_pick_is_asked_again_without_progress_and_the_epic
         MergeMode::Auto,
         epic_catalog(&counter, &picks),
     );
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
@@ -111,25 +169,40 @@ async fn a_rejected_next_issue_pick_is_asked_again_without_progress_and_the_epic
 
     let state = world.state(run).await;
     assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
-    assert_eq!(state.issue, 3);
+    assert_eq!(state.issue, autoforge_journal::testing::issue(3));
     assert_eq!(state.merged_prs.len(), 2);
     // Full request, re-request, full request: three EPIC launches, and the
     // re-request posted no second progress comment for issue #2.
     let log = std::fs::read_to_string(counter.with_extension("log")).unwrap();
     assert_eq!(log, "full\nagain\nfull\n");
-    assert_eq!(world.comments_with(1, "ai-epic-progress").await, 2);
+    assert_eq!(
+        world
+            .comments_with(autoforge_journal::testing::issue(1), "ai-epic-progress")
+            .await,
+        2
+    );
 }
 
 #[tokio::test]
 async fn an_epic_run_moves_its_row_to_the_child_and_a_second_run_on_that_epic_blocks() {
     let world = World::new(3).await;
-    world.add_sub_issue(1, 2).await;
-    world.add_sub_issue(1, 3).await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(2),
+        )
+        .await;
+    world
+        .add_sub_issue(
+            autoforge_journal::testing::issue(1),
+            autoforge_journal::testing::issue(3),
+        )
+        .await;
     let driver = world.driver("scope-row");
 
     // Labelling the EPIC: the run row follows the state to child #2, so
     // commands on #2's thread reach the run.
-    let epic_run = world.start_run(1).await;
+    let epic_run = world.start_run(autoforge_journal::testing::issue(1)).await;
     driver.drive_due_runs(1).await.unwrap();
     let row = world.db.journal().get_run(epic_run).await.unwrap().unwrap();
     assert_eq!(
@@ -146,7 +219,7 @@ async fn an_epic_run_moves_its_row_to_the_child_and_a_second_run_on_that_epic_bl
 
     // Someone labels child #3 too: its run belongs to the same EPIC, which
     // the first run holds, so it blocks and says so; the first is untouched.
-    let second = world.start_run(3).await;
+    let second = world.start_run(autoforge_journal::testing::issue(3)).await;
     // The first run may be due again too; drive until the second decided.
     world
         .drive_until(&driver, second, &["BLOCKED"], Duration::from_secs(30))

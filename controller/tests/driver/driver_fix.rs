@@ -20,7 +20,7 @@ async fn a_finding_is_fixed_validated_pushed_reviewed_clean_and_merged() {
     let state_dir = tempfile::tempdir().unwrap();
     let catalog = loop_catalog("findings", "good", "good");
     let driver = world.loop_driver("fixer", state_dir.path(), MergeMode::Auto, catalog);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
@@ -30,7 +30,10 @@ async fn a_finding_is_fixed_validated_pushed_reviewed_clean_and_merged() {
     assert_eq!(state.phase.as_str(), "DONE", "{:?}", state.blocked);
     assert_eq!(state.review.round, 2);
     let pr = state.pr.unwrap();
-    assert_eq!(world.comments_with(pr, "ai-review-result").await, 2);
+    assert_eq!(
+        world.comments_with(pr.as_issue(), "ai-review-result").await,
+        2
+    );
     let journal = world.db.journal();
     let launches = journal.list_launches(run).await.unwrap();
     assert_eq!(
@@ -64,7 +67,7 @@ async fn a_finding_deferred_to_a_new_follow_up_creates_exactly_one_marked_issue(
     let state_dir = tempfile::tempdir().unwrap();
     let catalog = loop_catalog("findings", "follow_up", "good");
     let driver = world.loop_driver("deferrer", state_dir.path(), MergeMode::Auto, catalog);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)
@@ -124,7 +127,7 @@ async fn a_later_finding_deferred_to_the_listed_follow_up_appends_its_marker_to_
         MergeMode::Auto,
         common::deferring_catalog(),
     );
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED", "FAILED"], LIMIT)

@@ -20,7 +20,7 @@ async fn auto_merge_merges_the_reviewed_head_once_and_the_run_is_done() {
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.merging_driver("merger", state_dir.path(), MergeMode::Auto);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED"], LIMIT)
@@ -49,7 +49,7 @@ async fn a_failing_check_makes_the_gate_refuse_and_the_run_blocks_without_mergin
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.merging_driver("gate", state_dir.path(), MergeMode::OnCommand);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world
         .drive_until(&driver, run, &["READY_FOR_MERGE"], LIMIT)
         .await;
@@ -58,7 +58,9 @@ async fn a_failing_check_makes_the_gate_refuse_and_the_run_blocks_without_mergin
     let head = state.review.clean.unwrap().head_sha;
     world.add_check(head.as_str(), "ci", "failure");
 
-    world.command(run, 1, "merge").await;
+    world
+        .command(run, autoforge_journal::testing::issue(1), "merge")
+        .await;
     world
         .drive_until(&driver, run, &["BLOCKED", "DONE"], LIMIT)
         .await;
@@ -77,7 +79,7 @@ async fn on_command_waits_for_the_merge_command_then_merges() {
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.merging_driver("commanded", state_dir.path(), MergeMode::OnCommand);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world
         .drive_until(&driver, run, &["READY_FOR_MERGE"], LIMIT)
         .await;
@@ -88,7 +90,9 @@ async fn on_command_waits_for_the_merge_command_then_merges() {
     assert_eq!(world.phase(run).await, "READY_FOR_MERGE");
     assert_eq!(world.merge_requests(pr), 0);
 
-    world.command(run, 1, "merge").await;
+    world
+        .command(run, autoforge_journal::testing::issue(1), "merge")
+        .await;
     world
         .drive_until(&driver, run, &["DONE", "BLOCKED"], LIMIT)
         .await;
@@ -102,14 +106,14 @@ async fn an_edited_clean_review_comment_makes_the_gate_refuse() {
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.merging_driver("edited", state_dir.path(), MergeMode::OnCommand);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world
         .drive_until(&driver, run, &["READY_FOR_MERGE"], LIMIT)
         .await;
     let pr = world.state(run).await.pr.unwrap();
     let review = world
         .api
-        .issue_comments(&world.repo, pr)
+        .issue_comments(&world.repo, pr.as_issue())
         .await
         .unwrap()
         .into_iter()
@@ -120,7 +124,9 @@ async fn an_edited_clean_review_comment_makes_the_gate_refuse() {
         .await
         .unwrap();
 
-    world.command(run, 1, "merge").await;
+    world
+        .command(run, autoforge_journal::testing::issue(1), "merge")
+        .await;
     world
         .drive_until(&driver, run, &["BLOCKED", "DONE"], LIMIT)
         .await;
@@ -137,7 +143,7 @@ async fn with_merge_mode_never_a_human_merge_is_noticed_and_the_run_is_done() {
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.merging_driver("watcher", state_dir.path(), MergeMode::Never);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world
         .drive_until(&driver, run, &["READY_FOR_MERGE"], LIMIT)
         .await;
@@ -182,7 +188,7 @@ async fn running_checks_are_looked_at_again_within_seconds_and_merged_once_they_
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.merging_driver("patient", state_dir.path(), MergeMode::OnCommand);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world
         .drive_until(&driver, run, &["READY_FOR_MERGE"], LIMIT)
         .await;
@@ -203,7 +209,9 @@ async fn running_checks_are_looked_at_again_within_seconds_and_merged_once_they_
 
     // The approved merge meets running checks: inconclusive, so the run
     // asks to be looked at again in 2 s instead of the 30 s idle re-check.
-    world.command(run, 1, "merge").await;
+    world
+        .command(run, autoforge_journal::testing::issue(1), "merge")
+        .await;
     world.db.journal().wake_run(run).await.unwrap();
     let ended = driver.drive_due_runs(1).await.unwrap();
     assert_eq!(

@@ -108,7 +108,7 @@ async fn two_driver_processes_never_hold_one_run_at_once() {
     const RUNS: u64 = 4;
     let world = World::new(RUNS).await;
     let mut runs = Vec::new();
-    for issue in 1..=RUNS {
+    for issue in (1..=RUNS).map(autoforge_journal::testing::issue) {
         let run = world.start_run(issue).await;
         world.command(run, issue, "status").await;
         runs.push(run);
@@ -161,7 +161,7 @@ async fn two_driver_processes_never_hold_one_run_at_once() {
             assert!(!overlap, "run {} was held twice at once", first.0);
         }
     }
-    for (issue, run) in (1..=RUNS).zip(&runs) {
+    for (issue, run) in (1..=RUNS).map(autoforge_journal::testing::issue).zip(&runs) {
         assert_eq!(world.phase(*run).await, "IMPLEMENT");
         assert_eq!(world.unconsumed_events(*run).await, 0);
         assert_eq!(world.status_comments(issue).await.len(), 1, "issue {issue}");

@@ -21,7 +21,7 @@ async fn a_run_goes_from_the_trigger_through_validation_publishing_and_review_to
     let world = World::new(1).await;
     let state_dir = tempfile::tempdir().unwrap();
     let driver = world.publishing_driver("publisher", state_dir.path());
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     let ended = driver.drive_due_runs(5).await.unwrap();
 
@@ -60,7 +60,13 @@ async fn a_run_goes_from_the_trigger_through_validation_publishing_and_review_to
     assert_eq!(pr.base.ref_name, "main");
     assert!(pr.body.as_deref().unwrap().contains("ai-implementation"));
     assert_eq!(state.pr, Some(pr.number));
-    assert_eq!(world.status_comments(1).await.len(), 1);
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -84,7 +90,7 @@ async fn a_task_that_outlives_its_lease_ttl_keeps_the_run_by_renewing_it() {
         world.token.clone(),
     );
     let driver = Driver::new(config, world.db.journal().clone(), [access]).with_agents(runtime);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     let ended = driver.drive_due_runs(5).await.unwrap();
 
@@ -115,7 +121,7 @@ async fn a_clean_first_review_posts_one_review_comment_and_reaches_ready_for_mer
         [access],
     )
     .with_agents(runtime);
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     let ended = driver.drive_due_runs(5).await.unwrap();
 
@@ -140,7 +146,10 @@ async fn a_clean_first_review_posts_one_review_comment_and_reaches_ready_for_mer
         assert_eq!(effect.stage, Stage::Observed, "{effect:?}");
     }
     let pr = state.pr.expect("a PR is bound");
-    assert_eq!(world.comments_with(pr, "ai-review-result").await, 1);
+    assert_eq!(
+        world.comments_with(pr.as_issue(), "ai-review-result").await,
+        1
+    );
     assert_eq!(state.review.round, 1);
     assert!(state.review.clean.is_some(), "the round was clean");
 }

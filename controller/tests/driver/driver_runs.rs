@@ -22,7 +22,7 @@ use tokio::sync::watch;
 #[tokio::test]
 async fn a_started_run_enters_implement_and_posts_exactly_one_status_comment() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     let ended = world.driver("w1").drive_due_runs(5).await.unwrap();
 
@@ -42,7 +42,13 @@ async fn a_started_run_enters_implement_and_posts_exactly_one_status_comment() {
     .unwrap();
     assert_eq!(state.base_branch, "main");
     assert_eq!(state.awaiting.name(), "agent");
-    assert_eq!(world.status_comments(1).await.len(), 1);
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1
+    );
     let effects = world.db.journal().list_effects(run).await.unwrap();
     assert!(effects.iter().all(|e| e.stage == Stage::Observed));
 
@@ -51,13 +57,19 @@ async fn a_started_run_enters_implement_and_posts_exactly_one_status_comment() {
     tokio::time::sleep(Duration::from_millis(60)).await;
     world.driver("w1").drive_due_runs(5).await.unwrap();
     assert_eq!(world.all_writes(), writes);
-    assert_eq!(world.status_comments(1).await.len(), 1);
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn recovery_drives_a_crashed_holders_pending_effect_before_any_new_event() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world.driver("w1").drive_due_runs(5).await.unwrap();
     let journal = world.db.journal();
 
@@ -79,7 +91,7 @@ async fn recovery_drives_a_crashed_holders_pending_effect_before_any_new_event()
     };
     let reply = plan(
         &EffectIntent::PostCommandReply {
-            thread: 1,
+            thread: autoforge_journal::testing::issue(1),
             comment_id: 4242,
             reply: Reply::Accepted {
                 command: "status".into(),
@@ -107,7 +119,7 @@ async fn recovery_drives_a_crashed_holders_pending_effect_before_any_new_event()
             run,
             "unlabeled:1",
             RunSignal::TriggerLabelRemoved {
-                issue: 1,
+                issue: autoforge_journal::testing::issue(1),
                 by: "alice".into(),
             },
         )
@@ -138,20 +150,26 @@ async fn recovery_drives_a_crashed_holders_pending_effect_before_any_new_event()
     }
     let replies = world
         .api
-        .issue_comments(&world.repo, 1)
+        .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
         .await
         .unwrap()
         .into_iter()
         .filter(|c| c.body.contains("command_comment_id=4242") || c.body.contains("4242"))
         .count();
     assert_eq!(replies, 1);
-    assert_eq!(world.status_comments(1).await.len(), 1);
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn a_stale_lease_holder_is_refused_and_sends_nothing() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     let journal = world.db.journal();
     let stale = journal
         .acquire_lease_for(run, "paused", Duration::from_millis(100))
@@ -187,7 +205,7 @@ async fn two_drivers_on_one_database_never_drive_one_run_at_once() {
     const RUNS: u64 = 6;
     let world = World::new(RUNS).await;
     let mut runs = Vec::new();
-    for issue in 1..=RUNS {
+    for issue in (1..=RUNS).map(autoforge_journal::testing::issue) {
         runs.push(world.start_run(issue).await);
     }
     let probe = Arc::new(OverlapProbe::default());
@@ -221,7 +239,7 @@ async fn two_drivers_on_one_database_never_drive_one_run_at_once() {
     second.await.unwrap();
 
     assert_eq!(probe.highest.load(Ordering::SeqCst), 1);
-    for issue in 1..=RUNS {
+    for issue in (1..=RUNS).map(autoforge_journal::testing::issue) {
         assert_eq!(world.status_comments(issue).await.len(), 1, "issue {issue}");
     }
     for run in &runs {
@@ -232,7 +250,7 @@ async fn two_drivers_on_one_database_never_drive_one_run_at_once() {
 #[tokio::test]
 async fn github_outages_back_off_with_the_event_kept_then_reach_the_machine_and_recover() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world.hub.set_faults(vec![FaultRule::on(
         "GET",
         "/repos/{owner}/{repo}",
@@ -273,42 +291,73 @@ async fn github_outages_back_off_with_the_event_kept_then_reach_the_machine_and_
     let ended = driver.drive_due_runs(5).await.unwrap();
     assert_eq!(ended, vec![(run, RunEnd::Idle)]);
     assert_eq!(world.phase(run).await, "IMPLEMENT");
-    assert_eq!(world.status_comments(1).await.len(), 1);
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn an_unblock_command_is_decided_on_a_fresh_read_of_github() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     let driver = world.driver("w1");
     driver.drive_due_runs(5).await.unwrap();
     // The observers saw the issue closed; on GitHub it is open again.
     world
-        .signal(run, "closed:1", RunSignal::IssueClosed { issue: 1 })
+        .signal(
+            run,
+            "closed:1",
+            RunSignal::IssueClosed {
+                issue: autoforge_journal::testing::issue(1),
+            },
+        )
         .await;
     tokio::time::sleep(Duration::from_millis(60)).await;
     driver.drive_due_runs(5).await.unwrap();
     assert_eq!(world.phase(run).await, "BLOCKED");
 
-    let comment = world.command(run, 1, "unblock").await;
+    let comment = world
+        .command(run, autoforge_journal::testing::issue(1), "unblock")
+        .await;
     tokio::time::sleep(Duration::from_millis(60)).await;
     driver.drive_due_runs(5).await.unwrap();
 
     assert_eq!(world.phase(run).await, "IMPLEMENT");
     assert_eq!(world.unconsumed_events(run).await, 0);
     assert_eq!(world.reactions_on(comment).await, 1);
-    assert_eq!(world.comments_with(1, "autoforge-reply").await, 1);
-    assert_eq!(world.status_comments(1).await.len(), 1);
+    assert_eq!(
+        world
+            .comments_with(autoforge_journal::testing::issue(1), "autoforge-reply")
+            .await,
+        1
+    );
+    assert_eq!(
+        world
+            .status_comments(autoforge_journal::testing::issue(1))
+            .await
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn a_stale_holder_cannot_consume_an_event_it_only_acknowledges() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
     world.driver("w1").drive_due_runs(5).await.unwrap();
     // A reopening of an open issue is acknowledged without a transition.
     world
-        .signal(run, "reopened:1", RunSignal::IssueReopened { issue: 1 })
+        .signal(
+            run,
+            "reopened:1",
+            RunSignal::IssueReopened {
+                issue: autoforge_journal::testing::issue(1),
+            },
+        )
         .await;
     let journal = world.db.journal();
     let stale = journal
@@ -343,7 +392,7 @@ async fn a_stale_holder_cannot_consume_an_event_it_only_acknowledges() {
 #[tokio::test]
 async fn the_worker_loop_stops_when_asked_and_when_nobody_can_ask_any_more() {
     let world = World::new(1).await;
-    let run = world.start_run(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
 
     let (stop_tx, stop) = watch::channel(false);
     let running = tokio::spawn(world.driver("w1").run(stop));

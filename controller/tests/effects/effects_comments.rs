@@ -19,7 +19,7 @@ const COMMENTS: &str = "/repos/{owner}/{repo}/issues/{number}/comments";
 
 fn reply(comment_id: u64) -> EffectIntent {
     EffectIntent::PostCommandReply {
-        thread: 1,
+        thread: autoforge_journal::testing::issue(1),
         comment_id,
         reply: Reply::Accepted {
             command: "retry".into(),
@@ -30,7 +30,7 @@ fn reply(comment_id: u64) -> EffectIntent {
 
 fn status(phase: Phase) -> EffectIntent {
     EffectIntent::EditStatusComment {
-        issue: 1,
+        issue: autoforge_journal::testing::issue(1),
         run_id: "1".into(),
         status: StatusSnapshot {
             phase,
@@ -50,7 +50,10 @@ fn status(phase: Phase) -> EffectIntent {
 
 async fn world_with_issue() -> World {
     let world = World::with_leased_run().await;
-    assert_eq!(world.human_issue("Add widgets", "please").await, 1);
+    assert_eq!(
+        world.human_issue("Add widgets", "please").await,
+        autoforge_journal::testing::issue(1)
+    );
     world
 }
 
@@ -64,7 +67,11 @@ async fn a_new_comment_is_sent_once_and_observed() {
     let DriveOutcome::Observed(observed) = outcome else {
         panic!("not observed: {outcome:?}");
     };
-    let comments = world.api.issue_comments(&world.repo, 1).await.unwrap();
+    let comments = world
+        .api
+        .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
+        .await
+        .unwrap();
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0].body, body);
     assert_eq!(observed["comment_id"], json!(comments[0].id));
@@ -78,7 +85,12 @@ async fn a_comment_already_there_with_our_nonce_is_observed_without_sending() {
     let mut world = world_with_issue().await;
     let planned = world.plan(&reply(42), &BTreeMap::new());
     // The send of an earlier process landed; the crash lost the record.
-    world.human_comment(1, &payload_body(&planned)).await;
+    world
+        .human_comment(
+            autoforge_journal::testing::issue(1),
+            &payload_body(&planned),
+        )
+        .await;
     let [row] = world.journal(vec![planned]).await.try_into().unwrap();
     let before = world.writes_to("POST", COMMENTS);
     let outcome = world.drive(&world.executor(), row.id).await;
@@ -109,7 +121,7 @@ async fn an_ambiguous_write_is_reconciled_not_repeated() {
         assert_eq!(
             world
                 .api
-                .issue_comments(&world.repo, 1)
+                .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
                 .await
                 .unwrap()
                 .len(),
@@ -123,7 +135,7 @@ async fn an_ambiguous_write_is_reconciled_not_repeated() {
 async fn a_target_github_answers_404_for_is_a_conflict_without_a_send() {
     let mut world = world_with_issue().await;
     let intent = EffectIntent::PostCommandReply {
-        thread: 404,
+        thread: autoforge_journal::testing::issue(404),
         comment_id: 44,
         reply: Reply::Refused {
             command: "merge".into(),
@@ -192,8 +204,18 @@ async fn a_refused_write_on_an_existing_issue_is_a_conflict_and_not_retried() {
 async fn two_comments_with_one_identity_are_a_conflict_naming_both() {
     let mut world = world_with_issue().await;
     let planned = world.plan(&reply(46), &BTreeMap::new());
-    let first = world.human_comment(1, &payload_body(&planned)).await;
-    let second = world.human_comment(1, &payload_body(&planned)).await;
+    let first = world
+        .human_comment(
+            autoforge_journal::testing::issue(1),
+            &payload_body(&planned),
+        )
+        .await;
+    let second = world
+        .human_comment(
+            autoforge_journal::testing::issue(1),
+            &payload_body(&planned),
+        )
+        .await;
     let [row] = world.journal(vec![planned]).await.try_into().unwrap();
     let before = world.all_writes();
     let outcome = world.drive(&world.executor(), row.id).await;
@@ -225,7 +247,10 @@ async fn a_foreign_comment_with_our_marker_blocks_the_run_and_is_left_alone() {
         &json!({ "command_comment_id": 47, "run": world.run_id().0 }),
     );
     let foreign = world
-        .human_comment(1, &format!("looks legit\n\n{forged}"))
+        .human_comment(
+            autoforge_journal::testing::issue(1),
+            &format!("looks legit\n\n{forged}"),
+        )
         .await;
     let before = world.all_writes();
     let outcome = world.drive(&world.executor(), row.id).await;
@@ -240,7 +265,7 @@ async fn a_foreign_comment_with_our_marker_blocks_the_run_and_is_left_alone() {
     assert_eq!(
         world
             .api
-            .issue_comments(&world.repo, 1)
+            .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
             .await
             .unwrap()
             .len(),
@@ -257,7 +282,10 @@ async fn an_unreadable_marker_blocks_instead_of_counting_as_absent() {
         .try_into()
         .unwrap();
     world
-        .human_comment(1, "<!-- autoforge-reply: {command_comment_id: 48} -->")
+        .human_comment(
+            autoforge_journal::testing::issue(1),
+            "<!-- autoforge-reply: {command_comment_id: 48} -->",
+        )
         .await;
     let outcome = world.drive(&world.executor(), row.id).await;
     assert!(
@@ -316,7 +344,7 @@ async fn a_second_attempt_follows_a_reconcile_that_shows_the_first_did_not_land(
     assert_eq!(
         world
             .api
-            .issue_comments(&world.repo, 1)
+            .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
             .await
             .unwrap()
             .len(),
@@ -350,7 +378,11 @@ async fn the_status_comment_is_created_once_then_edited_in_place() {
     );
     let outcome = world.drive(&executor, second.id).await;
     assert!(matches!(outcome, DriveOutcome::Observed(_)), "{outcome:?}");
-    let comments = world.api.issue_comments(&world.repo, 1).await.unwrap();
+    let comments = world
+        .api
+        .issue_comments(&world.repo, autoforge_journal::testing::issue(1))
+        .await
+        .unwrap();
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0].body, wanted);
     assert!(wanted.contains("**REVIEW**"));
@@ -367,7 +399,10 @@ async fn an_object_the_entry_observation_saw_is_a_conflict_not_foreign() {
         .unwrap();
     let older = render_marker("autoforge-reply", &json!({ "command_comment_id": 52 }));
     let seen = world
-        .human_comment(1, &format!("an older reply\n\n{older}"))
+        .human_comment(
+            autoforge_journal::testing::issue(1),
+            &format!("an older reply\n\n{older}"),
+        )
         .await;
     let executor = world
         .executor()

@@ -17,7 +17,7 @@ const ISSUE: &str = "/repos/{owner}/{repo}/issues/{number}";
 
 fn follow_up(finding: &str) -> EffectIntent {
     EffectIntent::CreateFollowUpIssue {
-        pr: 2,
+        pr: autoforge_journal::testing::pull(2),
         finding_id: finding.into(),
         title: "Handle the empty widget".into(),
         body: "The empty widget is not handled yet.".into(),
@@ -26,7 +26,7 @@ fn follow_up(finding: &str) -> EffectIntent {
 
 fn set_labels(add: &[&str], remove: &[&str]) -> EffectIntent {
     EffectIntent::SetLabels {
-        issue: 1,
+        issue: autoforge_journal::testing::issue(1),
         add: add.iter().map(|l| (*l).to_owned()).collect(),
         remove: remove.iter().map(|l| (*l).to_owned()).collect(),
     }
@@ -34,7 +34,10 @@ fn set_labels(add: &[&str], remove: &[&str]) -> EffectIntent {
 
 async fn world_with_issue() -> World {
     let world = World::with_leased_run().await;
-    assert_eq!(world.human_issue("Add widgets", "please").await, 1);
+    assert_eq!(
+        world.human_issue("Add widgets", "please").await,
+        autoforge_journal::testing::issue(1)
+    );
     world
 }
 
@@ -54,7 +57,7 @@ async fn a_follow_up_issue_is_created_once_despite_a_lost_answer() {
     let DriveOutcome::Observed(observed) = outcome else {
         panic!("{outcome:?}");
     };
-    let number = observed["number"].as_u64().unwrap();
+    let number = autoforge_journal::testing::issue(observed["number"].as_u64().unwrap());
     let issue = world.api.issue(&world.repo, number).await.unwrap();
     assert_eq!(issue.body.as_deref(), Some(body.as_str()));
     assert!(body.contains("<!-- ai-follow-up: "));
@@ -93,7 +96,7 @@ async fn markers_are_appended_to_a_handed_over_issue_keeping_its_bytes() {
     let bodies = BTreeMap::from([(target, human.to_owned())]);
     let intent = EffectIntent::AppendFollowUpMarkers {
         issue: target,
-        pr: 2,
+        pr: autoforge_journal::testing::pull(2),
         finding_ids: vec!["R1-F1".into(), "R1-F3".into()],
     };
     let planned = world.plan(&intent, &bodies);
@@ -122,7 +125,7 @@ async fn appending_to_a_body_edited_since_planning_is_a_conflict() {
     let bodies = BTreeMap::from([(target, "v1".to_owned())]);
     let intent = EffectIntent::AppendFollowUpMarkers {
         issue: target,
-        pr: 2,
+        pr: autoforge_journal::testing::pull(2),
         finding_ids: vec!["R1-F1".into()],
     };
     let [row] = world
@@ -272,7 +275,9 @@ async fn an_edit_inside_the_managed_section_does_not_stop_the_splice() {
 #[tokio::test]
 async fn the_eyes_reaction_is_added_once_and_found_again_without_sending() {
     let mut world = world_with_issue().await;
-    let comment = world.human_comment(1, "/autoforge retry").await;
+    let comment = world
+        .human_comment(autoforge_journal::testing::issue(1), "/autoforge retry")
+        .await;
     let intent = EffectIntent::AddReaction {
         comment_id: comment,
     };
@@ -306,7 +311,7 @@ async fn status_labels_are_set_and_a_refusal_is_a_conflict() {
     assert!(
         world
             .api
-            .issue(&world.repo, 1)
+            .issue(&world.repo, autoforge_journal::testing::issue(1))
             .await
             .unwrap()
             .has_label("autoforge:review")
@@ -329,6 +334,10 @@ async fn status_labels_are_set_and_a_refusal_is_a_conflict() {
         "{outcome:?}"
     );
     world.clear_faults();
-    let issue = world.api.issue(&world.repo, 1).await.unwrap();
+    let issue = world
+        .api
+        .issue(&world.repo, autoforge_journal::testing::issue(1))
+        .await
+        .unwrap();
     assert!(issue.has_label("autoforge:review") && !issue.has_label("autoforge:fix"));
 }

@@ -28,7 +28,10 @@ struct Git {
 impl Git {
     async fn new() -> Git {
         let world = World::with_leased_run().await;
-        assert_eq!(world.human_issue("Add widgets", "please").await, 1);
+        assert_eq!(
+            world.human_issue("Add widgets", "please").await,
+            autoforge_journal::testing::issue(1)
+        );
         let state = tempfile::tempdir().unwrap();
         let workspaces = Workspaces::open(state.path()).unwrap();
         let mirror = workspaces
@@ -130,7 +133,7 @@ async fn ref_tip(world: &World, name: &str) -> Option<String> {
 
 fn create_pr() -> EffectIntent {
     EffectIntent::CreatePr {
-        issue: 1,
+        issue: autoforge_journal::testing::issue(1),
         branch: BRANCH.into(),
         base: "main".into(),
         title: "Add widgets".into(),
@@ -138,7 +141,7 @@ fn create_pr() -> EffectIntent {
     }
 }
 
-async fn wait_mergeable(world: &World, pr: u64) {
+async fn wait_mergeable(world: &World, pr: autoforge_journal::PullNumber) {
     for _ in 0..50 {
         let current = world.api.pull_request(&world.repo, pr).await.unwrap();
         if current.mergeable == Some(true) {
@@ -318,10 +321,14 @@ async fn an_unmarked_human_pr_is_adopted_keeping_its_body_bytes() {
         "{outcome:?}"
     );
 
-    let bodies = BTreeMap::from([(pr, human_body.to_owned())]);
-    let planned = git
-        .world
-        .plan(&EffectIntent::AdoptPr { pr, issue: 1 }, &bodies);
+    let bodies = BTreeMap::from([(pr.as_issue(), human_body.to_owned())]);
+    let planned = git.world.plan(
+        &EffectIntent::AdoptPr {
+            pr,
+            issue: autoforge_journal::testing::issue(1),
+        },
+        &bodies,
+    );
     let wanted = payload_body(&planned);
     let [adopt] = git.world.journal(vec![planned]).await.try_into().unwrap();
     let outcome = git.world.drive(&git.executor().await, adopt.id).await;
@@ -356,13 +363,16 @@ async fn an_adoption_planned_on_a_body_that_changed_since_is_a_conflict() {
         .await
         .unwrap()
         .number;
-    let bodies = BTreeMap::from([(pr, "v1".to_owned())]);
+    let bodies = BTreeMap::from([(pr.as_issue(), "v1".to_owned())]);
     let [adopt] = git
         .world
-        .journal(vec![
-            git.world
-                .plan(&EffectIntent::AdoptPr { pr, issue: 1 }, &bodies),
-        ])
+        .journal(vec![git.world.plan(
+            &EffectIntent::AdoptPr {
+                pr,
+                issue: autoforge_journal::testing::issue(1),
+            },
+            &bodies,
+        )])
         .await
         .try_into()
         .unwrap();
@@ -405,7 +415,7 @@ async fn a_merge_is_sent_with_the_reviewed_sha_and_counted_once() {
     else {
         panic!("PR not opened");
     };
-    let pr = opened["number"].as_u64().unwrap();
+    let pr = autoforge_journal::testing::pull(opened["number"].as_u64().unwrap());
     wait_mergeable(&git.world, pr).await;
     let merge = EffectIntent::MergePr {
         pr,
@@ -413,7 +423,7 @@ async fn a_merge_is_sent_with_the_reviewed_sha_and_counted_once() {
         base_ref: "main".into(),
         method: autoforge::machine::MergeMethod::Merge,
         pr_title: "Add it".into(),
-        issue: 1,
+        issue: autoforge_journal::testing::issue(1),
     };
     let [row] = git
         .world
@@ -456,14 +466,14 @@ async fn a_merge_planned_on_a_head_that_moved_is_a_conflict_without_a_send() {
     else {
         panic!("PR not opened");
     };
-    let pr = opened["number"].as_u64().unwrap();
+    let pr = autoforge_journal::testing::pull(opened["number"].as_u64().unwrap());
     let merge = EffectIntent::MergePr {
         pr,
         sha: autoforge_journal::testing::sha(&first.clone()),
         base_ref: "main".into(),
         method: autoforge::machine::MergeMethod::Merge,
         pr_title: "Add it".into(),
-        issue: 1,
+        issue: autoforge_journal::testing::issue(1),
     };
     let [row] = git
         .world

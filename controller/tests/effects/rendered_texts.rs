@@ -51,7 +51,7 @@ fn status(phase: Phase) -> StatusSnapshot {
     StatusSnapshot {
         phase,
         round: 2,
-        pr: Some(7),
+        pr: Some(autoforge_journal::testing::pull(7)),
         blocked_reason: None,
         failure: None,
         waiting_for: "nothing".into(),
@@ -129,11 +129,15 @@ fn status_comment_blocked_by_a_protected_candidate() {
         RunSettings, RunState, decide,
     };
     let settings = RunSettings::default();
-    let mut state = RunState::new("run-1", settings.clone());
+    let mut state = RunState::new(
+        "run-1",
+        autoforge_journal::testing::issue(3),
+        settings.clone(),
+    );
     let events = [
         Event::Started {
             repository: "octo/widgets".into(),
-            issue: 3,
+            issue: autoforge_journal::testing::issue(3),
             epic: None,
             base_branch: "main".into(),
             base_sha: autoforge_journal::testing::sha(MERGE_BASE),
@@ -255,9 +259,9 @@ fn answers_outside_a_run() {
 #[test]
 fn status_comment_of_an_issue_the_epic_run_finished() {
     let finished = autoforge::machine::IssueFinished {
-        epic: 1,
-        merged_in: Some(4),
-        next_issue: 3,
+        epic: autoforge_journal::testing::issue(1),
+        merged_in: Some(autoforge_journal::testing::pull(4)),
+        next_issue: autoforge_journal::testing::issue(3),
     };
     let merged = status_text(&StatusSnapshot {
         finished: Some(finished.clone()),

@@ -12,11 +12,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use autoforge::machine::*;
+use autoforge_journal::{IssueNumber, PullNumber, testing};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
-const PR: u64 = 12;
-const EPIC: u64 = 3;
+const PR: PullNumber = testing::pull(12);
+const EPIC: IssueNumber = testing::issue(3);
 
 fn sha(n: u32) -> autoforge_journal::CommitSha {
     autoforge_journal::testing::sha(&format!("{n:040x}"))
@@ -38,7 +39,7 @@ fn settings(merge_mode: MergeMode) -> RunSettings {
 fn started(settings: &RunSettings, epic: bool) -> Event {
     Event::Started {
         repository: "acme/widgets".into(),
-        issue: 7,
+        issue: autoforge_journal::testing::issue(7),
         epic: epic.then_some(EPIC),
         base_branch: "main".into(),
         base_sha: sha(1),
@@ -105,8 +106,8 @@ fn pr_facts(state: &RunState, flavor: u8) -> PrFacts {
 fn github_facts(state: &RunState, flavor: u8) -> GitHubFacts {
     let pr = (state.pr.is_some() || flavor.is_multiple_of(3)).then(|| pr_facts(state, flavor));
     let adoptable_prs = match flavor % 5 {
-        0 => vec![40, 41],
-        1 => vec![40],
+        0 => vec![testing::pull(40), testing::pull(41)],
+        1 => vec![testing::pull(40)],
         _ => Vec::new(),
     };
     GitHubFacts {
@@ -176,7 +177,9 @@ fn phase_result(state: &RunState, flavor: u8) -> PhaseResult {
                                 body: "b".into(),
                             },
                         },
-                        2 => ResolutionKind::FollowUpExisting { issue: 90 },
+                        2 => ResolutionKind::FollowUpExisting {
+                            issue: autoforge_journal::testing::issue(90),
+                        },
                         _ => ResolutionKind::NoChangeWithRationale {
                             rationale: "r".repeat(40),
                         },
@@ -198,7 +201,7 @@ fn phase_result(state: &RunState, flavor: u8) -> PhaseResult {
             roadmap_section: Some("roadmap".into()),
             next_issue: match flavor % 3 {
                 0 => None,
-                1 => Some(8 + u64::from(flavor % 5)),
+                1 => Some(testing::issue(8 + u64::from(flavor % 5))),
                 _ => Some(EPIC),
             },
             next_issue_repository: flavor.is_multiple_of(7).then(|| "other/gadgets".into()),
@@ -244,7 +247,7 @@ fn agent_outcome(kind: u8, state: &RunState, flavor: u8) -> AgentOutcome {
 
 fn operator(command: OperatorRequest) -> Event {
     Event::Operator(OperatorCommand {
-        thread: 7,
+        thread: autoforge_journal::testing::issue(7),
         comment_id: 1,
         actor: "op".into(),
         command,
@@ -308,7 +311,7 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
         8 => {
             let issue = match &state.awaiting {
                 Awaiting::NextIssueCheck { issue } => *issue,
-                _ => 8,
+                _ => autoforge_journal::testing::issue(8),
             };
             let repository = if flavor.is_multiple_of(9) {
                 "other/repo"
@@ -323,7 +326,7 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
                 branch_head: None,
                 issue_text: None,
                 epic_issues: if flavor.is_multiple_of(5) {
-                    vec![issue + 1]
+                    vec![testing::issue(issue.get() + 1)]
                 } else {
                     vec![issue]
                 },
@@ -602,7 +605,7 @@ impl Journal {
 
 fn run_sequence(mode: MergeMode, epic: bool, events: &[(u8, u8, u8)]) -> RunState {
     let settings = settings(mode);
-    let mut state = RunState::new("run-p", settings.clone());
+    let mut state = RunState::new("run-p", testing::issue(7), settings.clone());
     let mut journal = Journal::default();
     let first = started(&settings, epic);
     let decision = checked_step(&state, &first);
@@ -679,7 +682,7 @@ fn corpus() -> Vec<RunState> {
         let mut rng = Lcg(seed);
         let mode = [MergeMode::Never, MergeMode::OnCommand, MergeMode::Auto][(seed % 3) as usize];
         let settings = settings(mode);
-        let mut state = RunState::new("run-c", settings.clone());
+        let mut state = RunState::new("run-c", testing::issue(7), settings.clone());
         states.push(state.clone());
         state = decide(&state, &started(&settings, seed % 2 == 0))
             .expect("legal")

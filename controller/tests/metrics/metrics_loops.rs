@@ -171,9 +171,12 @@ async fn a_poller_pass_sets_active_runs_per_phase_and_zeroes_emptied_phases() {
 #[tokio::test]
 async fn driving_an_effect_counts_its_kind_and_outcome() {
     let mut world = common::World::with_leased_run().await;
-    assert_eq!(world.human_issue("Add widgets", "please").await, 1);
+    assert_eq!(
+        world.human_issue("Add widgets", "please").await,
+        autoforge_journal::testing::issue(1)
+    );
     let intent = EffectIntent::PostCommandReply {
-        thread: 1,
+        thread: autoforge_journal::testing::issue(1),
         comment_id: 41,
         reply: Reply::Accepted {
             command: "retry".into(),

@@ -48,7 +48,7 @@ async fn a_trigger_label_from_a_non_operator_is_answered_once_per_labelling() {
         .await;
     let issue = s.new_issue("a widget").await;
     let tia = s.person("tia", "triage");
-    s.labels_as(&tia, issue.number).await;
+    s.labels_as(&tia, issue).await;
 
     let told = answers(&s, issue, 1).await;
     let body = &told[0].body;
@@ -66,8 +66,8 @@ async fn a_trigger_label_from_a_non_operator_is_answered_once_per_labelling() {
     assert_eq!(runs(&s).await, 0);
 
     // A new labelling is a new event, answered on its own.
-    s.unlabels_as(&tia, issue.number).await;
-    s.labels_as(&tia, issue.number).await;
+    s.unlabels_as(&tia, issue).await;
+    s.labels_as(&tia, issue).await;
     answers(&s, issue, 2).await;
     quiet_period().await;
     assert_eq!(issue.comments_with(Marker::Notice).await.len(), 2);

@@ -43,13 +43,24 @@ async fn three_issue_epic(every: u32) -> usize {
         .start()
         .await;
     let (epic, children) = s.new_epic(3).await;
-    assert_eq!(children, [s.issue(2), s.issue(3), s.issue(4)]);
+    assert_eq!(
+        children,
+        [
+            s.issue(autoforge_journal::testing::issue(2)),
+            s.issue(autoforge_journal::testing::issue(3)),
+            s.issue(autoforge_journal::testing::issue(4))
+        ]
+    );
     s.operator_labels(epic).await;
 
     let run = s.run_of(children[0]).await;
     let state = run.reaches(Phase::Done).await;
 
-    assert_eq!(state.issue, 4, "the run ended on the last child");
+    assert_eq!(
+        state.issue,
+        autoforge_journal::testing::issue(4),
+        "the run ended on the last child"
+    );
     let pulls = s.pull_requests().await;
     assert_eq!(pulls.len(), 3, "one PR per child: {pulls:?}");
     for pr in &pulls {

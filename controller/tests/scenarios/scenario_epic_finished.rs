@@ -29,7 +29,7 @@ async fn the_status_of_an_issue_the_epic_run_left_says_it_was_merged_with_no_com
     s.operator_labels(epic).await;
     let run = s.run_of(children[0]).await;
     let state = run.reaches(Phase::Done).await;
-    assert_eq!(state.issue, 3);
+    assert_eq!(state.issue, autoforge_journal::testing::issue(3));
 
     let first_pr = state.merged_prs[0];
     let left = children[0].comments_with(Marker::Status).await;

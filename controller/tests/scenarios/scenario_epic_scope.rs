@@ -11,7 +11,13 @@ use scenario::{Agents, Phase, Running, Scenario};
 /// An EPIC #1 with children #2 and #3, and an open issue #4 outside it;
 /// the updater names `picks` one launch after another, then reports the
 /// EPIC complete.
-async fn epic_with_an_outsider(picks: [&str; 2]) -> (Running, Vec<u64>, u64) {
+async fn epic_with_an_outsider(
+    picks: [&str; 2],
+) -> (
+    Running,
+    Vec<autoforge_journal::IssueNumber>,
+    autoforge_journal::IssueNumber,
+) {
     let s = Scenario::new()
         .agents(
             Agents::scripted()
@@ -22,9 +28,19 @@ async fn epic_with_an_outsider(picks: [&str; 2]) -> (Running, Vec<u64>, u64) {
         .start()
         .await;
     let (epic, children) = s.open_epic(2).await;
-    assert_eq!((epic, children.as_slice()), (1, [2, 3].as_slice()));
+    assert_eq!(
+        (epic.get(), children.as_slice()),
+        (
+            1,
+            [
+                autoforge_journal::testing::issue(2),
+                autoforge_journal::testing::issue(3)
+            ]
+            .as_slice()
+        )
+    );
     let outsider = s.open_issue("An unrelated open issue").await;
-    assert_eq!(outsider, 4);
+    assert_eq!(outsider, autoforge_journal::testing::issue(4));
     s.operator_labels(epic).await;
     (s, children, outsider)
 }

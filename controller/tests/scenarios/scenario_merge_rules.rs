@@ -45,7 +45,10 @@ fn settings_without(method: &str) -> RepoSettings {
 
 /// The run's status comment on issue 1.
 async fn status_comment(s: &Running) -> String {
-    let found = s.issue(1).comments_with(Marker::Status).await;
+    let found = s
+        .issue(autoforge_journal::testing::issue(1))
+        .comments_with(Marker::Status)
+        .await;
     assert_eq!(found.len(), 1, "{found:?}");
     found[0].body.clone()
 }
@@ -56,7 +59,10 @@ async fn status_shows(s: &Running, text: &str) -> String {
         PATIENCE,
         &format!("the status comment showing {text:?}"),
         || async {
-            let found = s.issue(1).comments_with(Marker::Status).await;
+            let found = s
+                .issue(autoforge_journal::testing::issue(1))
+                .comments_with(Marker::Status)
+                .await;
             found
                 .into_iter()
                 .map(|c| c.body)

@@ -15,7 +15,10 @@ const ISSUE_URL: &str = "{hub}/octo/widgets/issues/1";
 /// label removed and added again; the PR and the second run. The second
 /// run's implementer adds a commit of its own (`per_issue`), so its review
 /// binds a new head.
-async fn stopped_and_relabelled(s: &Running, issue: u64) -> (u64, RunRef<'_>) {
+async fn stopped_and_relabelled(
+    s: &Running,
+    issue: autoforge_journal::IssueNumber,
+) -> (autoforge_journal::PullNumber, RunRef<'_>) {
     s.operator_labels(issue).await;
     let first = s.run_of(issue).await;
     let pr = first.reaches(Phase::ReadyForMerge).await.pr.unwrap();
@@ -31,9 +34,9 @@ async fn stopped_and_relabelled(s: &Running, issue: u64) -> (u64, RunRef<'_>) {
 
 /// The one PR of the scenario still carries exactly one implementation
 /// marker: nothing adopted it a second time.
-async fn assert_one_marked_pr(s: &Running, pr: u64) {
+async fn assert_one_marked_pr(s: &Running, pr: autoforge_journal::PullNumber) {
     let pull = s.the_pull().await;
-    assert_eq!(pull["number"], pr);
+    assert_eq!(pull["number"], pr.get());
     let body = pull["body"].as_str().unwrap();
     assert_eq!(body.matches("<!-- ai-implementation").count(), 1, "{body}");
 }

@@ -165,7 +165,8 @@ async fn a_follow_up_issue_created_in_one_round_is_reused_by_the_next_and_the_pr
         "the second fixer is told of it"
     );
     let pr = s.the_pull().await["number"].as_u64().unwrap();
-    s.assert_pr_merged_once(pr).await;
+    s.assert_pr_merged_once(autoforge_journal::testing::pull(pr))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,5 +254,8 @@ async fn a_comment_planted_with_our_review_marker_blocks_the_run_naming_it() {
         1,
         "only the planted comment: the controller wrote none beside it"
     );
-    assert_eq!(s.merge_requests(number), 0);
+    assert_eq!(
+        s.merge_requests(autoforge_journal::testing::pull(number)),
+        0
+    );
 }

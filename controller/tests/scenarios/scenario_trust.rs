@@ -13,7 +13,7 @@ use scenario::{OWNER, Phase, REPO, Running, Scenario};
 use serde_json::json;
 
 /// A run parked in READY_FOR_MERGE (`merge.mode = "never"`): the issue.
-async fn parked_run() -> (Running, u64) {
+async fn parked_run() -> (Running, autoforge_journal::IssueNumber) {
     let s = Scenario::new().start().await;
     let issue = s.open_issue("a widget").await;
     s.operator_labels(issue).await;
@@ -22,7 +22,7 @@ async fn parked_run() -> (Running, u64) {
 }
 
 /// The digest the controller computes of the issue as GitHub shows it now.
-async fn text_digest_now(s: &Running, issue: u64) -> String {
+async fn text_digest_now(s: &Running, issue: autoforge_journal::IssueNumber) -> String {
     let read = s.get(&format!("/issues/{issue}")).await;
     serde_json::from_value::<autoforge::github::Issue>(read)
         .unwrap()
@@ -135,7 +135,7 @@ async fn a_label_removal_by_a_non_operator_is_answered_once_and_only_an_operator
         Phase::ReadyForMerge
     );
 
-    s.world.add_label(&s.owner, issue, "autoforge").await;
+    s.world.add_label(&s.owner, issue.get(), "autoforge").await;
     s.world
         .rest_as(
             &s.owner,
@@ -180,8 +180,12 @@ async fn a_reviewer_that_writes_a_command_line_gets_nothing_posted_and_nothing_m
         "the correction names the refused command line"
     );
     let pr = s.the_pull().await["number"].as_u64().unwrap();
-    assert_eq!(s.merge_requests(pr), 0, "{settled:?}");
-    for thread in [issue, pr] {
+    assert_eq!(
+        s.merge_requests(autoforge_journal::testing::pull(pr)),
+        0,
+        "{settled:?}"
+    );
+    for thread in [issue.get(), pr] {
         for comment in s.comments(thread).await {
             let body = comment["body"].as_str().unwrap();
             assert!(

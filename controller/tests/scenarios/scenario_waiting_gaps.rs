@@ -28,7 +28,7 @@ async fn status_shows(s: &Running, text: &str) -> String {
         PATIENCE,
         &format!("the status showing {text:?}"),
         || async {
-            s.issue(1)
+            s.issue(autoforge_journal::testing::issue(1))
                 .comments_with(Marker::Status)
                 .await
                 .into_iter()

@@ -244,7 +244,9 @@ async fn a_planted_proxy_push_setting_hook_and_filter_do_not_act_on_the_controll
         .fetch_shas(std::slice::from_ref(&hub.head), Some(&hub.token))
         .await
         .unwrap();
-    let worktree = Worktree::ensure(&hub.mirror, 3, &hub.head).await.unwrap();
+    let worktree = Worktree::ensure(&hub.mirror, autoforge_journal::testing::issue(3), &hub.head)
+        .await
+        .unwrap();
     // An annotated tag only `push.followTags` would carry along.
     git(
         hub.mirror.path(),

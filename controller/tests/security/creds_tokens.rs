@@ -200,8 +200,13 @@ async fn the_narrowed_token_cannot_comment_though_the_installation_can() {
         .await
         .unwrap_err();
     assert_eq!(error.status(), Some(403), "{error}");
-    let hidden = writes::create_comment(&as_git, &repo(OTHER), 1, "nor elsewhere")
-        .await
-        .unwrap_err();
+    let hidden = writes::create_comment(
+        &as_git,
+        &repo(OTHER),
+        autoforge_journal::testing::issue(1),
+        "nor elsewhere",
+    )
+    .await
+    .unwrap_err();
     assert_eq!(hidden.status(), Some(404), "{hidden}");
 }

@@ -48,8 +48,12 @@ async fn world() -> World {
         .fetch_shas(std::slice::from_ref(&sha), None)
         .await
         .unwrap();
-    let mine = Worktree::ensure(&mirror, 1, &sha).await.unwrap();
-    let other = Worktree::ensure(&mirror, 2, &sha).await.unwrap();
+    let mine = Worktree::ensure(&mirror, autoforge_journal::testing::issue(1), &sha)
+        .await
+        .unwrap();
+    let other = Worktree::ensure(&mirror, autoforge_journal::testing::issue(2), &sha)
+        .await
+        .unwrap();
     std::fs::write(state.path().join("app.pem"), "PRIVATE KEY CANARY\n").unwrap();
     std::fs::write(state.path().join("autoforge.toml"), "[github]\n").unwrap();
     let context = state.path().join("launches/1/context");

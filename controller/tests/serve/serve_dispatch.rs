@@ -10,7 +10,9 @@ use autoforge::commands::OperatorPolicy;
 use autoforge::github::{GitHubAuth, GitHubClient, RepoName, writes};
 use autoforge::intake::{Dispatcher, GitHubAccess, MAX_ATTEMPTS, Poller};
 use autoforge_journal::testing::TestDatabase;
-use autoforge_journal::{Delivery, InsertOutcome, Journal, NewDelivery, RunFilter, RunId};
+use autoforge_journal::{
+    Delivery, InsertOutcome, IssueNumber, Journal, NewDelivery, RunFilter, RunId,
+};
 use fakehub::{FaultKind, FaultRule};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
@@ -171,18 +173,15 @@ impl Setup {
         claimed
     }
 
-    async fn run_for(&self, issue: u64) -> Option<RunId> {
+    async fn run_for(&self, issue: IssueNumber) -> Option<RunId> {
         self.journal()
-            .active_run_for_issue(
-                &format!("{OWNER}/{NAME}"),
-                autoforge_journal::testing::issue(issue),
-            )
+            .active_run_for_issue(&format!("{OWNER}/{NAME}"), issue)
             .await
             .unwrap()
             .map(|run| run.id)
     }
 
-    async fn labelled_issue_with_run(&self) -> (u64, RunId) {
+    async fn labelled_issue_with_run(&self) -> (IssueNumber, RunId) {
         let api = self.owner_api();
         let issue = writes::create_issue(&api, &repo(), "work", "please", &[])
             .await

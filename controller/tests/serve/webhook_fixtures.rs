@@ -5,9 +5,10 @@
 
 use autoforge::commands::{Actor, ActorKind};
 use autoforge::webhook::{
-    Classified, ClassifyContext, DeliveryMeta, IgnoreReason, RepoIssue, SignatureError, classify,
-    verify_signature,
+    Classified, ClassifyContext, DeliveryMeta, IgnoreReason, RepoIssue, RepoPull, SignatureError,
+    classify, verify_signature,
 };
+use autoforge_journal::testing;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -36,7 +37,14 @@ fn classify_value(event: &str, payload: &Value) -> Classified {
 fn hello_world(number: u64) -> RepoIssue {
     RepoIssue {
         repository: "Codertocat/Hello-World".to_owned(),
-        number,
+        number: testing::issue(number),
+    }
+}
+
+fn hello_world_pull(number: u64) -> RepoPull {
+    RepoPull {
+        repository: "Codertocat/Hello-World".to_owned(),
+        number: testing::pull(number),
     }
 }
 
@@ -313,7 +321,7 @@ fn pull_request_synchronize_reports_the_new_head() {
     assert_eq!(
         classify_value("pull_request", &payload),
         Classified::PrSynchronize {
-            pr: hello_world(2),
+            pr: hello_world_pull(2),
             head_sha: payload["pull_request"]["head"]["sha"]
                 .as_str()
                 .unwrap()
@@ -328,7 +336,7 @@ fn pull_request_closed_unmerged_drops_the_test_merge_sha() {
     assert_eq!(
         classify_value("pull_request", &fixture("pull_request.closed.3.json")),
         Classified::PrClosed {
-            pr: hello_world(2),
+            pr: hello_world_pull(2),
             merged: false,
             merge_commit_sha: None,
             head_ref: "changes".to_owned(),
@@ -343,7 +351,7 @@ fn pull_request_closed_merged_reports_the_merge_commit() {
     assert_eq!(
         classify_value("pull_request", &payload),
         Classified::PrClosed {
-            pr: hello_world(2),
+            pr: hello_world_pull(2),
             merged: true,
             merge_commit_sha: Some("c4295bd74fb0f4fda03689c3df3f2803b658fd85".to_owned()),
             head_ref: "changes".to_owned(),
@@ -355,7 +363,9 @@ fn pull_request_closed_merged_reports_the_merge_commit() {
 fn pull_request_reopened_and_base_change_are_reported() {
     assert_eq!(
         classify_value("pull_request", &fixture("pull_request.reopened.18.json")),
-        Classified::PrReopened { pr: hello_world(2) }
+        Classified::PrReopened {
+            pr: hello_world_pull(2)
+        }
     );
     let mut edited = fixture("pull_request.reopened.18.json");
     edited["action"] = json!("edited");
@@ -370,7 +380,7 @@ fn pull_request_reopened_and_base_change_are_reported() {
     assert_eq!(
         classify_value("pull_request", &edited),
         Classified::PrBaseChanged {
-            pr: hello_world(2),
+            pr: hello_world_pull(2),
             old_base: "develop".to_owned(),
             new_base: "master".to_owned(),
         }
@@ -392,7 +402,7 @@ fn completed_check_run_and_suite_name_head_and_prs() {
             Classified::CheckCompleted {
                 repository: "Codertocat/Hello-World".to_owned(),
                 head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
-                pull_requests: vec![2],
+                pull_requests: vec![autoforge_journal::testing::pull(2)],
             },
             "{name}"
         );
@@ -582,9 +592,9 @@ fn a_submitted_or_dismissed_review_names_its_pull_request_and_head() {
         assert_eq!(
             classify_value("pull_request_review", &payload),
             Classified::PrReviewed {
-                pr: RepoIssue {
+                pr: RepoPull {
                     repository: repository.to_owned(),
-                    number,
+                    number: testing::pull(number),
                 },
                 head_sha: head.to_owned(),
             },

@@ -392,7 +392,7 @@ mod tests {
         IssueRef {
             owner: "o".into(),
             repo: "r".into(),
-            number,
+            number: autoforge_journal::testing::issue(number),
         }
     }
 
@@ -451,7 +451,9 @@ mod tests {
         };
         assert_eq!(
             converted.resolutions[0].kind,
-            ResolutionKind::FollowUpExisting { issue: 12 }
+            ResolutionKind::FollowUpExisting {
+                issue: autoforge_journal::testing::issue(12)
+            }
         );
         assert_eq!(
             converted.resolutions[1].kind,
@@ -485,7 +487,7 @@ mod tests {
             other => panic!("not an epic result: {other:?}"),
         };
         let next = epic(pick(Some("https://github.com/o/r/issues/5")));
-        assert_eq!(next.next_issue, Some(5));
+        assert_eq!(next.next_issue, Some(autoforge_journal::testing::issue(5)));
         assert_eq!(next.next_issue_repository.as_deref(), Some("o/r"));
         assert_eq!(epic(pick(None)).next_issue, None);
         assert!(cross_check(&ParsedResult(pick(Some("not a url"))), &observed).is_err());

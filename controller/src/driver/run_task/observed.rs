@@ -2,7 +2,7 @@
 //! the machine hears them in `EffectsObserved`, from the journal's effect
 //! rows and the values the executor read back.
 
-use autoforge_journal::{Effect, EffectKind};
+use autoforge_journal::{Effect, EffectKind, IssueNumber, PullNumber};
 use serde_json::Value;
 
 use crate::machine::EffectReadBack;
@@ -43,18 +43,20 @@ pub fn observed_for_machine(
             .and_then(Value::as_u64)
             .ok_or_else(|| missing(field))
     };
+    let pull = |field| PullNumber::new(number(field)?).map_err(|_| missing(field));
+    let issue = |field| IssueNumber::new(number(field)?).map_err(|_| missing(field));
     Ok(Some(match effect.kind {
         EffectKind::Push => EffectReadBack::Pushed {
             sha: text("sha")?.parse().map_err(|_| missing("sha"))?,
         },
         EffectKind::CreatePr | EffectKind::AdoptPr => EffectReadBack::PullRequest {
-            number: number("number")?,
+            number: pull("number")?,
         },
         EffectKind::PostComment => EffectReadBack::Comment { url: text("url")? },
         EffectKind::CreateIssue => EffectReadBack::FollowUpIssue {
             finding_id: identity_field(&effect.identity, "finding_id")
                 .ok_or_else(|| missing("finding_id"))?,
-            issue: number("number")?,
+            issue: issue("number")?,
         },
         EffectKind::AppendIssueMarkers => EffectReadBack::MarkersAppended {
             issue: effect
@@ -116,7 +118,9 @@ mod tests {
         let pr = effect(EffectKind::CreatePr, "ai-implementation:issue=3", "head/x");
         assert_eq!(
             observed_for_machine(&pr, &json!({"number": 9, "url": "u"})).unwrap(),
-            Some(EffectReadBack::PullRequest { number: 9 })
+            Some(EffectReadBack::PullRequest {
+                number: autoforge_journal::testing::pull(9)
+            })
         );
         let follow = effect(
             EffectKind::CreateIssue,
@@ -127,7 +131,7 @@ mod tests {
             observed_for_machine(&follow, &json!({"number": 12})).unwrap(),
             Some(EffectReadBack::FollowUpIssue {
                 finding_id: "F-2".into(),
-                issue: 12
+                issue: autoforge_journal::testing::issue(12)
             })
         );
         let status = effect(

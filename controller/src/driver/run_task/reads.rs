@@ -27,7 +27,7 @@ use crate::machine::{
     MergeableState, NextIssueFacts, PrFacts, PrState, ReviewRequirement, RunState, is_protected,
 };
 use crate::workspace::CommitSha;
-use autoforge_journal::IssueNumber;
+use autoforge_journal::{IssueNumber, PullNumber};
 
 impl RunTask<'_> {
     /// The fresh GitHub read a wait asks for.
@@ -101,12 +101,12 @@ impl RunTask<'_> {
     /// child), the repository's default branch and its head now.
     pub(super) async fn started_event(
         &self,
-        labelled: u64,
+        labelled: IssueNumber,
         labeled_by: String,
     ) -> Result<Event, DriverError> {
         let (base_branch, base_sha) =
             default_branch_head(&self.access.api, &self.access.repo).await?;
-        let known_epic = self.epic.map(IssueNumber::get);
+        let known_epic = self.epic;
         let (api, repo, label) = (
             &self.access.api,
             &self.access.repo,
@@ -144,11 +144,11 @@ impl RunTask<'_> {
     pub(super) async fn bodies_for(
         &self,
         intents: &[EffectIntent],
-    ) -> Result<BTreeMap<u64, String>, DriverError> {
+    ) -> Result<BTreeMap<IssueNumber, String>, DriverError> {
         let mut bodies = BTreeMap::new();
         for intent in intents {
             let number = match intent {
-                EffectIntent::AdoptPr { pr, .. } => *pr,
+                EffectIntent::AdoptPr { pr, .. } => pr.as_issue(),
                 EffectIntent::AppendFollowUpMarkers { issue, .. } => *issue,
                 EffectIntent::SpliceEpicRoadmap { epic, .. } => *epic,
                 _ => continue,
@@ -267,7 +267,7 @@ fn carries_our_marker(pr: &PullRequest, issue_url: &str) -> bool {
 pub(in crate::driver) async fn pr_facts(
     api: &GitHubApi,
     repo: &RepoName,
-    number: u64,
+    number: PullNumber,
     protected_paths: &[String],
     clean_review: Option<&CleanReviewRecord>,
 ) -> Result<PrFacts, GitHubError> {

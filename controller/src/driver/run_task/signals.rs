@@ -3,7 +3,7 @@
 //! carry nothing the machine can use until a fresh read; starting a run, an
 //! unblock and an issue edit read first, the rest are fed as they are.
 
-use autoforge_journal::RunEvent;
+use autoforge_journal::{IssueNumber, RunEvent};
 use serde_json::json;
 
 use super::RunTask;
@@ -87,10 +87,13 @@ pub enum SignalAction {
     /// Feed this event to the machine as it is.
     Feed(Box<Event>),
     /// The run was started: read the issue's base and feed `Started`.
-    Start { issue: u64, labeled_by: String },
+    Start {
+        issue: IssueNumber,
+        labeled_by: String,
+    },
     /// `/autoforge unblock`: read the facts, then feed the command.
     Unblock {
-        thread: u64,
+        thread: IssueNumber,
         comment_id: u64,
         actor: String,
         reason: String,
@@ -98,7 +101,7 @@ pub enum SignalAction {
     /// The issue was edited: read its text now, then feed
     /// `IssueTextChanged` (the machine ignores a text it already has).
     ReadIssueText {
-        issue: u64,
+        issue: IssueNumber,
         editor: Option<String>,
         by_operator: bool,
     },
@@ -206,18 +209,18 @@ mod tests {
     fn label_removal_and_closing_are_fed_directly_but_start_needs_a_read() {
         assert_eq!(
             signal_action(&RunSignal::TriggerLabelRemoved {
-                issue: 1,
+                issue: autoforge_journal::testing::issue(1),
                 by: "a".into()
             }),
             SignalAction::Feed(Box::new(Event::LabelRemoved))
         );
         assert_eq!(
             signal_action(&RunSignal::Started {
-                issue: 4,
+                issue: autoforge_journal::testing::issue(4),
                 labeled_by: "a".into()
             }),
             SignalAction::Start {
-                issue: 4,
+                issue: autoforge_journal::testing::issue(4),
                 labeled_by: "a".into()
             }
         );
@@ -230,12 +233,12 @@ mod tests {
             argument: Some("why".into()),
             comment_id: 5,
             actor: "alice".into(),
-            on_issue: 3,
+            on_issue: autoforge_journal::testing::issue(3),
         };
         assert_eq!(
             signal_action(&command("status")),
             SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
-                thread: 3,
+                thread: autoforge_journal::testing::issue(3),
                 comment_id: 5,
                 actor: "alice".into(),
                 command: OperatorRequest::Status,
@@ -244,7 +247,7 @@ mod tests {
         assert_eq!(
             signal_action(&command("unblock")),
             SignalAction::Unblock {
-                thread: 3,
+                thread: autoforge_journal::testing::issue(3),
                 comment_id: 5,
                 actor: "alice".into(),
                 reason: "why".into(),

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::{IssueNumber, JournalError, JournalTx, NewEffect, PullNumber};
+use autoforge_journal::{IssueNumber, JournalError, JournalTx, NewEffect};
 use serde_json::json;
 
 use super::RunTask;
@@ -96,10 +96,9 @@ impl RunTask<'_> {
         }
         if decision.next.pr != self.state.pr {
             // Commands on the PR's thread find the run by this column.
-            let pr = decision.next.pr.and_then(|n| PullNumber::new(n).ok());
             self.shared
                 .journal
-                .set_run_pull_request(self.lease.run_id, pr)
+                .set_run_pull_request(self.lease.run_id, decision.next.pr)
                 .await?;
         }
         self.version = version;
@@ -113,17 +112,10 @@ impl RunTask<'_> {
     async fn move_scope(&self, tx: &mut JournalTx, next: &RunState) -> Result<(), DriverError> {
         let epic_of = |s: &RunState| s.epic.as_ref().map(|e| e.epic);
         let moved = next.issue != self.state.issue || epic_of(next) != epic_of(&self.state);
-        if !moved || next.issue == 0 {
+        if !moved {
             return Ok(());
         }
-        let number = |n: u64| {
-            IssueNumber::new(n).map_err(|e| DriverError::CorruptState {
-                run: self.lease.run_id,
-                detail: e.to_string(),
-            })
-        };
-        let epic = epic_of(next).map(number).transpose()?;
-        tx.set_scope(self.lease, number(next.issue)?, epic).await?;
+        tx.set_scope(self.lease, next.issue, epic_of(next)).await?;
         Ok(())
     }
 
@@ -131,7 +123,7 @@ impl RunTask<'_> {
         &self,
         next: &RunState,
         intents: &[EffectIntent],
-        bodies: &BTreeMap<u64, String>,
+        bodies: &BTreeMap<IssueNumber, String>,
     ) -> Result<Vec<NewEffect>, DriverError> {
         let context = PlanContext {
             run_id: self.lease.run_id,

@@ -11,6 +11,7 @@ use crate::machine::decision::{
 use crate::machine::event::{EffectReadBack, Event, NextIssueFacts};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, RunState};
+use autoforge_journal::IssueNumber;
 
 pub(super) fn enter(turn: &mut Turn) -> TurnResult {
     let (issue, pr) = (turn.state.issue, turn.state.pr);
@@ -151,7 +152,7 @@ fn after_writes(turn: &mut Turn) -> TurnResult {
 }
 
 /// What can be refused without reading GitHub.
-fn pure_rejection(state: &RunState, issue: u64) -> Option<String> {
+fn pure_rejection(state: &RunState, issue: IssueNumber) -> Option<String> {
     let epic = state.epic.as_ref()?;
     if issue == epic.epic {
         return Some(format!("#{issue} is the EPIC itself"));
@@ -226,7 +227,7 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
 /// The status comment of the issue the run just finished says so, before
 /// the run moves to `next`: it would otherwise go on offering commands for
 /// a phase the run has left.
-fn mark_finished(turn: &mut Turn, next: u64) {
+fn mark_finished(turn: &mut Turn, next: IssueNumber) {
     let Some(epic) = turn.state.epic.as_ref() else {
         return;
     };

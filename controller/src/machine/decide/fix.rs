@@ -14,6 +14,8 @@ use crate::machine::review_rounds::{carry_stale, moved};
 use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
 use std::collections::BTreeMap;
 
+use autoforge_journal::IssueNumber;
+
 pub(super) fn enter(turn: &mut Turn) -> TurnResult {
     turn.state.candidate = None;
     turn.state.pending = None;
@@ -177,7 +179,7 @@ fn publish(turn: &mut Turn) -> TurnResult {
     else {
         return turn.block("no validated fix is pending publication");
     };
-    let mut appends: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut appends: BTreeMap<IssueNumber, Vec<String>> = BTreeMap::new();
     for resolution in &result.resolutions {
         match &resolution.kind {
             ResolutionKind::FollowUpNew { draft } => {

@@ -18,6 +18,7 @@ use crate::machine::event::{
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::moved;
 use crate::machine::state::{Awaiting, FactsPurpose, MergePlan, RoundBinding, RunState};
+use autoforge_journal::PullNumber;
 
 /// GitHub's files listing of a pull request stops after this many files.
 pub const FILES_LISTING_CAP: u64 = 3000;
@@ -98,7 +99,7 @@ fn merged_at(clean: &RoundBinding, pr: &PrFacts) -> bool {
 }
 
 /// Counts a merge once, even if it is observed again after a crash.
-fn count_merge(turn: &mut Turn, pr: u64) -> TurnResult {
+fn count_merge(turn: &mut Turn, pr: PullNumber) -> TurnResult {
     if !turn.state.merged_prs.contains(&pr) {
         turn.state.merged_prs.push(pr);
         if let Some(epic) = turn.state.epic.as_mut() {

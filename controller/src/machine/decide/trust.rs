@@ -14,6 +14,7 @@ use crate::machine::decision::{Decision, EffectIntent, MachineError, Notice};
 use crate::machine::event::{GitHubFacts, RefusedLabelRemoval};
 use crate::machine::phase::Phase;
 use crate::machine::state::RunState;
+use autoforge_journal::IssueNumber;
 
 /// A label removal that does not stop the run: one notice saying why.
 pub(super) fn label_removal_refused(state: &RunState, refused: &RefusedLabelRemoval) -> Decision {
@@ -32,7 +33,7 @@ pub(super) fn label_removal_refused(state: &RunState, refused: &RefusedLabelRemo
 /// The issue's text is now `digest`.
 pub(super) fn text_changed(
     state: &RunState,
-    issue: u64,
+    issue: IssueNumber,
     digest: &str,
     editor: Option<&str>,
     by_operator: bool,

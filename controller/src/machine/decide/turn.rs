@@ -12,14 +12,14 @@ use crate::machine::event::Event;
 use crate::machine::phase::{AgentPhase, Cause, IllegalEdge, Phase, check_edge};
 use crate::machine::state::{Awaiting, BlockedInfo, RunState};
 use crate::machine::status_labels::{issue_switch, label_change};
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber};
 
 /// The decision `decide` is building for the event at hand.
 pub(crate) struct Turn {
     pub state: RunState,
     /// The issue the run was on before this event, once started (an EPIC
     /// run may move on to its next issue).
-    origin_issue: Option<u64>,
+    origin_issue: Option<IssueNumber>,
     transitions: Vec<(Phase, Phase)>,
     effects: Vec<EffectIntent>,
     launches: Vec<LaunchRequest>,

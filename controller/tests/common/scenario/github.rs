@@ -8,6 +8,7 @@ use std::process::Command;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::handles::Thread;
 use super::{OWNER, Person, REPO, Running};
 
 impl Running {
@@ -171,7 +172,8 @@ impl Running {
     }
 
     /// The owner removes the trigger label.
-    pub async fn operator_unlabels(&self, issue: u64) {
+    pub async fn operator_unlabels(&self, issue: impl Thread) {
+        let issue = issue.number();
         let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
         self.world
             .rest_as(&self.owner, Method::DELETE, &path, Value::Null)
@@ -179,12 +181,15 @@ impl Running {
     }
 
     /// `person` (operator or not) adds the trigger label.
-    pub async fn labels_as(&self, person: &Person, issue: u64) {
-        self.world.add_label(person, issue, "autoforge").await;
+    pub async fn labels_as(&self, person: &Person, issue: impl Thread) {
+        self.world
+            .add_label(person, issue.number(), "autoforge")
+            .await;
     }
 
     /// `person` (operator or not) removes the trigger label.
-    pub async fn unlabels_as(&self, person: &Person, issue: u64) {
+    pub async fn unlabels_as(&self, person: &Person, issue: impl Thread) {
+        let issue = issue.number();
         let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
         self.world
             .rest_as(person, Method::DELETE, &path, Value::Null)

@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use autoforge_journal::{IssueNumber, PullNumber, testing};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -51,15 +52,27 @@ impl Thread for u64 {
     }
 }
 
+impl Thread for IssueNumber {
+    fn number(&self) -> u64 {
+        self.get()
+    }
+}
+
+impl Thread for PullNumber {
+    fn number(&self) -> u64 {
+        self.get()
+    }
+}
+
 impl Thread for Issue<'_> {
     fn number(&self) -> u64 {
-        self.number
+        self.number.get()
     }
 }
 
 impl Thread for Pull<'_> {
     fn number(&self) -> u64 {
-        self.number
+        self.number.get()
     }
 }
 
@@ -98,24 +111,24 @@ fn carries(text: &str, marker: Marker) -> bool {
 #[derive(Clone, Copy)]
 pub struct Issue<'s> {
     s: &'s Running,
-    pub number: u64,
+    pub number: IssueNumber,
 }
 
 /// A pull request of the scenario's repository.
 #[derive(Clone, Copy)]
 pub struct Pull<'s> {
     s: &'s Running,
-    pub number: u64,
+    pub number: PullNumber,
 }
 
 impl Running {
     /// Issue `number` of the repository (no request is made).
-    pub fn issue(&self, number: u64) -> Issue<'_> {
+    pub fn issue(&self, number: IssueNumber) -> Issue<'_> {
         Issue { s: self, number }
     }
 
     /// Pull request `number` of the repository (no request is made).
-    pub fn pull_numbered(&self, number: u64) -> Pull<'_> {
+    pub fn pull_numbered(&self, number: PullNumber) -> Pull<'_> {
         Pull { s: self, number }
     }
 
@@ -139,7 +152,9 @@ impl Running {
     pub async fn pull_requests(&self) -> Vec<Pull<'_>> {
         array(self.get("/pulls?state=all").await)
             .iter()
-            .map(|pr| self.pull_numbered(pr["number"].as_u64().expect("a PR number")))
+            .map(|pr| {
+                self.pull_numbered(testing::pull(pr["number"].as_u64().expect("a PR number")))
+            })
             .collect()
     }
 
@@ -247,12 +262,12 @@ impl Pull<'_> {
     pub fn set_draft(&self, draft: bool) {
         let mut world = self.s.world.hub.shared().lock();
         let repo = world.repo_id_by_name(OWNER, REPO).expect("the repository");
-        let issue = world.issue_mut(repo, self.number).expect("the PR");
+        let issue = world.issue_mut(repo, self.number.get()).expect("the PR");
         issue.pull.as_mut().expect("a pull request").draft = draft;
     }
 }
 
-fn assert_one(thread: u64, marker: Marker, found: Vec<Comment>) {
+fn assert_one(thread: impl fmt::Display, marker: Marker, found: Vec<Comment>) {
     assert_eq!(
         found.len(),
         1,

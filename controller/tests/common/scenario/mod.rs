@@ -42,7 +42,7 @@ use std::time::Duration;
 pub use super::{OWNER, POLL_SECONDS, Person, REPO, World, WorldOptions, eventually};
 pub use agents::Agents;
 pub use autoforge::machine::RunState;
-use autoforge_journal::{RunFilter, RunId, Stage};
+use autoforge_journal::{IssueNumber, RunFilter, RunId, Stage};
 pub use budget::Spent;
 pub use fakehub::{FaultKind, FaultRule};
 pub use handles::{AsRole, Comment, Issue, Marker, Phase, Pull, Role, Thread};
@@ -239,13 +239,17 @@ impl Running {
     /// A new open issue written by the owner.
     pub async fn new_issue(&self, title: &str) -> Issue<'_> {
         let number = self.world.open_issue(&self.owner, title).await;
-        self.issue(number)
+        self.issue(autoforge_journal::testing::issue(number))
     }
 
     /// An EPIC (issue #1) with `children` sub-issues, in order.
     pub async fn new_epic(&self, children: usize) -> (Issue<'_>, Vec<Issue<'_>>) {
         let epic = self.new_issue("The widgets EPIC").await;
-        assert_eq!(epic.number, 1, "the EPIC is the repository's first issue");
+        assert_eq!(
+            epic.number,
+            autoforge_journal::testing::issue(1),
+            "the EPIC is the repository's first issue"
+        );
         let mut opened = Vec::new();
         for index in 1..=children {
             let child = self.new_issue(&format!("Widget part {index}")).await;
@@ -291,7 +295,7 @@ impl Running {
 
     /// A run for `issue` other than `previous` (started after it was
     /// stopped, say); waits for one to exist.
-    pub async fn run_after(&self, issue: u64, previous: RunId) -> RunRef<'_> {
+    pub async fn run_after(&self, issue: IssueNumber, previous: RunId) -> RunRef<'_> {
         let journal = self.world.db.journal();
         let id = eventually(
             PATIENCE,
@@ -299,7 +303,9 @@ impl Running {
             || async move {
                 let runs = journal.list_runs(RunFilter::All, 100).await.unwrap();
                 runs.into_iter()
-                    .find(|run| run.id != previous && run.state["issue"].as_u64() == Some(issue))
+                    .find(|run| {
+                        run.id != previous && run.state["issue"].as_u64() == Some(issue.get())
+                    })
                     .map(|run| run.id)
             },
         )
@@ -494,7 +500,7 @@ fn settled(effect: &autoforge_journal::Effect) -> bool {
 impl Running {
     /// Waits until serve has processed the webhook delivery of the `issues`
     /// event `action` (`labeled`, `unlabeled`…) on `issue`.
-    pub async fn issue_delivery_processed(&self, issue: u64, action: &str) {
+    pub async fn issue_delivery_processed(&self, issue: IssueNumber, action: &str) {
         let hub = &self.world.hub;
         let journal = self.world.db.journal();
         eventually(
@@ -507,7 +513,7 @@ impl Running {
                     .filter(|d| {
                         d.event == "issues"
                             && d.action.as_deref() == Some(action)
-                            && d.payload["issue"]["number"].as_u64() == Some(issue)
+                            && d.payload["issue"]["number"].as_u64() == Some(issue.get())
                     })
                     .map(|d| d.guid)
                     .collect();

@@ -8,19 +8,21 @@
 
 use serde_json::Value;
 
+use autoforge_journal::{IssueNumber, PullNumber, testing};
+
 use super::handles::Thread;
 use super::{Person, RunRef, Running};
 
 impl Running {
     /// An open issue written by the owner; its number. Use
     /// [`Running::new_issue`].
-    pub async fn open_issue(&self, title: &str) -> u64 {
+    pub async fn open_issue(&self, title: &str) -> IssueNumber {
         self.new_issue(title).await.number
     }
 
     /// An EPIC (issue #1) with `children` sub-issues, in order; their
     /// numbers. Use [`Running::new_epic`].
-    pub async fn open_epic(&self, children: usize) -> (u64, Vec<u64>) {
+    pub async fn open_epic(&self, children: usize) -> (IssueNumber, Vec<IssueNumber>) {
         let (epic, opened) = self.new_epic(children).await;
         (epic.number, opened.iter().map(|c| c.number).collect())
     }
@@ -32,13 +34,13 @@ impl Running {
     }
 
     /// A person merges PR `pr` at its current head. Use `Pull::merge_as`.
-    pub async fn merge_as(&self, person: &Person, pr: u64) {
+    pub async fn merge_as(&self, person: &Person, pr: PullNumber) {
         self.pull_numbered(pr).merge_as(person).await;
     }
 
     /// A person replaces the body of an issue. Use `Issue::edit_body_as`.
     pub async fn edit_issue_body(&self, person: &Person, issue: impl Thread, body: &str) {
-        let issue = self.issue(issue.number());
+        let issue = self.issue(testing::issue(issue.number()));
         issue.edit_body_as(person, body).await;
     }
 
@@ -64,13 +66,13 @@ impl Running {
     }
 
     /// PR `pr` is merged, by one merge request. Use `Pull::assert_merged_once`.
-    pub async fn assert_pr_merged_once(&self, pr: u64) {
+    pub async fn assert_pr_merged_once(&self, pr: PullNumber) {
         self.pull_numbered(pr).assert_merged_once().await;
     }
 
     /// How many merge requests fakehub answered for `pr`. Use
     /// `Pull::merge_requests`.
-    pub fn merge_requests(&self, pr: u64) -> usize {
+    pub fn merge_requests(&self, pr: PullNumber) -> usize {
         self.pull_numbered(pr).merge_requests()
     }
 }

@@ -47,12 +47,12 @@ fn single_unmarked_pr_on_the_branch_is_adopted() {
     run.implement(&sha(2));
     run.validated(&sha(2), true);
     let mut f = facts(None);
-    f.adoptable_prs = vec![40];
+    f.adoptable_prs = vec![autoforge_journal::testing::pull(40)];
     run.github(f);
     assert_eq!(
         run.last.effects[1],
         EffectIntent::AdoptPr {
-            pr: 40,
+            pr: autoforge_journal::testing::pull(40),
             issue: ISSUE
         }
     );
@@ -64,7 +64,10 @@ fn two_adoptable_prs_block_the_run() {
     run.implement(&sha(2));
     run.validated(&sha(2), true);
     let mut f = facts(None);
-    f.adoptable_prs = vec![40, 41];
+    f.adoptable_prs = vec![
+        autoforge_journal::testing::pull(40),
+        autoforge_journal::testing::pull(41),
+    ];
     run.github(f);
     assert_eq!(run.state.phase, Phase::Blocked);
     assert!(
@@ -309,7 +312,10 @@ fn implement_starts_from_the_base_without_earlier_work() {
 
 #[test]
 fn run_state_round_trips_through_json() {
-    let mut run = Run::to_review(RunSettings::default(), Some(3));
+    let mut run = Run::to_review(
+        RunSettings::default(),
+        Some(autoforge_journal::testing::issue(3)),
+    );
     run.round(&sha(2), vec![finding(1, 1, "a")], &sha(3));
     run.bind(&sha(3));
     let json = serde_json::to_string(&run.state).expect("serialise");
@@ -334,11 +340,11 @@ fn a_retried_correction_keeps_its_diagnosis() {
 
 #[test]
 fn starting_on_the_epic_itself_blocks() {
-    let state = RunState::new("run-1", RunSettings::default());
+    let state = RunState::new("run-1", ISSUE, RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
-        issue: 3,
-        epic: Some(3),
+        issue: autoforge_journal::testing::issue(3),
+        epic: Some(autoforge_journal::testing::issue(3)),
         base_branch: "main".to_owned(),
         base_sha: sha(1),
         branch_head: None,
@@ -354,7 +360,7 @@ fn starting_on_the_epic_itself_blocks() {
 
 #[test]
 fn earlier_work_on_the_issue_branch_is_where_the_implementer_starts() {
-    let state = RunState::new("run-1", RunSettings::default());
+    let state = RunState::new("run-1", ISSUE, RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: ISSUE,

@@ -2,7 +2,7 @@
 
 use super::*;
 
-const EPIC: u64 = 3;
+const EPIC: IssueNumber = testing::issue(3);
 
 fn merged(head: &CommitSha) -> PrFacts {
     let mut pr = pr_at(head, &sha(1));
@@ -21,7 +21,11 @@ fn to_update_epic(update_every: u32) -> Run {
     run
 }
 
-fn epic_result(progress: Option<&str>, roadmap: Option<&str>, next: Option<u64>) -> PhaseResult {
+fn epic_result(
+    progress: Option<&str>,
+    roadmap: Option<&str>,
+    next: Option<IssueNumber>,
+) -> PhaseResult {
     PhaseResult::UpdateEpic(EpicResult {
         progress: progress.map(str::to_owned),
         roadmap_section: roadmap.map(str::to_owned),
@@ -30,7 +34,7 @@ fn epic_result(progress: Option<&str>, roadmap: Option<&str>, next: Option<u64>)
     })
 }
 
-fn next_issue(issue: u64, open: bool) -> Event {
+fn next_issue(issue: IssueNumber, open: bool) -> Event {
     Event::NextIssue(NextIssueFacts {
         issue,
         repository: "Acme/Widgets".into(),
@@ -38,7 +42,11 @@ fn next_issue(issue: u64, open: bool) -> Event {
         base_sha: sha(50),
         branch_head: None,
         issue_text: None,
-        epic_issues: vec![2, issue, 9],
+        epic_issues: vec![
+            autoforge_journal::testing::issue(2),
+            issue,
+            autoforge_journal::testing::issue(9),
+        ],
     })
 }
 
@@ -54,7 +62,11 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
         panic!("epic inputs")
     };
     assert!(roadmap_due && want_progress);
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(
         kinds,
@@ -68,11 +80,11 @@ fn update_posts_progress_and_splices_when_due_then_implements_the_next_issue() {
         run.state.epic.as_ref().expect("epic").merges_since_roadmap,
         0
     );
-    run.apply(next_issue(8, true));
+    run.apply(next_issue(autoforge_journal::testing::issue(8), true));
     assert_eq!(run.state.phase, Phase::Implement);
     assert_eq!(
         (run.state.issue, run.state.branch.as_str(), run.state.pr),
-        (8, "autoforge/8", None)
+        (testing::issue(8), "autoforge/8", None)
     );
     assert_eq!(run.state.review, ReviewState::default());
     assert_eq!(run.state.base_sha, Some(sha(50)));
@@ -86,14 +98,18 @@ fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
     };
     let mut run = Run::to_ready(settings, Some(EPIC));
     run.github(facts(Some(merged(&sha(2)))));
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     run.observed(vec![
         EffectReadBack::Comment { url: "u".into() },
         EffectReadBack::RoadmapSpliced,
     ]);
-    run.apply(next_issue(8, true));
-    assert_eq!(run.state.issue, 8);
-    let labels: Vec<(u64, Vec<String>)> = run
+    run.apply(next_issue(autoforge_journal::testing::issue(8), true));
+    assert_eq!(run.state.issue, autoforge_journal::testing::issue(8));
+    let labels: Vec<(IssueNumber, Vec<String>)> = run
         .last
         .effects
         .iter()
@@ -106,7 +122,10 @@ fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
         labels,
         vec![
             (ISSUE, vec!["autoforge:done".to_owned()]),
-            (8, vec!["autoforge:running".to_owned()]),
+            (
+                autoforge_journal::testing::issue(8),
+                vec!["autoforge:running".to_owned()]
+            ),
         ]
     );
 }
@@ -116,13 +135,17 @@ fn moving_on_tells_the_finished_issues_status_comment_where_the_run_went() {
     let mut run = Run::to_ready(RunSettings::default(), Some(EPIC));
     run.github(facts(Some(merged(&sha(2)))));
     let pr = run.state.pr.expect("the merged PR");
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(testing::issue(8)),
+    ));
     run.observed(vec![
         EffectReadBack::Comment { url: "u".into() },
         EffectReadBack::RoadmapSpliced,
     ]);
-    run.apply(next_issue(8, true));
-    let statuses: Vec<(u64, Option<crate::machine::IssueFinished>)> = run
+    run.apply(next_issue(testing::issue(8), true));
+    let statuses: Vec<(IssueNumber, Option<crate::machine::IssueFinished>)> = run
         .last
         .effects
         .iter()
@@ -140,14 +163,14 @@ fn moving_on_tells_the_finished_issues_status_comment_where_the_run_went() {
             Some(crate::machine::IssueFinished {
                 epic: EPIC,
                 merged_in: Some(pr),
-                next_issue: 8,
+                next_issue: testing::issue(8),
             })
         )
     );
     assert!(
         statuses[1..]
             .iter()
-            .all(|(issue, finished)| *issue == 8 && finished.is_none()),
+            .all(|(issue, finished)| *issue == testing::issue(8) && finished.is_none()),
         "{statuses:?}"
     );
 }
@@ -155,7 +178,11 @@ fn moving_on_tells_the_finished_issues_status_comment_where_the_run_went() {
 #[test]
 fn merge_counter_resets_only_after_the_splice_read_back() {
     let mut run = to_update_epic(1);
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     run.observed(vec![EffectReadBack::Comment { url: "u".into() }]);
     assert_eq!(
         run.state.epic.as_ref().expect("epic").merges_since_roadmap,
@@ -166,7 +193,11 @@ fn merge_counter_resets_only_after_the_splice_read_back() {
 #[test]
 fn roadmap_is_not_spliced_before_it_is_due() {
     let mut run = to_update_epic(2);
-    run.succeed(epic_result(Some("progress"), Some("ignored"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("ignored"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(kinds, vec![EffectKind::PostComment]);
 }
@@ -190,12 +221,16 @@ fn completion_always_splices_with_merges_uncounted() {
 #[test]
 fn rerequest_is_re_requested_once_without_progress() {
     let mut run = to_update_epic(1);
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     run.observed(vec![
         EffectReadBack::Comment { url: "u".into() },
         EffectReadBack::RoadmapSpliced,
     ]);
-    run.apply(next_issue(8, false));
+    run.apply(next_issue(autoforge_journal::testing::issue(8), false));
     assert_eq!(run.state.phase, Phase::UpdateEpic);
     let LaunchInputs::UpdateEpic {
         want_progress,
@@ -207,7 +242,11 @@ fn rerequest_is_re_requested_once_without_progress() {
     };
     assert!(!want_progress);
     assert!(rerequest.expect("reason").contains("not open"));
-    run.succeed(epic_result(None, None, Some(9)));
+    run.succeed(epic_result(
+        None,
+        None,
+        Some(autoforge_journal::testing::issue(9)),
+    ));
     assert!(
         run.last.effects.is_empty(),
         "the progress comment is never reposted"
@@ -234,16 +273,20 @@ fn second_rerequest_blocks() {
 #[test]
 fn pick_in_another_repository_is_rejected() {
     let mut run = to_update_epic(1);
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     run.observed(vec![EffectReadBack::RoadmapSpliced]);
     run.apply(Event::NextIssue(NextIssueFacts {
-        issue: 8,
+        issue: autoforge_journal::testing::issue(8),
         repository: "other/repo".into(),
         open: true,
         base_sha: sha(50),
         branch_head: None,
         issue_text: None,
-        epic_issues: vec![8],
+        epic_issues: vec![autoforge_journal::testing::issue(8)],
     }));
     assert_eq!(run.state.counters.next_issue_rejections, 1);
 }
@@ -259,7 +302,7 @@ fn a_pick_named_by_another_repositorys_url_is_rejected_without_a_read_and_twice_
         })
     };
     let mut run = to_update_epic(1);
-    run.succeed(foreign(3));
+    run.succeed(foreign(autoforge_journal::testing::issue(3)));
     run.observed(vec![
         EffectReadBack::Comment { url: "u".into() },
         EffectReadBack::RoadmapSpliced,
@@ -270,7 +313,7 @@ fn a_pick_named_by_another_repositorys_url_is_rejected_without_a_read_and_twice_
         panic!("epic inputs")
     };
     assert!(rerequest.expect("reason").contains("other/gadgets#3"));
-    run.succeed(foreign(3));
+    run.succeed(foreign(autoforge_journal::testing::issue(3)));
     assert_eq!(run.state.phase, Phase::Blocked);
 }
 
@@ -295,7 +338,11 @@ fn merge_already_counted_is_not_counted_again() {
 #[test]
 fn voided_roadmap_section_is_re_requested_without_progress() {
     let mut run = to_update_epic(1);
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     run.observed(vec![
         EffectReadBack::Comment { url: "u".into() },
         EffectReadBack::RoadmapVoided,
@@ -315,12 +362,16 @@ fn voided_roadmap_section_is_re_requested_without_progress() {
         panic!("epic inputs")
     };
     assert!(!want_progress && roadmap_due && rerequest.is_some());
-    run.succeed(epic_result(None, Some("roadmap again"), Some(8)));
+    run.succeed(epic_result(
+        None,
+        Some("roadmap again"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     let kinds: Vec<EffectKind> = run.last.effects.iter().map(EffectIntent::kind).collect();
     assert_eq!(kinds, vec![EffectKind::SpliceEpicRoadmap]);
 }
 
-fn pick_with_members(issue: u64, members: Vec<u64>) -> Event {
+fn pick_with_members(issue: IssueNumber, members: Vec<IssueNumber>) -> Event {
     Event::NextIssue(NextIssueFacts {
         issue,
         repository: "acme/widgets".into(),
@@ -335,19 +386,35 @@ fn pick_with_members(issue: u64, members: Vec<u64>) -> Event {
 /// UPDATE_EPIC with the progress and roadmap written and issue 8 picked.
 fn picked_eight() -> Run {
     let mut run = to_update_epic(1);
-    run.succeed(epic_result(Some("progress"), Some("roadmap"), Some(8)));
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(autoforge_journal::testing::issue(8)),
+    ));
     run.observed(vec![
         EffectReadBack::Comment { url: "u".into() },
         EffectReadBack::RoadmapSpliced,
     ]);
-    assert_eq!(run.state.awaiting, Awaiting::NextIssueCheck { issue: 8 });
+    assert_eq!(
+        run.state.awaiting,
+        Awaiting::NextIssueCheck {
+            issue: autoforge_journal::testing::issue(8)
+        }
+    );
     run
 }
 
 #[test]
 fn an_open_pick_outside_the_epic_is_rejected_and_the_agent_told_the_epics_issues() {
     let mut run = picked_eight();
-    run.apply(pick_with_members(8, vec![ISSUE, 9, 10]));
+    run.apply(pick_with_members(
+        autoforge_journal::testing::issue(8),
+        vec![
+            ISSUE,
+            autoforge_journal::testing::issue(9),
+            autoforge_journal::testing::issue(10),
+        ],
+    ));
 
     assert_eq!(run.state.phase, Phase::UpdateEpic);
     assert_eq!(
@@ -362,27 +429,55 @@ fn an_open_pick_outside_the_epic_is_rejected_and_the_agent_told_the_epics_issues
         rerequest.as_deref(),
         Some("#8 is not one of EPIC #3's issues; its issues are #7, #9, #10")
     );
-    run.succeed(epic_result(None, None, Some(9)));
-    run.apply(pick_with_members(9, vec![ISSUE, 9, 10]));
+    run.succeed(epic_result(
+        None,
+        None,
+        Some(autoforge_journal::testing::issue(9)),
+    ));
+    run.apply(pick_with_members(
+        autoforge_journal::testing::issue(9),
+        vec![
+            ISSUE,
+            autoforge_journal::testing::issue(9),
+            autoforge_journal::testing::issue(10),
+        ],
+    ));
     assert_eq!(run.state.phase, Phase::Implement);
-    assert_eq!(run.state.issue, 9, "the member the agent picked next");
+    assert_eq!(
+        run.state.issue,
+        autoforge_journal::testing::issue(9),
+        "the member the agent picked next"
+    );
 }
 
 #[test]
 fn an_open_pick_among_the_epics_issues_is_accepted() {
     let mut run = picked_eight();
-    run.apply(pick_with_members(8, vec![ISSUE, 8]));
+    run.apply(pick_with_members(
+        autoforge_journal::testing::issue(8),
+        vec![ISSUE, autoforge_journal::testing::issue(8)],
+    ));
     assert_eq!(run.state.phase, Phase::Implement);
-    assert_eq!(run.state.issue, 8);
+    assert_eq!(run.state.issue, autoforge_journal::testing::issue(8));
     assert_eq!(run.state.counters.next_issue_rejections, 0);
 }
 
 #[test]
 fn picks_outside_the_epic_twice_block_the_run() {
     let mut run = picked_eight();
-    run.apply(pick_with_members(8, vec![ISSUE]));
-    run.succeed(epic_result(None, None, Some(8)));
-    run.apply(pick_with_members(8, vec![ISSUE]));
+    run.apply(pick_with_members(
+        autoforge_journal::testing::issue(8),
+        vec![ISSUE],
+    ));
+    run.succeed(epic_result(
+        None,
+        None,
+        Some(autoforge_journal::testing::issue(8)),
+    ));
+    run.apply(pick_with_members(
+        autoforge_journal::testing::issue(8),
+        vec![ISSUE],
+    ));
     assert_eq!(run.state.phase, Phase::Blocked);
     let reason = run.state.blocked.as_ref().expect("blocked").reason.clone();
     assert!(reason.contains("not one of EPIC #3's issues"), "{reason}");
@@ -391,7 +486,10 @@ fn picks_outside_the_epic_twice_block_the_run() {
 #[test]
 fn a_long_member_list_is_cut_short_in_the_rejection() {
     let mut run = picked_eight();
-    run.apply(pick_with_members(8, (20..35).collect()));
+    run.apply(pick_with_members(
+        autoforge_journal::testing::issue(8),
+        (20..35).map(testing::issue).collect(),
+    ));
     let LaunchInputs::UpdateEpic { rerequest, .. } = run.launch().inputs else {
         panic!("epic inputs")
     };

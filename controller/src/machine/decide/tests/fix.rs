@@ -44,7 +44,12 @@ fn fix_effects_create_follow_ups_then_append_markers_then_push_last() {
         previous_head_sha: sha(2),
         head_sha: sha(3),
         resolutions: vec![
-            resolution("R1-F1", ResolutionKind::FollowUpExisting { issue: 90 }),
+            resolution(
+                "R1-F1",
+                ResolutionKind::FollowUpExisting {
+                    issue: autoforge_journal::testing::issue(90),
+                },
+            ),
             resolution(
                 "R1-F2",
                 ResolutionKind::Fixed {

@@ -15,14 +15,14 @@ mod surfaces;
 mod trust;
 
 use crate::machine::*;
-pub(super) use autoforge_journal::CommitSha;
+pub(super) use autoforge_journal::{CommitSha, IssueNumber, PullNumber, testing};
 
 pub(super) fn sha(n: u32) -> CommitSha {
     CommitSha::parse(&format!("{n:040x}")).expect("40 hex digits")
 }
 
-pub(super) const PR: u64 = 12;
-pub(super) const ISSUE: u64 = 7;
+pub(super) const PR: PullNumber = testing::pull(12);
+pub(super) const ISSUE: IssueNumber = testing::issue(7);
 
 pub(super) fn pr_at(head: &CommitSha, merge_base: &CommitSha) -> PrFacts {
     PrFacts {
@@ -83,8 +83,8 @@ pub(super) struct Run {
 }
 
 impl Run {
-    pub fn start(settings: RunSettings, epic: Option<u64>) -> Run {
-        let state = RunState::new("run-1", settings.clone());
+    pub fn start(settings: RunSettings, epic: Option<IssueNumber>) -> Run {
+        let state = RunState::new("run-1", ISSUE, settings.clone());
         let started = Event::Started {
             repository: "acme/widgets".to_owned(),
             issue: ISSUE,
@@ -199,7 +199,7 @@ impl Run {
     }
 
     /// INITIALIZING → IMPLEMENT → REVIEW with the PR at `sha(2)`.
-    pub fn to_review(settings: RunSettings, epic: Option<u64>) -> Run {
+    pub fn to_review(settings: RunSettings, epic: Option<IssueNumber>) -> Run {
         let mut run = Run::start(settings, epic);
         run.implement(&sha(2));
         run.validated(&sha(2), true);
@@ -239,7 +239,7 @@ impl Run {
         self.github(facts(Some(pr_at(reread_head, &sha(1)))));
     }
 
-    pub fn to_ready(settings: RunSettings, epic: Option<u64>) -> Run {
+    pub fn to_ready(settings: RunSettings, epic: Option<IssueNumber>) -> Run {
         let mut run = Run::to_review(settings, epic);
         run.round(&sha(2), Vec::new(), &sha(2));
         assert_eq!(run.state.phase, Phase::ReadyForMerge);

@@ -55,7 +55,7 @@ fn removing_the_label_writes_only_the_status_comment() {
 fn a_command_refused_upstream_is_answered_and_changes_nothing() {
     let run = blocked_in_fix();
     let refused = Event::CommandRefused(RefusedCommand {
-        thread: 3,
+        thread: autoforge_journal::testing::issue(3),
         comment_id: 77,
         actor: "rory".into(),
         command: "unblock".into(),
@@ -67,7 +67,7 @@ fn a_command_refused_upstream_is_answered_and_changes_nothing() {
     assert_eq!(
         decision.effects,
         vec![EffectIntent::PostCommandReply {
-            thread: 3,
+            thread: autoforge_journal::testing::issue(3),
             comment_id: 77,
             reply: Reply::Refused {
                 command: "unblock".into(),
@@ -82,7 +82,7 @@ fn a_command_refused_upstream_on_a_finished_run_is_still_answered() {
     let mut run = Run::default_run();
     run.apply(Event::LabelRemoved);
     let refused = Event::CommandRefused(RefusedCommand {
-        thread: 1,
+        thread: autoforge_journal::testing::issue(1),
         comment_id: 5,
         actor: "rory".into(),
         command: "malformed".into(),

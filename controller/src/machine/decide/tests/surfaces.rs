@@ -117,7 +117,7 @@ fn a_validation_of_another_commit_is_not_remembered() {
 }
 
 fn started_with(read: RepositorySettingsRead) -> Decision {
-    let state = RunState::new("run-1", RunSettings::default());
+    let state = RunState::new("run-1", ISSUE, RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: ISSUE,

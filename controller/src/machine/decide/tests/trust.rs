@@ -9,7 +9,7 @@ fn started_with_frozen_text() -> Run {
     let mut run = Run::default_run();
     // The default start records no digest (a run from before texts were
     // frozen); start this one the way the driver starts runs now.
-    let state = RunState::new("run-1", RunSettings::default());
+    let state = RunState::new("run-1", ISSUE, RunSettings::default());
     let started = Event::Started {
         repository: "acme/widgets".to_owned(),
         issue: ISSUE,
@@ -81,7 +81,7 @@ fn an_edit_of_another_issue_changes_nothing() {
     let mut run = started_with_frozen_text();
     let before = run.state.clone();
     run.apply(Event::IssueTextChanged {
-        issue: ISSUE + 1,
+        issue: testing::issue(ISSUE.get() + 1),
         digest: "other".into(),
         editor: Some("mallory".into()),
         by_operator: false,

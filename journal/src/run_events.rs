@@ -204,6 +204,18 @@ impl Journal {
         .await?)
     }
 
+    /// The dedupe key of the change that started `run` (its first run
+    /// event): for a run started by a trigger labelling, the key names
+    /// that labelling.
+    pub async fn run_start_key(&self, run_id: RunId) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT dedupe_key FROM run_events WHERE run_id = $1 ORDER BY id LIMIT 1",
+        )
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     /// The active runs of `repository` bound to a pull request, with it:
     /// who a commit status (which names only a commit) may concern.
     pub async fn active_runs_with_pull_requests(

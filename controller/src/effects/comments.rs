@@ -133,12 +133,16 @@ pub(crate) fn plan_review(
     binding: &RoundBinding,
     rendered: &str,
 ) -> Result<NewEffect, PlanError> {
-    let key = identity_key(&ReviewKey {
+    let mut key = identity_key(&ReviewKey {
         round,
         reviewed_head_sha: binding.head_sha.clone(),
         reviewed_base_ref: binding.base_ref.clone(),
         reviewed_merge_base_sha: binding.merge_base_sha.clone(),
     })?;
+    // The run is part of the identity: a later run (after a stop and a
+    // relabel) reviewing the same head posts its own review comment
+    // instead of meeting the earlier run's as a foreign one.
+    key.insert("run".into(), serde_json::Value::from(draft.run()));
     let body = draft.stamp(rendered, MarkerName::ReviewResult)?;
     let completion = draft.marked(MarkerName::ReviewResult, key);
     comment_row(

@@ -222,6 +222,20 @@ pub fn labeling_of_event(label_event_id: u64) -> String {
     format!("event-{label_event_id}")
 }
 
+/// Whether the label removal `removal` happened before the labelling
+/// whose change key is `start_key`. Both are named by their issue events
+/// (`event-<id>`), whose ids GitHub hands out in increasing order; a
+/// removal or labelling known only by its delivery cannot be ordered, so
+/// it does not count as earlier.
+fn predates(removal: &str, start_key: &str) -> bool {
+    let id = |text: &str| text.strip_prefix("event-")?.parse::<u64>().ok();
+    let labeling = start_key.rsplit_once(':').and_then(|(_, last)| id(last));
+    match (id(removal), labeling) {
+        (Some(removed), Some(labeled)) => removed < labeled,
+        _ => false,
+    }
+}
+
 /// Works out what `sighting` does. `None`: it concerns no run and needs no
 /// record (e.g. a comment on an issue without an active run).
 ///
@@ -265,6 +279,27 @@ pub async fn entries_for(
                 if journal.observed_change(&seen).await?.is_some() {
                     return Ok(Some(ChangeEntries::new(seen, "seen")));
                 }
+            }
+            // A removal that happened before the labelling that started
+            // this run (delivered late, or seen again) ended an earlier
+            // run; it must not stop this one.
+            let start = journal.run_start_key(run_id).await?;
+            if start
+                .as_deref()
+                .is_some_and(|start| predates(removal, start))
+            {
+                let detail = json!({"issue": issue, "removal": removal, "run_started_by": start});
+                return Ok(Some(
+                    ChangeEntries::new(
+                        format!("{key}:{removal}"),
+                        "removal before the run's labelling",
+                    )
+                    .with(Entry::Audit {
+                        run_id: Some(run_id),
+                        kind: "trigger_removal_predates_run".to_owned(),
+                        detail,
+                    }),
+                ));
             }
             let decision = match actor {
                 Some(actor) => Some(access.decide(api, repository, actor).await?),
@@ -794,6 +829,16 @@ mod tests {
         )
         .unwrap();
         assert!(change.entries.is_empty());
+    }
+
+    #[test]
+    fn a_removal_is_ordered_against_the_runs_labelling_by_event_id() {
+        let start = "trigger:a/b#4:event-120";
+        assert!(predates("event-119", start));
+        assert!(!predates("event-121", start));
+        // Known only by a delivery: no order, so it counts as it always did.
+        assert!(!predates("delivery-abc", start));
+        assert!(!predates("event-119", "trigger:a/b#4:delivery-abc"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod scenario_merge;
 mod scenario_merge_rules;
 mod scenario_own_pr;
 mod scenario_protected;
+mod scenario_relabel;
 mod scenario_review;
 mod scenario_trust;
 mod scenario_validation;

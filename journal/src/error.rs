@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::effects::Stage;
 use crate::github_ids::IssueNumber;
-use crate::ids::{EffectId, RunId};
+use crate::ids::{AnswerId, EffectId, RunId};
 
 /// Everything a journal call can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +47,14 @@ pub enum JournalError {
     /// A validation record for this command and commit already exists.
     #[error("validation command {command_index} of {sha} is already recorded")]
     ValidationAlreadyRecorded { sha: String, command_index: i32 },
+
+    /// The sender's claim on an answer expired or another sender took it
+    /// over; the caller must leave the answer alone.
+    #[error("the claim on answer {answer_id} with token {claim_token} is no longer held")]
+    AnswerClaimLost {
+        answer_id: AnswerId,
+        claim_token: i64,
+    },
 
     /// A row the caller named does not exist.
     #[error("{what} {id} does not exist")]

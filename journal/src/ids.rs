@@ -40,3 +40,7 @@ row_id!(
     /// An agent launch record.
     LaunchId
 );
+row_id!(
+    /// A comment the controller posts outside any run.
+    AnswerId
+);

@@ -21,7 +21,12 @@
 //!   [`Journal::mark_attempted`] before the send, then
 //!   [`Journal::mark_observed`] or [`Journal::mark_conflict`] after reading
 //!   back. Only [`JournalTx::reopen_conflict`] moves a stage backwards.
+//! - A comment that belongs to no run (an answer to a refused labelling or
+//!   to a command where no run is) is written with the change it answers
+//!   ([`JournalTx::insert_answer`]) and sent under a claim
+//!   ([`Journal::claim_answer`]) through the same stages.
 
+mod answers;
 mod deliveries;
 mod effects;
 mod error;
@@ -35,13 +40,14 @@ mod runs;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use answers::{Answer, AnswerClaim, NewAnswer};
 pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};
 pub use effects::{
     Effect, EffectKind, MAX_ATTEMPTS, MAX_EFFECTS_PER_TRANSITION, NewEffect, Stage, UnknownValue,
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
-pub use ids::{DeliveryId, EffectId, LaunchId, RunId};
+pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,

@@ -204,6 +204,33 @@ impl Journal {
         .await?)
     }
 
+    /// The dedupe key of the change that started `run` (its first run
+    /// event): for a run started by a trigger labelling, the key names
+    /// that labelling.
+    pub async fn run_start_key(&self, run_id: RunId) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT dedupe_key FROM run_events WHERE run_id = $1 ORDER BY id LIMIT 1",
+        )
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// The active runs of `repository` bound to a pull request, with it:
+    /// who a commit status (which names only a commit) may concern.
+    pub async fn active_runs_with_pull_requests(
+        &self,
+        repository: &str,
+    ) -> Result<Vec<(RunId, PullNumber)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, pull_request FROM runs WHERE active AND repository = $1 \
+                 AND pull_request IS NOT NULL ORDER BY id",
+        )
+        .bind(repository)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Records the pull request a run opened or adopted (`None` to forget it).
     pub async fn set_run_pull_request(
         &self,

@@ -221,8 +221,15 @@ pub(crate) fn plan_status(
 
 /// The comments holding the effect's identity, or the verdict when one of
 /// them carries a marker of that name we cannot read.
+///
+/// A review result names the run that posted it: one naming another run
+/// (an earlier run on the same PR, stopped and started again, reviewing the
+/// same head) is that run's and not in this one's way. A marker naming no
+/// run, or this one, is a holder like any other, so a planted copy still
+/// counts as foreign.
 fn holders<'a>(
     wanted: &Marked,
+    run: i64,
     comments: &'a [IssueComment],
 ) -> Verdict<Vec<(Holder, &'a IssueComment)>> {
     let mut found = Vec::new();
@@ -236,7 +243,18 @@ fn holders<'a>(
                 )));
             }
             Scan::Found(markers) => {
-                for marker in markers.iter().filter(|m| m.matches(&wanted.key)) {
+                let another_run = |m: &&super::markers::FoundMarker| {
+                    wanted.marker == MarkerName::ReviewResult
+                        && m.payload
+                            .get("run")
+                            .and_then(serde_json::Value::as_i64)
+                            .is_some_and(|named| named != run)
+                };
+                let mine = markers
+                    .iter()
+                    .filter(|m| m.matches(&wanted.key))
+                    .filter(|m| !another_run(m));
+                for marker in mine {
                     let key = format!("comment/{}", comment.id);
                     found.push((Holder::new(key, &comment.html_url, marker), comment));
                 }
@@ -266,7 +284,7 @@ async fn find_ours(
 ) -> Result<Verdict<Option<IssueComment>>, EffectError> {
     let wanted: Marked = completion(effect)?;
     let comments = list(executor, effect).await?;
-    let found = match holders(&wanted, &comments) {
+    let found = match holders(&wanted, effect.run_id.0, &comments) {
         Ok(found) => found,
         Err(verdict) => return Ok(Err(verdict)),
     };
@@ -342,7 +360,7 @@ pub(crate) async fn send_status(
     // `drive` just reconciled; this read only finds which comment to edit.
     // The ownership check already passed, so any holder is ours.
     let comments = list(executor, effect).await?;
-    let existing = match holders(&identity, &comments) {
+    let existing = match holders(&identity, effect.run_id.0, &comments) {
         Ok(found) => found.first().map(|(_, c)| c.id),
         Err(_) => {
             return Ok(Sent::Unknown(

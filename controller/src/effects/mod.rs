@@ -20,7 +20,9 @@
 //! `planning` (the context and nonce of a row being planned) and
 //! `executor` (the handle the kinds read). Markers — how the executor
 //! recognises its own objects — are in [`markers`]; the identity scheme is
-//! documented there.
+//! documented there. `answers` is the one write outside any run: a
+//! comment answering an observed change, journalled with it and sent under
+//! a claim of its own instead of a run's lease.
 
 #[cfg(feature = "crash-points")]
 pub mod crashpoint;
@@ -32,6 +34,7 @@ mod planning;
 mod protocol;
 mod row;
 
+mod answers;
 mod check_run;
 mod comments;
 mod epic;
@@ -43,6 +46,9 @@ mod push;
 mod reactions;
 mod texts;
 
+#[cfg(feature = "crash-points")]
+pub(crate) use answers::crash_identity as answer_crash_identity;
+pub use answers::{AnswerOutcome, AnswerTo, Answering, answer_text, plan_answer, send_answer};
 pub use check_run::CHECK_NAME;
 pub use comments::{RecordedComment, recorded_progress_comment, recorded_review_comment};
 pub use drive::DriveOutcome;

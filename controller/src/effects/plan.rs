@@ -247,6 +247,7 @@ mod tests {
                 blocked_from: None,
                 merge_wait: None,
                 tokens: 0,
+                finished: None,
             },
         };
         let effect = plan(&status, &context(&repo, &bodies)).unwrap();
@@ -444,6 +445,7 @@ mod tests {
                         blocked_from: None,
                         merge_wait: None,
                         tokens: 0,
+                        finished: None,
                     },
                 },
                 json!({"kind": "check_run", "target": format!("commit/{sha}"), "precondition": {},

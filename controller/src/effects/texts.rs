@@ -3,7 +3,7 @@
 //! published-text policy like every other body; the marker is added after.
 
 use crate::inline_code::code_span;
-use crate::machine::{CheckShows, MergeMode, Notice, Phase, Reply, StatusSnapshot};
+use crate::machine::{CheckShows, IssueFinished, MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use crate::publish::{PolicyViolation, check_body};
 
 /// The commands that make sense next, by phase and what the run waits for.
@@ -32,6 +32,9 @@ fn next_commands(status: &StatusSnapshot) -> &'static str {
 /// names); when the comment would then break the published-text policy,
 /// the reasons are left out instead of blocking every later status update.
 pub fn status_text(status: &StatusSnapshot) -> Result<String, PolicyViolation> {
+    if let Some(finished) = &status.finished {
+        return finished_text(finished);
+    }
     match status_lines(status, true) {
         Ok(text) => Ok(text),
         Err(_) if status.blocked_reason.is_some() || status.failure.is_some() => {
@@ -89,6 +92,29 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
     }
     lines.push(format!("- Commands: {}", next_commands(status)));
     let text = lines.join("\n");
+    check_body("status comment", &text)?;
+    Ok(text)
+}
+
+/// The status comment of an issue an EPIC's run has finished with: what
+/// became of it and where the run went, and no commands (they would act on
+/// the run's current issue, not on this one).
+fn finished_text(finished: &IssueFinished) -> Result<String, PolicyViolation> {
+    let how = match finished.merged_in {
+        Some(pr) => format!("merged in #{pr}"),
+        None => "closed".to_owned(),
+    };
+    let text = [
+        "### autoforge status".to_owned(),
+        String::new(),
+        format!("- Finished: {how}"),
+        format!(
+            "- The run of EPIC #{} went on to #{}; its status is there.",
+            finished.epic, finished.next_issue
+        ),
+        "- Commands: none here: this issue is finished".to_owned(),
+    ]
+    .join("\n");
     check_body("status comment", &text)?;
     Ok(text)
 }
@@ -268,6 +294,7 @@ mod tests {
             blocked_from: Some(Phase::Review),
             merge_wait: None,
             tokens: 0,
+            finished: None,
         }
     }
 

@@ -133,6 +133,8 @@ pub const APP_EVENTS: &[&str] = &[
     "issue_comment",
     "issues",
     "pull_request",
+    "pull_request_review",
+    "status",
 ];
 
 /// The README's permission section as it must read: a table of

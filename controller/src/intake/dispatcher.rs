@@ -15,6 +15,7 @@ use serde::Deserialize;
 use tokio::sync::{Notify, watch};
 
 use super::access::GitHubAccess;
+use super::answering::{has_answer, send_pending_answers};
 use super::entries::{ChangeEntries, Entry, Recorded, record};
 use super::sighting::{Sighting, body_digest, entries_for, labeling_of_event};
 use super::signal::RunListener;
@@ -56,6 +57,8 @@ enum Failure {
 impl Dispatcher {
     /// Works until `shutdown` turns true; the delivery in hand is finished first.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        // Answers a crash left unsent go out before anything new.
+        send_pending_answers(&self.journal, &self.access).await;
         while !*shutdown.borrow() {
             let claimed = match self
                 .journal
@@ -163,6 +166,15 @@ impl Dispatcher {
         .map_err(|error| Failure::Transient(error.into()))?;
         if let (Some(change), Recorded::Done { .. }) = (&change, &applied) {
             notify_driver(&self.journal, self.notifier.as_ref(), change).await;
+            if has_answer(change) {
+                #[cfg(feature = "crash-points")]
+                crate::effects::crashpoint::crash_point(
+                    crate::effects::crashpoint::Point::AfterIntentCommit,
+                    autoforge_journal::EffectKind::PostComment,
+                    &crate::effects::answer_crash_identity(&change.key),
+                );
+                send_pending_answers(&self.journal, &self.access).await;
+            }
         }
         crate::metrics::delivery_processed(&delivery.event, processed_outcome(&change, &applied));
         tracing::info!(
@@ -329,12 +341,18 @@ impl Dispatcher {
                 pr: pr.number,
                 new_base,
             },
-            // A review is a merge-readiness input like a finished check:
-            // the same wake-up re-reads the gate.
-            Classified::PrReviewed { pr, head_sha } => Sighting::ChecksCompleted {
+            Classified::PrReviewed { pr, head_sha } => Sighting::PrReviewed {
                 repository: pr.repository,
+                pr: pr.number,
                 head_sha,
-                pull_requests: vec![pr.number],
+                delivery: delivery.delivery_id.clone(),
+            },
+            Classified::StatusReported {
+                repository,
+                head_sha,
+            } => Sighting::StatusReported {
+                repository,
+                head_sha,
                 delivery: delivery.delivery_id.clone(),
             },
             Classified::CheckCompleted {

@@ -8,8 +8,8 @@
 //! or a delivery processed twice, act once.
 
 use autoforge_journal::{
-    ChangeClaim, DeliveryId, EventSource, IssueNumber, Journal, JournalError, NewCommandDecision,
-    NewRun, NewRunEvent, RunId,
+    ChangeClaim, DeliveryId, EventSource, IssueNumber, Journal, JournalError, NewAnswer,
+    NewCommandDecision, NewRun, NewRunEvent, RunId,
 };
 use serde_json::{Value, json};
 
@@ -49,6 +49,9 @@ pub enum Entry {
         kind: String,
         detail: Value,
     },
+    /// Journal a comment that answers this change outside any run; it is
+    /// sent after the commit (see `answering`).
+    Answer(NewAnswer),
 }
 
 impl ChangeEntries {
@@ -188,6 +191,12 @@ async fn apply_step(
             detail,
         } => {
             tx.record_audit_event(*run_id, kind, detail).await?;
+            Ok(None)
+        }
+        Entry::Answer(answer) => {
+            // The change's key was just claimed, so this is its first
+            // answer; the unique key only guards against a defect.
+            let _inserted = tx.insert_answer(answer).await?;
             Ok(None)
         }
     }

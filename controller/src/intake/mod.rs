@@ -3,12 +3,14 @@
 //! Webhook deliveries (stored by the ingress in the durable inbox) and poll
 //! reads are translated into one vocabulary, [`Sighting`]s; each sighting's
 //! journal entries ([`ChangeEntries`]: start a run, queue a [`RunSignal`],
-//! record a command decision or an audit line) are written in one
+//! record a command decision or an audit line, journal an answer for
+//! people where no run is) are written in one
 //! transaction under a dedupe key, so a change seen twice acts once. The
 //! run driver consumes the signals; intake tells it through a
 //! [`RunListener`] that new ones are due and never imports the driver.
 
 mod access;
+mod answering;
 mod dispatcher;
 mod entries;
 mod inbox;
@@ -17,6 +19,7 @@ mod sighting;
 mod signal;
 
 pub use access::{GitHubAccess, WatchedRepository, repo_name};
+pub use answering::send_pending_answers;
 pub use dispatcher::{Dispatcher, MAX_ATTEMPTS, retry_delay};
 pub use entries::{ChangeEntries, Entry, FIRST_PHASE, Recorded, record};
 pub use inbox::JournalInbox;

@@ -63,6 +63,8 @@ pub struct PassReport {
     pub runs: usize,
     pub changes_applied: usize,
     pub redeliveries: usize,
+    /// Answers outside any run posted in this pass.
+    pub answers_posted: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -125,6 +127,9 @@ impl Poller {
                 ),
             }
         }
+        // The backstop for answers an outage or a crash left unsent.
+        report.answers_posted =
+            super::answering::send_pending_answers(&self.journal, &self.access).await;
         let apis: HashMap<&str, &GitHubApi> = watched
             .iter()
             .map(|w| (w.full_name.as_str(), &w.api))

@@ -8,6 +8,7 @@ use autoforge_journal::{IssueNumber, Journal, NewCommandDecision, PullNumber, Ru
 use serde_json::json;
 
 use super::access::GitHubAccess;
+use super::answering::{answer_to, plan_without_run, trigger_refused_answer};
 use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
 use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
@@ -90,6 +91,21 @@ pub enum Sighting {
         pull_requests: Vec<PullNumber>,
         delivery: String,
     },
+    /// A commit status reached a final state on `head_sha`; it names no
+    /// pull request, so every run bound to one in the repository is told
+    /// and the driver compares heads when it re-reads.
+    StatusReported {
+        repository: String,
+        head_sha: String,
+        delivery: String,
+    },
+    /// A review of `pr` was submitted or dismissed.
+    PrReviewed {
+        repository: String,
+        pr: PullNumber,
+        head_sha: String,
+        delivery: String,
+    },
 }
 
 impl Sighting {
@@ -158,6 +174,17 @@ impl Sighting {
                 delivery,
                 ..
             } => format!("checks:{repository}@{head_sha}:{delivery}"),
+            Sighting::StatusReported {
+                repository,
+                head_sha,
+                delivery,
+            } => format!("status:{repository}@{head_sha}:{delivery}"),
+            Sighting::PrReviewed {
+                repository,
+                pr,
+                head_sha,
+                delivery,
+            } => format!("review:{repository}#{pr}@{head_sha}:{delivery}"),
         }
     }
 }
@@ -193,6 +220,20 @@ pub fn body_digest(body: &str) -> String {
 /// [`Sighting::TriggerRemoved`]; webhook and poller both use it.
 pub fn labeling_of_event(label_event_id: u64) -> String {
     format!("event-{label_event_id}")
+}
+
+/// Whether the label removal `removal` happened before the labelling
+/// whose change key is `start_key`. Both are named by their issue events
+/// (`event-<id>`), whose ids GitHub hands out in increasing order; a
+/// removal or labelling known only by its delivery cannot be ordered, so
+/// it does not count as earlier.
+fn predates(removal: &str, start_key: &str) -> bool {
+    let id = |text: &str| text.strip_prefix("event-")?.parse::<u64>().ok();
+    let labeling = start_key.rsplit_once(':').and_then(|(_, last)| id(last));
+    match (id(removal), labeling) {
+        (Some(removed), Some(labeled)) => removed < labeled,
+        _ => false,
+    }
 }
 
 /// Works out what `sighting` does. `None`: it concerns no run and needs no
@@ -238,6 +279,27 @@ pub async fn entries_for(
                 if journal.observed_change(&seen).await?.is_some() {
                     return Ok(Some(ChangeEntries::new(seen, "seen")));
                 }
+            }
+            // A removal that happened before the labelling that started
+            // this run (delivered late, or seen again) ended an earlier
+            // run; it must not stop this one.
+            let start = journal.run_start_key(run_id).await?;
+            if start
+                .as_deref()
+                .is_some_and(|start| predates(removal, start))
+            {
+                let detail = json!({"issue": issue, "removal": removal, "run_started_by": start});
+                return Ok(Some(
+                    ChangeEntries::new(
+                        format!("{key}:{removal}"),
+                        "removal before the run's labelling",
+                    )
+                    .with(Entry::Audit {
+                        run_id: Some(run_id),
+                        kind: "trigger_removal_predates_run".to_owned(),
+                        detail,
+                    }),
+                ));
             }
             let decision = match actor {
                 Some(actor) => Some(access.decide(api, repository, actor).await?),
@@ -293,16 +355,26 @@ pub async fn entries_for(
             if commands.is_empty() {
                 return Ok(None);
             }
-            let Some(run_id) = run_of(repository, *issue).await? else {
-                // Nothing to act on and no run to answer under: every
-                // GitHub write is journalled and fenced by a run's lease,
-                // so the command is recorded (once) but not answered.
-                return Ok(Some(plan_without_run(key, *comment_id, actor, commands)?));
-            };
             if journal.observed_change(&key).await?.is_some() {
                 return Ok(Some(ChangeEntries::new(key, "seen")));
             }
+            let run_id = run_of(repository, *issue).await?;
             let decision = access.decide(api, repository, actor).await?;
+            let Some(run_id) = run_id else {
+                // No run to act on: the comment is answered outside any run.
+                let to = answer_to(&key, repository, api, *issue);
+                let label = &access.trigger_label;
+                let change = plan_without_run(
+                    key.clone(),
+                    to,
+                    *comment_id,
+                    actor,
+                    &decision,
+                    label,
+                    commands,
+                )?;
+                return Ok(Some(change));
+            };
             plan_commands(key, run_id, *issue, *comment_id, actor, &decision, commands)?
         }
         Sighting::PrHead {
@@ -380,6 +452,42 @@ pub async fn entries_for(
             }
             change
         }
+        Sighting::StatusReported {
+            repository,
+            head_sha,
+            ..
+        } => {
+            let mut change = ChangeEntries::new(key, "signal");
+            for (run_id, pr) in journal.active_runs_with_pull_requests(repository).await? {
+                change = change.with(Entry::Signal {
+                    run_id,
+                    suffix: format!(":pr-{pr}"),
+                    signal: RunSignal::ChecksCompleted {
+                        pr,
+                        head_sha: head_sha.clone(),
+                    },
+                });
+            }
+            if change.entries.is_empty() {
+                return Ok(None);
+            }
+            change
+        }
+        Sighting::PrReviewed {
+            repository,
+            pr,
+            head_sha,
+            ..
+        } => {
+            let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
+                return Ok(None);
+            };
+            let signal = RunSignal::PrReviewed {
+                pr: *pr,
+                head_sha: head_sha.clone(),
+            };
+            ChangeEntries::signal(key, run_id, signal)
+        }
     };
     Ok(Some(change))
 }
@@ -395,16 +503,24 @@ async fn plan_trigger(
 ) -> anyhow::Result<ChangeEntries> {
     let decision = access.decide(api, repository, actor).await?;
     let detail = |reason: String| json!({"repository": repository, "issue": issue, "actor": actor.login, "reason": reason});
+    let own = decision.is_the_app_itself();
     let change = match decision {
         OperatorDecision::Refused { reason } => {
-            // The explanatory comment is an effect the driver/effects layer
-            // owns; here the refusal is recorded so it can be answered.
             let reason = reason.to_string();
-            ChangeEntries::new(key, format!("trigger refused: {reason}")).with(Entry::Audit {
-                run_id: None,
-                kind: "trigger_refused".to_owned(),
-                detail: detail(reason),
-            })
+            let refused = ChangeEntries::new(key.clone(), format!("trigger refused: {reason}"))
+                .with(Entry::Audit {
+                    run_id: None,
+                    kind: "trigger_refused".to_owned(),
+                    detail: detail(reason.clone()),
+                });
+            if own {
+                refused
+            } else {
+                // Answered once per labelling: the answer is keyed by it.
+                let to = answer_to(&key, repository, api, issue);
+                let label = &access.trigger_label;
+                refused.with(trigger_refused_answer(to, actor, &reason, label)?)
+            }
         }
         OperatorDecision::Allowed { .. } => {
             match journal.active_run_for_object(repository, issue).await? {
@@ -479,32 +595,6 @@ fn plan_removal(
                 signal,
             }),
     )
-}
-
-/// Commands on a thread no active run watches: one refused decision each.
-fn plan_without_run(
-    key: String,
-    comment_id: u64,
-    actor: &Actor,
-    commands: &[Result<Command, CommandParseError>],
-) -> anyhow::Result<ChangeEntries> {
-    let comment = i64::try_from(comment_id)?;
-    let mut change = ChangeEntries::new(key, "commands without a run");
-    for parsed in commands {
-        let command = match parsed {
-            Ok(command) => command.verb().to_owned(),
-            Err(_) => "malformed".to_owned(),
-        };
-        change = change.with(Entry::Decision(NewCommandDecision {
-            run_id: None,
-            comment_id: comment,
-            actor: actor.login.clone(),
-            command,
-            accepted: false,
-            reason: "no active run on this issue or pull request".to_owned(),
-        }));
-    }
-    Ok(change)
 }
 
 fn plan_commands(
@@ -644,24 +734,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn commands_without_a_run_are_recorded_as_refused_and_queue_nothing() {
-        let commands = parse_commands("/autoforge status\n/autoforge frobnicate\n");
-        let change = plan_without_run("k".into(), 9, &alice(), &commands).unwrap();
-        let decisions: Vec<_> = change
-            .entries
-            .iter()
-            .map(|s| match s {
-                Entry::Decision(d) => (d.run_id, d.command.as_str(), d.accepted),
-                other => panic!("only decisions: {other:?}"),
-            })
-            .collect();
-        assert_eq!(
-            decisions,
-            [(None, "status", false), (None, "malformed", false)]
-        );
-    }
-
     fn signals_of(change: &ChangeEntries) -> Vec<&RunSignal> {
         change
             .entries
@@ -757,6 +829,16 @@ mod tests {
         )
         .unwrap();
         assert!(change.entries.is_empty());
+    }
+
+    #[test]
+    fn a_removal_is_ordered_against_the_runs_labelling_by_event_id() {
+        let start = "trigger:a/b#4:event-120";
+        assert!(predates("event-119", start));
+        assert!(!predates("event-121", start));
+        // Known only by a delivery: no order, so it counts as it always did.
+        assert!(!predates("delivery-abc", start));
+        assert!(!predates("event-119", "trigger:a/b#4:delivery-abc"));
     }
 
     #[test]

@@ -98,8 +98,15 @@ pub enum RunSignal {
         pr: PullNumber,
         new_base: String,
     },
-    /// Checks finished on the run's PR head: re-check merge readiness.
+    /// Checks finished (a check run, a suite, or a commit status reached a
+    /// final state) on the run's PR head: re-check merge readiness.
     ChecksCompleted {
+        pr: PullNumber,
+        head_sha: String,
+    },
+    /// A review of the run's PR was submitted or dismissed: a required
+    /// approving review may be met (or no longer be).
+    PrReviewed {
         pr: PullNumber,
         head_sha: String,
     },

@@ -43,6 +43,21 @@ pub struct StatusSnapshot {
     /// counts these); 0 when none reported any.
     #[serde(default)]
     pub tokens: u64,
+    /// Set on the status comment of an issue an EPIC's run has finished
+    /// with and left for the next one: the comment then says so, with no
+    /// commands (they act on the run's current issue).
+    #[serde(default)]
+    pub finished: Option<IssueFinished>,
+}
+
+/// How an EPIC's run finished with one of its issues before moving on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueFinished {
+    pub epic: IssueNumber,
+    /// The pull request that was merged for it; `None`: it was closed.
+    pub merged_in: Option<PullNumber>,
+    /// The issue the run went on to.
+    pub next_issue: IssueNumber,
 }
 
 impl StatusSnapshot {
@@ -62,6 +77,7 @@ impl StatusSnapshot {
                 _ => None,
             },
             tokens: state.counters.tokens,
+            finished: None,
         }
     }
 }

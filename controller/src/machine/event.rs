@@ -77,6 +77,10 @@ pub struct PrFacts {
     /// unseen by the protected-path check.
     #[serde(default)]
     pub listed_files: u64,
+    /// Checks the base branch's rules require that have not reported at
+    /// the head at all (no check run, no commit status of that name yet).
+    #[serde(default)]
+    pub required_checks_missing: Vec<String>,
 }
 
 /// `allow_merge_commit`, `allow_squash_merge` and `allow_rebase_merge` of

@@ -47,9 +47,9 @@ pub use agent_result::{
 pub use bounds::{Counters, MergeMethod, MergeMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
-    CheckRunView, CheckShows, Correction, Decision, EffectIntent, EffectKind, LaunchInputs,
-    LaunchRequest, MachineError, Notice, Refusal, Reply, StatusSnapshot, UnblockRefusal,
-    ValidationRequest,
+    CheckRunView, CheckShows, Correction, Decision, EffectIntent, EffectKind, IssueFinished,
+    LaunchInputs, LaunchRequest, MachineError, Notice, Refusal, Reply, StatusSnapshot,
+    UnblockRefusal, ValidationRequest,
 };
 pub use event::{
     AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, MergeReport,

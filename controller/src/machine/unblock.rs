@@ -152,6 +152,7 @@ mod tests {
             reviews: None,
             changed_files: 1,
             listed_files: 1,
+            required_checks_missing: Vec::new(),
         }
     }
 

@@ -95,6 +95,13 @@ pub enum Classified {
         head_sha: String,
         pull_requests: Vec<PullNumber>,
     },
+    /// A commit status reached a final state (`success`, `failure`,
+    /// `error`): merge readiness of a pull request at that commit may have
+    /// changed. The payload names no pull request, only the commit.
+    StatusReported {
+        repository: String,
+        head_sha: String,
+    },
     /// Installation created/deleted/suspended or its repository set changed.
     InstallationChanged {
         installation_id: u64,
@@ -138,6 +145,9 @@ pub enum IgnoreReason {
     /// A check (or suite) our own App wrote: the run it shows already knows
     /// what it says, and waking it would only cost reads.
     OwnCheck,
+    /// A commit status still `pending`: nothing the merge gate waits for
+    /// has been decided yet.
+    PendingStatus,
 }
 
 impl fmt::Display for IgnoreReason {
@@ -165,6 +175,7 @@ impl fmt::Display for IgnoreReason {
                 f.write_str("the finished check belongs to no pull request")
             }
             IgnoreReason::OwnCheck => f.write_str("the check was written by autoforge itself"),
+            IgnoreReason::PendingStatus => f.write_str("the commit status is still pending"),
         }
     }
 }

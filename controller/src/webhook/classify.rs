@@ -9,7 +9,7 @@
 use super::classified::{Classified, IgnoreReason, RepoIssue, RepoPull};
 use super::payload::{
     Account, ActionOnly, CheckRunEvent, CheckSuiteEvent, Comment, InstallationEvent,
-    IssueCommentEvent, IssuesEvent, PullRequestEvent,
+    IssueCommentEvent, IssuesEvent, PullRequestEvent, StatusEvent,
 };
 use crate::commands::{Actor, ActorKind, is_own_login};
 use serde::de::DeserializeOwned;
@@ -61,6 +61,7 @@ pub fn classify(
         "issue_comment" => classifier.issue_comment(),
         "pull_request" => classifier.pull_request(),
         "check_run" | "check_suite" => classifier.check(),
+        "status" => classifier.status(),
         "installation" | "installation_repositories" => classifier.installation(),
         "ping" => Ok(ignored(IgnoreReason::Ping)),
         "pull_request_review" => classifier.review(),
@@ -299,6 +300,25 @@ impl Classifier<'_> {
         })
     }
 
+    /// A commit status that reached a final state wakes the runs whose
+    /// pull request is at that commit, like a finished check run does;
+    /// with an App, only one an installation sent.
+    fn status(&self) -> Result<Classified, ClassifyError> {
+        let payload: StatusEvent = self.parse()?;
+        if self.context.is_app && payload.installation.is_none() {
+            return Ok(ignored(IgnoreReason::NoInstallation {
+                event: self.event.to_owned(),
+            }));
+        }
+        if payload.state == "pending" {
+            return Ok(ignored(IgnoreReason::PendingStatus));
+        }
+        Ok(Classified::StatusReported {
+            repository: payload.repository.full_name,
+            head_sha: payload.sha,
+        })
+    }
+
     fn installation(&self) -> Result<Classified, ClassifyError> {
         let payload: InstallationEvent = self.parse()?;
         let names = |repositories: Vec<super::payload::Repository>| {
@@ -346,5 +366,66 @@ fn actor(account: Account) -> Actor {
     Actor {
         login: account.login,
         kind,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const CONTEXT: ClassifyContext<'static> = ClassifyContext {
+        trigger_label: "autoforge",
+        app_slug: "autoforge",
+        own_login: "autoforge[bot]",
+        is_app: true,
+    };
+
+    /// A `status` delivery in GitHub's documented shape (the fields read).
+    fn status(state: &str, installation: bool) -> Vec<u8> {
+        let mut payload = serde_json::json!({
+            "id": 6805126730_u64,
+            "sha": "6113728f27ae82c7b1a177c8d03f9e96e0adf246",
+            "name": "Codertocat/Hello-World",
+            "context": "ci/build",
+            "state": state,
+            "commit": {"sha": "6113728f27ae82c7b1a177c8d03f9e96e0adf246"},
+            "branches": [],
+            "repository": {"full_name": "Codertocat/Hello-World"},
+            "sender": {"login": "Codertocat", "type": "User"},
+        });
+        if installation {
+            payload["installation"] = serde_json::json!({"id": 7});
+        }
+        serde_json::to_vec(&payload).unwrap()
+    }
+
+    #[test]
+    fn a_final_commit_status_is_reported_for_its_commit() {
+        for state in ["success", "failure", "error"] {
+            assert_eq!(
+                classify("status", &status(state, true), &CONTEXT).unwrap(),
+                Classified::StatusReported {
+                    repository: "Codertocat/Hello-World".into(),
+                    head_sha: "6113728f27ae82c7b1a177c8d03f9e96e0adf246".into(),
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_pending_status_or_one_without_an_installation_is_ignored() {
+        assert_eq!(
+            classify("status", &status("pending", true), &CONTEXT).unwrap(),
+            Classified::Ignored {
+                why: IgnoreReason::PendingStatus
+            }
+        );
+        assert!(matches!(
+            classify("status", &status("success", false), &CONTEXT).unwrap(),
+            Classified::Ignored {
+                why: IgnoreReason::NoInstallation { .. }
+            }
+        ));
     }
 }

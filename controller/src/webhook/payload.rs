@@ -164,6 +164,16 @@ pub(super) struct CheckSuiteEvent {
     pub installation: Option<Installation>,
 }
 
+/// `status` event (a commit status was created).
+#[derive(Debug, Deserialize)]
+pub(super) struct StatusEvent {
+    pub sha: String,
+    pub state: String,
+    pub repository: Repository,
+    /// Absent when a repository or organisation hook sent it.
+    pub installation: Option<Installation>,
+}
+
 /// `installation` and `installation_repositories` events.
 #[derive(Debug, Deserialize)]
 pub(super) struct InstallationEvent {

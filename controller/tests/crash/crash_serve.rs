@@ -54,12 +54,15 @@ pub(super) enum Scenario {
     /// Like `PublishAndReview` with status labels on: the issue's label
     /// follows the phase (running, then ready).
     PublishWithStatusLabels,
+    /// No run at all: someone who is not an operator adds the trigger
+    /// label and is answered once (`answer_crash.rs`).
+    AnswerWithoutRun,
 }
 
 impl Scenario {
     fn config(self) -> String {
         match self {
-            Scenario::StartAndStatusCommand => DRIVER.to_owned(),
+            Scenario::StartAndStatusCommand | Scenario::AnswerWithoutRun => DRIVER.to_owned(),
             Scenario::PublishWithStatusLabels => format!(
                 "[labels]\nstatus = true\n{}",
                 Scenario::PublishAndReview.config()
@@ -172,6 +175,7 @@ timeout_seconds = 60
             | Scenario::AdoptPersonsPr
             | Scenario::PublishWithStatusLabels => "READY_FOR_MERGE",
             Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
+            Scenario::AnswerWithoutRun => "no run",
         }
     }
 }
@@ -335,6 +339,9 @@ pub(super) async fn cell(family: &Family, point: Point) {
         ..WorldOptions::default()
     })
     .await;
+    if scenario == Scenario::AnswerWithoutRun {
+        return super::answer_crash::cell(world, &cell).await;
+    }
     let owner = world.owner();
     let issue = match scenario {
         Scenario::FullLoop => epic_with_one_child(&world, &owner).await,
@@ -605,7 +612,7 @@ async fn full_loop_objects_exactly_once(world: &World, owner: &Person, cell: &st
 }
 
 /// Waits for the child to abort at its crash point and starts a clean one.
-async fn crash_and_restart(world: &mut World, cell: &str) {
+pub(super) async fn crash_and_restart(world: &mut World, cell: &str) {
     let status = world
         .wait_for_serve_exit(Duration::from_secs(120))
         .await

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod answer_crash;
 mod crash_serve;
 mod driver_crash;
 mod effects_crash;

@@ -185,6 +185,13 @@ const STATUS_LABELS: Family = family(
     S::PublishWithStatusLabels,
 );
 
+const ANSWER: Family = family(
+    "answer outside a run",
+    K::PostComment,
+    Some("answer:"),
+    S::AnswerWithoutRun,
+);
+
 families! {
     status_comment_survives_a_crash_at_every_point => STATUS_COMMENT,
     reaction_survives_a_crash_at_every_point => REACTION,
@@ -200,6 +207,7 @@ families! {
     adoption_survives_a_crash_at_every_point => ADOPTION,
     status_labels_survive_a_crash_at_every_point => STATUS_LABELS,
     check_run_survives_a_crash_at_every_point => CHECK_RUN,
+    answer_survives_a_crash_at_every_point => ANSWER,
 }
 
 #[test]

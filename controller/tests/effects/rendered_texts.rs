@@ -4,7 +4,9 @@
 //! own function from fixed inputs. A change to any of them shows up as a
 //! snapshot diff to review, not as a silent change on every repository.
 
-use autoforge::effects::{check_run_text, notice_text, reply_text, status_text};
+use autoforge::effects::{
+    Answering, answer_text, check_run_text, notice_text, reply_text, status_text,
+};
 use autoforge::machine::{CheckShows, Classification, Finding, ReviewSections};
 use autoforge::machine::{LastValidation, MergeMode, Notice, Phase, Reply, StatusSnapshot};
 use autoforge::publish::bodies::{compose_follow_up_body, compose_progress_comment};
@@ -62,6 +64,7 @@ fn status(phase: Phase) -> StatusSnapshot {
         blocked_from: None,
         merge_wait: None,
         tokens: 0,
+        finished: None,
     }
 }
 
@@ -231,6 +234,50 @@ fn block_notices() {
     })
     .expect("a publishable notice");
     insta::assert_snapshot!(format!("{told}\n\n---\n\n{withheld}"));
+}
+
+#[test]
+fn answers_outside_a_run() {
+    let trigger = answer_text(&Answering::TriggerRefused {
+        actor: "tia".into(),
+        reason: "`tia` has `triage` permission; operators need at least `write`".into(),
+        trigger_label: "autoforge".into(),
+    })
+    .expect("a publishable answer");
+    let no_run = answer_text(&Answering::NoRun {
+        commands: vec!["status".into()],
+        trigger_label: "autoforge".into(),
+    })
+    .expect("a publishable answer");
+    let refused = answer_text(&Answering::CommandsRefused {
+        commands: vec!["stop".into(), "retry".into()],
+        reason: "`tia` has `triage` permission; operators need at least `write`".into(),
+    })
+    .expect("a publishable answer");
+    insta::assert_snapshot!(format!("{trigger}\n\n---\n\n{no_run}\n\n---\n\n{refused}"));
+}
+
+#[test]
+fn status_comment_of_an_issue_the_epic_run_finished() {
+    let finished = autoforge::machine::IssueFinished {
+        epic: autoforge_journal::testing::issue(1),
+        merged_in: Some(autoforge_journal::testing::pull(4)),
+        next_issue: autoforge_journal::testing::issue(3),
+    };
+    let merged = status_text(&StatusSnapshot {
+        finished: Some(finished.clone()),
+        ..status(Phase::UpdateEpic)
+    })
+    .expect("a publishable status");
+    let closed = status_text(&StatusSnapshot {
+        finished: Some(autoforge::machine::IssueFinished {
+            merged_in: None,
+            ..finished
+        }),
+        ..status(Phase::UpdateEpic)
+    })
+    .expect("a publishable status");
+    insta::assert_snapshot!(format!("{merged}\n\n---\n\n{closed}"));
 }
 
 #[test]

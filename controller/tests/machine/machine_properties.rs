@@ -99,6 +99,7 @@ fn pr_facts(state: &RunState, flavor: u8) -> PrFacts {
         reviews: None,
         changed_files: 1,
         listed_files: 1,
+        required_checks_missing: Vec::new(),
     }
 }
 

@@ -544,6 +544,15 @@ async fn an_unchanged_labelled_listing_costs_one_conditional_request_per_pass() 
         "the poller applies the same operator check"
     );
     assert_eq!(refused[0].detail["actor"], "tia");
+    // The pass answered the refusal; that comment changed the issue, so
+    // the next pass reads the listing once more before it is unchanged.
+    let answers = setup
+        .journal()
+        .answers_on(&repo().to_string(), reader_labelled)
+        .await
+        .unwrap();
+    assert_eq!(answers.len(), 1, "the refused labelling is answered");
+    poller.pass().await.unwrap();
 
     let mark = setup.hub.requests().len();
     poller.pass().await.unwrap();

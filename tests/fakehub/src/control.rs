@@ -448,7 +448,9 @@ pub struct StatusSpec {
     pub target_url: Option<String>,
 }
 
-pub fn add_status(shared: &Shared, spec: &StatusSpec) -> Result<u64, ApiError> {
+/// Stores the status and sends GitHub's `status` webhook for it (the
+/// owner as sender, as an external CI acting with the owner's token would).
+pub fn add_status(shared: &Arc<Shared>, spec: &StatusSpec) -> Result<u64, ApiError> {
     if !["error", "failure", "pending", "success"].contains(&spec.state.as_str()) {
         return Err(ApiError::validation("Status", "state", "invalid"));
     }
@@ -468,6 +470,33 @@ pub fn add_status(shared: &Shared, spec: &StatusSpec) -> Result<u64, ApiError> {
         creator_id: None,
         created_at: Utc::now(),
     });
+    let owner = w.repo(repo_id)?.owner_id;
+    let now = crate::render::ts(Utc::now());
+    let body = json!({
+        "id": id,
+        "sha": spec.sha,
+        "name": format!("{}/{}", spec.owner, spec.repo),
+        "target_url": spec.target_url,
+        "context": spec.context,
+        "description": spec.description,
+        "state": spec.state,
+        "commit": {"sha": spec.sha},
+        "branches": [],
+        "created_at": now,
+        "updated_at": now,
+    });
+    crate::webhooks::emit(
+        shared,
+        &mut w,
+        crate::webhooks::Event {
+            name: "status",
+            action: None,
+            repo_id: Some(repo_id),
+            only_installation: None,
+            sender_id: owner,
+            body,
+        },
+    );
     shared.mark_dirty();
     Ok(id)
 }

@@ -295,9 +295,12 @@ pub(in crate::driver) async fn pr_facts(
     let mergeable_state = mergeable_state(pr.mergeable_state.as_deref());
     // GitHub says `blocked` without a cause: only then are the review
     // rules and the reviews worth their two reads.
-    let reviews = match mergeable_state {
-        MergeableState::Blocked => review_requirement(api, repo, &pr).await?,
-        _ => None,
+    let (reviews, required_checks_missing) = match mergeable_state {
+        MergeableState::Blocked => (
+            review_requirement(api, repo, &pr).await?,
+            required_checks_missing(api, repo, &pr).await?,
+        ),
+        _ => (None, Vec::new()),
     };
     let clean_review_intact = match clean_review {
         Some(record)
@@ -337,7 +340,47 @@ pub(in crate::driver) async fn pr_facts(
         // A read without the count (a listing's shape) claims what was listed.
         changed_files: pr.changed_files.unwrap_or(files.len() as u64),
         listed_files: files.len() as u64,
+        required_checks_missing,
     })
+}
+
+/// The checks the base branch's rules require (`required_status_checks`
+/// rules) that have not reported at the head at all: neither a check run
+/// nor a commit status carries the name yet. GitHub shows such a PR as
+/// `blocked` with nothing pending, though the check may simply not have
+/// started; the gate waits for it rather than refusing.
+async fn required_checks_missing(
+    api: &GitHubApi,
+    repo: &RepoName,
+    pr: &PullRequest,
+) -> Result<Vec<String>, GitHubError> {
+    let rules = api.branch_rules(repo, &pr.base.ref_name).await?;
+    let required: std::collections::BTreeSet<String> = rules
+        .iter()
+        .filter(|rule| rule.kind == "required_status_checks")
+        .filter_map(|rule| {
+            rule.parameters
+                .as_ref()?
+                .get("required_status_checks")?
+                .as_array()
+        })
+        .flatten()
+        .filter_map(|check| Some(check.get("context")?.as_str()?.to_owned()))
+        .collect();
+    if required.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runs = api.check_runs(repo, &pr.head.sha).await?;
+    let statuses = api.combined_status(repo, &pr.head.sha).await?;
+    let reported: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .map(|run| run.name.as_str())
+        .chain(statuses.statuses.iter().map(|st| st.context.as_str()))
+        .collect();
+    Ok(required
+        .into_iter()
+        .filter(|name| !reported.contains(name.as_str()))
+        .collect())
 }
 
 /// The strictest approving-review rule on the PR's base and how many

@@ -185,7 +185,8 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
         | RunSignal::PrClosed { .. }
         | RunSignal::PrReopened { .. }
         | RunSignal::PrBaseChanged { .. }
-        | RunSignal::ChecksCompleted { .. } => SignalAction::Ignore,
+        | RunSignal::ChecksCompleted { .. }
+        | RunSignal::PrReviewed { .. } => SignalAction::Ignore,
     }
 }
 

@@ -5,7 +5,9 @@
 
 use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{EpicResult, PhaseResult};
-use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineError};
+use crate::machine::decision::{
+    Decision, EffectIntent, IssueFinished, LaunchInputs, MachineError, StatusSnapshot,
+};
 use crate::machine::event::{EffectReadBack, Event, NextIssueFacts};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::state::{Awaiting, EffectStep, RunState};
@@ -210,6 +212,7 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
     if let Some(reason) = reason {
         return reject(turn, reason);
     }
+    mark_finished(turn, facts.issue);
     turn.state.switch_to_issue(facts.issue);
     turn.state.base_sha = Some(facts.base_sha.clone());
     turn.state.prior_branch_head.clone_from(&facts.branch_head);
@@ -219,6 +222,29 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
         epic.finished_pr = None;
     }
     turn.enter(Phase::Implement, Cause::Ordinary)
+}
+
+/// The status comment of the issue the run just finished says so, before
+/// the run moves to `next`: it would otherwise go on offering commands for
+/// a phase the run has left.
+fn mark_finished(turn: &mut Turn, next: IssueNumber) {
+    let Some(epic) = turn.state.epic.as_ref() else {
+        return;
+    };
+    let Some(done) = epic.finished_issue.filter(|done| *done != next) else {
+        return;
+    };
+    let mut status = StatusSnapshot::of(&turn.state);
+    status.finished = Some(IssueFinished {
+        epic: epic.epic,
+        merged_in: epic.finished_pr,
+        next_issue: next,
+    });
+    turn.effect(EffectIntent::EditStatusComment {
+        issue: done,
+        run_id: turn.state.run_id.clone(),
+        status,
+    });
 }
 
 /// The EPIC body changed under the splice: ask for the section again

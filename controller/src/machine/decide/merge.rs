@@ -3,11 +3,13 @@
 //! repository allows; count a merge only when GitHub reports it at the
 //! reviewed head into the reviewed base.
 //!
-//! The gate tells waiting from refusing: checks still running and a
-//! required review not yet given are waits (re-read on the next delivery
+//! The gate tells waiting from refusing: checks still running, a required
+//! check that has not reported yet and a required review not yet given are
+//! waits (re-read on the next delivery
 //! or poll, shown in the status comment); what no wait can change blocks.
 
 use super::turn::{Turn, TurnResult};
+use crate::inline_code::code_span;
 use crate::machine::bounds::{MergeMethod, MergeMode};
 use crate::machine::decision::{Decision, EffectIntent, MachineError, StatusSnapshot};
 use crate::machine::event::{
@@ -280,6 +282,17 @@ fn blocked(pr: &PrFacts) -> Gate {
         return Gate::Waiting(format!(
             "waiting for an approving review ({} of {} required)",
             reviews.approvals, reviews.required
+        ));
+    }
+    if !pr.required_checks_missing.is_empty() && pr.checks != ChecksState::Failed {
+        let names: Vec<String> = pr
+            .required_checks_missing
+            .iter()
+            .map(|name| code_span(name))
+            .collect();
+        return Gate::Waiting(format!(
+            "waiting for required checks that have not reported yet: {}",
+            names.join(", ")
         ));
     }
     if pr.checks == ChecksState::Pending {

@@ -193,6 +193,22 @@ impl Running {
             .rest_as(&self.owner, Method::DELETE, &path, Value::Null)
             .await;
     }
+
+    /// `person` (operator or not) adds the trigger label.
+    pub async fn labels_as(&self, person: &Person, issue: impl Thread) {
+        self.world
+            .add_label(person, issue.number(), "autoforge")
+            .await;
+    }
+
+    /// `person` (operator or not) removes the trigger label.
+    pub async fn unlabels_as(&self, person: &Person, issue: impl Thread) {
+        let issue = issue.number();
+        let path = format!("/repos/{OWNER}/{REPO}/issues/{issue}/labels/autoforge");
+        self.world
+            .rest_as(person, Method::DELETE, &path, Value::Null)
+            .await;
+    }
 }
 
 /// Runs git in `dir`; panics with its output unless it succeeds.

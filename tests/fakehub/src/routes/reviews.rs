@@ -136,8 +136,9 @@ pub async fn create(
     ok(rendered)
 }
 
-/// The rules active on `branch`: a `pull_request` rule on the default
-/// branch while a ruleset requires approving reviews.
+/// The rules active on `branch`: on the default branch, a `pull_request`
+/// rule while a ruleset requires approving reviews and a
+/// `required_status_checks` rule while checks are required.
 pub async fn branch_rules(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
@@ -160,6 +161,24 @@ pub async fn branch_rules(
                 "require_code_owner_review": false,
                 "require_last_push_approval": false,
                 "required_review_thread_resolution": false,
+            },
+        }));
+    }
+    if branch == r.default_branch && !r.required_checks.is_empty() {
+        let required: Vec<Value> = r
+            .required_checks
+            .iter()
+            .map(|context| json!({"context": context}))
+            .collect();
+        rules.push(json!({
+            "type": "required_status_checks",
+            "ruleset_source_type": "Repository",
+            "ruleset_source": format!("{owner}/{repo}"),
+            "ruleset_id": r.id,
+            "parameters": {
+                "strict_required_status_checks_policy": false,
+                "do_not_enforce_on_create": false,
+                "required_status_checks": required,
             },
         }));
     }

@@ -131,6 +131,51 @@ fn with_status_labels_the_finished_issue_is_done_and_the_next_one_running() {
 }
 
 #[test]
+fn moving_on_tells_the_finished_issues_status_comment_where_the_run_went() {
+    let mut run = Run::to_ready(RunSettings::default(), Some(EPIC));
+    run.github(facts(Some(merged(&sha(2)))));
+    let pr = run.state.pr.expect("the merged PR");
+    run.succeed(epic_result(
+        Some("progress"),
+        Some("roadmap"),
+        Some(testing::issue(8)),
+    ));
+    run.observed(vec![
+        EffectReadBack::Comment { url: "u".into() },
+        EffectReadBack::RoadmapSpliced,
+    ]);
+    run.apply(next_issue(testing::issue(8), true));
+    let statuses: Vec<(IssueNumber, Option<crate::machine::IssueFinished>)> = run
+        .last
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            EffectIntent::EditStatusComment { issue, status, .. } => {
+                Some((*issue, status.finished.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses[0],
+        (
+            ISSUE,
+            Some(crate::machine::IssueFinished {
+                epic: EPIC,
+                merged_in: Some(pr),
+                next_issue: testing::issue(8),
+            })
+        )
+    );
+    assert!(
+        statuses[1..]
+            .iter()
+            .all(|(issue, finished)| *issue == testing::issue(8) && finished.is_none()),
+        "{statuses:?}"
+    );
+}
+
+#[test]
 fn merge_counter_resets_only_after_the_splice_read_back() {
     let mut run = to_update_epic(1);
     run.succeed(epic_result(

@@ -309,6 +309,41 @@ fn a_missing_approving_review_is_an_unbounded_wait_until_it_is_given() {
 }
 
 #[test]
+fn a_required_check_that_never_reported_is_a_wait_shown_in_the_status_not_a_block() {
+    let mut run = Run::to_ready(settings(MergeMode::Auto), None);
+    let mut pr = pr_at(&sha(2), &sha(1));
+    pr.mergeable_state = MergeableState::Blocked;
+    pr.checks = ChecksState::Success;
+    pr.required_checks_missing = vec!["ci/build".into()];
+    for _ in 0..50 {
+        run.github(facts(Some(pr.clone())));
+        assert_eq!(run.state.phase, Phase::ReadyForMerge);
+    }
+    assert_eq!(run.state.counters.merge_checks, 0);
+    let waiting = run.state.merge_wait.clone().unwrap();
+    assert_eq!(
+        waiting,
+        "waiting for required checks that have not reported yet: `ci/build`"
+    );
+    // Once the check reported (and passed), the gate lets the merge go.
+    pr.mergeable_state = MergeableState::Clean;
+    pr.required_checks_missing.clear();
+    run.github(facts(Some(pr)));
+    assert_eq!(run.state.phase, Phase::Merge);
+}
+
+#[test]
+fn a_failed_check_refuses_even_while_another_required_one_has_not_reported() {
+    let mut run = Run::to_ready(settings(MergeMode::Auto), None);
+    let mut pr = pr_at(&sha(2), &sha(1));
+    pr.mergeable_state = MergeableState::Blocked;
+    pr.checks = ChecksState::Failed;
+    pr.required_checks_missing = vec!["ci/build".into()];
+    run.github(facts(Some(pr)));
+    assert_eq!(run.state.phase, Phase::Blocked);
+}
+
+#[test]
 fn a_files_listing_short_of_the_changed_count_refuses_rather_than_pass_unseen_paths() {
     let mut run = Run::to_ready(settings(MergeMode::Auto), None);
     let mut pr = pr_at(&sha(2), &sha(1));

@@ -43,6 +43,7 @@ pub(super) fn pr_at(head: &CommitSha, merge_base: &CommitSha) -> PrFacts {
         reviews: None,
         changed_files: 1,
         listed_files: 1,
+        required_checks_missing: Vec::new(),
     }
 }
 

@@ -14,9 +14,10 @@ use std::collections::HashMap;
 use super::RepositoryAccess;
 use super::epic_scope::epic_children;
 use super::error::DriverError;
-use crate::agents::context::{ContextDoc, ContextEntry, DocSource, EntryAuthor};
+use crate::agents::context::{ContextDoc, ContextEntry, ContextFiles, DocSource, EntryAuthor};
 use crate::commands::OperatorPolicy;
 use crate::github::{Account, Issue};
+use crate::machine::RoundBinding;
 use crate::workspace::{CommitSha, Mirror};
 use autoforge_journal::{IssueNumber, PullNumber};
 
@@ -226,6 +227,26 @@ impl<'a> ContextReader<'a> {
             });
         }
         Ok(doc)
+    }
+
+    /// The read-context folder of a launch bound to a PR round (REVIEW and
+    /// FIX): the issue, the PR and the checks of the bound HEAD, the
+    /// previous review comment and the PR's follow-ups.
+    pub(super) async fn pr_round_files(
+        &mut self,
+        issue: ContextDoc,
+        binding: &RoundBinding,
+        previous_review_comment: Option<ContextDoc>,
+        follow_ups: &[(String, String)],
+    ) -> Result<ContextFiles, DriverError> {
+        Ok(ContextFiles {
+            issue: Some(issue),
+            pull_request: Some(self.pull_request_doc(binding.pr, &binding.head_sha).await?),
+            checks: Some(self.checks_doc(&binding.head_sha).await?),
+            previous_review_comment,
+            follow_up_issues: self.follow_ups_doc(follow_ups).await?,
+            ..ContextFiles::default()
+        })
     }
 
     /// `follow-up-issues.md`: each `(finding id, issue URL)` with the

@@ -13,7 +13,7 @@ use super::clean_review::find_review_comment;
 use super::error::DriverError;
 use super::launch_context::ContextReader;
 use super::{RepositoryAccess, Shared};
-use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::context::ContextDoc;
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, findings_value, follow_up_issues_value};
 use crate::agents::result::HandedOverFollowUp;
@@ -87,19 +87,9 @@ pub(super) async fn fix_plan(
             record.body,
         )
     });
-    let binding = inputs.binding;
-    let context = ContextFiles {
-        issue: Some(issue_doc),
-        pull_request: Some(
-            reader
-                .pull_request_doc(binding.pr, &binding.head_sha)
-                .await?,
-        ),
-        checks: Some(reader.checks_doc(&binding.head_sha).await?),
-        previous_review_comment: review_comment,
-        follow_up_issues: reader.follow_ups_doc(&follow_ups).await?,
-        ..ContextFiles::default()
-    };
+    let context = reader
+        .pr_round_files(issue_doc, inputs.binding, review_comment, &follow_ups)
+        .await?;
     let start = inputs.binding.head_sha.clone();
     Ok(PhasePlan {
         phase: AgentPhase::Fix,

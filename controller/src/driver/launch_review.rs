@@ -15,7 +15,7 @@ use super::launch_context::ContextReader;
 use super::launch_fix::recorded_follow_ups;
 use super::launch_sections::validation_evidence;
 use super::{RepositoryAccess, Shared};
-use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::context::ContextDoc;
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{Value, follow_up_issues_value};
 use crate::agents::result::ReviewObservations;
@@ -76,18 +76,10 @@ pub(super) async fn review_plan(
     let pr_url = format!("{web}/{}/pull/{}", access.repo, binding.pr);
     let issues_base = format!("{web}/{}/issues", access.repo);
     let follow_ups = recorded_follow_ups(&effects, &pr_url, &issues_base);
-    let context = ContextFiles {
-        issue: Some(issue_doc),
-        pull_request: Some(
-            reader
-                .pull_request_doc(binding.pr, &binding.head_sha)
-                .await?,
-        ),
-        checks: Some(reader.checks_doc(&binding.head_sha).await?),
-        previous_review_comment: previous_comment_doc(access, inputs.previous_comment_url).await?,
-        follow_up_issues: reader.follow_ups_doc(&follow_ups).await?,
-        ..ContextFiles::default()
-    };
+    let previous = previous_comment_doc(access, inputs.previous_comment_url).await?;
+    let context = reader
+        .pr_round_files(issue_doc, binding, previous, &follow_ups)
+        .await?;
     let values = BTreeMap::from([
         ("REVIEW_ROUND", Value::trusted(launch.round.to_string())),
         ("PR_URL", Value::trusted(pr_url.clone())),

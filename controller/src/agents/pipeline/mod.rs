@@ -248,7 +248,7 @@ fn report(outcome: PhaseOutcome, launches: Vec<LaunchRecord>) -> PhaseReport {
 /// The caller's redactor plus the values this profile hands its agent: a
 /// vendor key set in the config or inherited from our environment must not
 /// come back through the agent's output into a log.
-fn launch_redactor(base: &Redactor, profile: &LaunchProfile) -> Redactor {
+pub(crate) fn launch_redactor(base: &Redactor, profile: &LaunchProfile) -> Redactor {
     let mut redactor = base.clone();
     for secret in profile.env_secrets() {
         redactor.add_secret(secret.clone());

@@ -17,7 +17,6 @@ pub mod verdict;
 use std::path::Path;
 use std::time::Duration;
 
-use secrecy::SecretString;
 use serde::Serialize;
 
 use super::Check;
@@ -146,16 +145,7 @@ pub async fn run_probes(config: &Config) -> Vec<Check> {
 
 /// The controller's secrets plus the values this profile hands its agent.
 fn probe_redactor(config: &Config, profile: &LaunchProfile) -> Redactor {
-    let mut redactor = crate::driver::controller_redactor(config);
-    for secret in profile.env_secrets() {
-        redactor.add_secret(secret.clone());
-    }
-    for name in &profile.env_inherit {
-        if let Ok(value) = std::env::var(name) {
-            redactor.add_secret(SecretString::from(value));
-        }
-    }
-    redactor
+    crate::agents::pipeline::launch_redactor(&crate::driver::controller_redactor(config), profile)
 }
 
 /// One probe of `profile` in a throw-away repository under `parent`.

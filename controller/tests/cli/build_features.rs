@@ -95,10 +95,10 @@ fn the_crash_point_code_compiles_only_with_its_feature() {
         }
     }
     // The module declaration and the imports of the effect executor, the
-    // run task and its transition commit: a call without one of them could
-    // not compile.
+    // run task, its transition commit and the sender of answers outside a
+    // run: a call without one of them could not compile.
     assert_eq!(
-        gated_imports, 4,
+        gated_imports, 5,
         "the crash point's declaration and imports"
     );
 }

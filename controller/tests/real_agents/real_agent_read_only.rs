@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::common::scenario::{Agents, Phase, Scenario};
+use crate::common::scenario::{Agents, Marker, Phase, Scenario};
 use crate::profiles::{self, ANTHROPIC_KEY, OPENAI_KEY, OPENROUTER_KEY};
 use crate::scripts;
 
@@ -65,6 +65,16 @@ async fn reviewer_refuses_writes(reviewer: &str, write_path: &str) {
         .map(|f| f["filename"].as_str().expect("a name"))
         .collect();
     assert_eq!(names, ["feature.txt"], "{reviewer}");
+    // A reviewer that cannot read the code reviews nothing: the file's
+    // content, as the CLI's read tool returned it, is in the review.
+    let reviews = pr.comments_with(Marker::ReviewResult).await;
+    assert!(
+        reviews
+            .iter()
+            .any(|c| c.body.contains("Read feature.txt: feature")),
+        "{reviewer} read the worktree: {:?}",
+        reviews.iter().map(|c| &c.body).collect::<Vec<_>>()
+    );
     let commits = s.get(&format!("/pulls/{}/commits", pr.number)).await;
     assert_eq!(commits.as_array().map(Vec::len), Some(1), "{reviewer}");
     // The model did ask for both writes, and came back after the refusals.

@@ -75,10 +75,12 @@ pub fn review(round: u32, finding: bool, seed: u64) -> Script {
 /// and OpenCode, relative for Codex's patches), then a change and a commit
 /// through the shell tool.
 pub fn intruding_review(write_path: &str, seed: u64) -> Script {
-    let result = r#"{"phase":"REVIEW","status":"success","round":1,"reviewed_head_sha":"{{head}}","needs_fix_round":false,"findings":[],"spec":"Matches the issue.","standards":"Follows the style.","assessment":"Sound.","observations":"None.","verification":"Read the change.","summary":"Reviewed."}"#;
+    let result = r#"{"phase":"REVIEW","status":"success","round":1,"reviewed_head_sha":"{{head}}","needs_fix_round":false,"findings":[],"spec":"Matches the issue.","standards":"Follows the style.","assessment":"Sound.","observations":"None.","verification":"Read feature.txt: {{seen}}","summary":"Reviewed."}"#;
     let script = Script::new("review-1", "# Phase: REVIEW, round 1\n")
         .capture_prompt("head", r"Bound HEAD: `([0-9a-f]{40})`")
         .capture_prompt("state", r"`(/\S+?)/launches/")
+        .read_file("{{state}}/worktrees/octo/widgets/1/feature.txt")
+        .capture_result("seen", 0, r"(?m)\b(feature)\s*$")
         .write_file(write_path, "written by a reviewer\n")
         .shell(format!(
             "echo changed >> feature.txt; echo x > shell-intruder.txt; {COMMIT_AS_AGENT} intrude"

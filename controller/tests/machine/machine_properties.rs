@@ -443,19 +443,44 @@ fn checked_step(state: &RunState, event: &Event) -> Decision {
         "the last edge ends in the next phase"
     );
 
-    let status_edits = decision
-        .effects
-        .iter()
-        .filter(|e| e.kind() == EffectKind::EditStatusComment)
-        .count();
+    let status_edits_on = |issue: IssueNumber| {
+        decision
+            .effects
+            .iter()
+            .filter(
+                |e| matches!(e, EffectIntent::EditStatusComment { issue: on, .. } if *on == issue),
+            )
+            .count()
+    };
     // A new merge wait is shown too, without a phase change.
     let wait_shown = decision.transitions.is_empty()
         && decision.next.merge_wait.is_some()
         && decision.next.merge_wait != state.merge_wait;
     assert_eq!(
-        status_edits,
+        status_edits_on(decision.next.issue),
         usize::from(!decision.transitions.is_empty() || wait_shown),
         "status edit on every phase change and every new merge wait"
+    );
+    // An EPIC's run moving on closes the finished issue's status once; no
+    // other issue's status comment is ever edited.
+    let all_edits = decision
+        .effects
+        .iter()
+        .filter(|e| e.kind() == EffectKind::EditStatusComment)
+        .count();
+    let finished_edits = if decision.next.issue == state.issue {
+        0
+    } else {
+        status_edits_on(state.issue)
+    };
+    assert!(
+        finished_edits <= 1,
+        "the finished issue's status is closed once"
+    );
+    assert_eq!(
+        all_edits,
+        status_edits_on(decision.next.issue) + finished_edits,
+        "status edits only on the run's issue and the one it finished"
     );
     if decision.next.phase == Phase::Stopped && state.phase != Phase::Stopped {
         // Besides the status update, only the stop command's own answer

@@ -185,7 +185,9 @@ async fn stop_by_an_operator_stops_the_run_with_a_reaction_and_a_reply() {
 
 /// An implementer that commits and answers for issue 1, validated by a
 /// command that passes only once `pass_flag` exists; one failed validation
-/// blocks the run.
+/// blocks the run. Once the flag exists the implementer repairs: work is
+/// kept across launches, so it adds a commit on top of the failed
+/// candidate, whose failed validation is final (SPEC §12).
 fn gated_validation_config(pass_flag: &Path) -> String {
     let script = format!(
         "{}/../tests/agents/phase_implement.sh",
@@ -199,7 +201,7 @@ fn gated_validation_config(pass_flag: &Path) -> String {
 sandbox = "off"
 
 [agents.profiles.scripted]
-command = ["{script}", "good", "{{hub}}/octo/widgets/issues/1"]
+command = ["sh", "-c", "if [ -e \"$1\" ]; then m=repair; else m=good; fi; exec \"$0\" \"$m\" \"$2\"", "{script}", "{flag}", "{{hub}}/octo/widgets/issues/1"]
 idle_timeout_seconds = 60
 max_runtime_seconds = 120
 
@@ -283,10 +285,6 @@ async fn unblock_by_a_reader_is_refused_unchanged_and_by_an_operator_resumes_in_
     // issue is open, so the decision table resumes IMPLEMENT, and this
     // time the candidate passes and is published.
     std::fs::write(&pass_flag, "").unwrap();
-    // The scripted agent recreates the same commit; within the same second
-    // it would have the same SHA, whose failed validation is final (SPEC
-    // §12). A new second gives the retry a new candidate.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
     let accepted = world
         .comment(&owner, issue, "/autoforge unblock the check is fixed")
         .await;

@@ -3,10 +3,17 @@
 //! temporary directory under the state directory (beside where real
 //! worktrees live, outside `/tmp`, which each launch replaces with its own)
 //! and is removed with everything the launch left when dropped.
+//!
+//! Its git calls go through the controller's hardened runner
+//! ([`crate::workspace::Git`]): the agent wrote this repository, and its
+//! `.git/config` (hooks, fsmonitor) must not run anything as the controller.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+
+use crate::workspace::Git;
 
 /// The file a read probe must read the marker from.
 pub const MARKER_FILE: &str = "autoforge-probe.txt";
@@ -15,6 +22,7 @@ pub const MARKER_FILE: &str = "autoforge-probe.txt";
 /// `launch/` (logs, HOME and TMPDIR of the launch, outside the repository).
 pub struct ProbeRepo {
     dir: tempfile::TempDir,
+    git: Git,
     pub marker: String,
 }
 
@@ -28,14 +36,26 @@ impl ProbeRepo {
             .tempdir_in(parent)
             .with_context(|| format!("cannot create a probe directory in {}", parent.display()))?;
         let marker = format!("probe-{}", uuid::Uuid::new_v4().simple());
-        let probe = ProbeRepo { dir, marker };
+        // git's HOME: an empty directory of ours, outside the repository.
+        let git_home = dir.path().join("git-home");
+        std::fs::create_dir(&git_home).context("cannot create the probe's git home")?;
+        let probe = ProbeRepo {
+            dir,
+            git: Git::new(git_home),
+            marker,
+        };
         let repo = probe.repo();
         std::fs::create_dir(&repo).context("cannot create the probe repository")?;
-        git(&repo, &["init", "-q", "-b", "main"]).await?;
+        probe.git(&["init", "-q", "-b", "main"]).await?;
         // The launch's HOME is fresh, so without a local identity any
-        // agent's commit would fail for a reason the probe is not about.
-        git(&repo, &["config", "user.name", "autoforge-probe"]).await?;
-        git(&repo, &["config", "user.email", "probe@autoforge.invalid"]).await?;
+        // agent's commit would fail for a reason the probe is not about;
+        // the probe's own first commit uses it too.
+        probe
+            .git(&["config", "user.name", "autoforge-probe"])
+            .await?;
+        probe
+            .git(&["config", "user.email", "probe@autoforge.invalid"])
+            .await?;
         std::fs::write(
             repo.join("README.md"),
             "A throw-away repository for `autoforge doctor --probe`.\n",
@@ -43,8 +63,8 @@ impl ProbeRepo {
         .context("cannot write the probe README")?;
         std::fs::write(repo.join(MARKER_FILE), format!("{}\n", probe.marker))
             .context("cannot write the marker file")?;
-        git(&repo, &["add", "-A"]).await?;
-        git(&repo, &["commit", "-qm", "Probe repository"]).await?;
+        probe.git(&["add", "-A"]).await?;
+        probe.git(&["commit", "-qm", "Probe repository"]).await?;
         Ok(probe)
     }
 
@@ -64,9 +84,8 @@ impl ProbeRepo {
     /// HEAD, the tracked and untracked paths and their status: what a read
     /// probe must leave as it found it.
     pub async fn fingerprint(&self) -> anyhow::Result<String> {
-        let repo = self.repo();
-        let head = git(&repo, &["rev-parse", "HEAD"]).await?;
-        let status = git(&repo, &["status", "--porcelain", "--ignored"]).await?;
+        let head = self.git(&["rev-parse", "HEAD"]).await?;
+        let status = self.git(&["status", "--porcelain", "--ignored"]).await?;
         Ok(format!("{head}\n{status}"))
     }
 
@@ -75,14 +94,15 @@ impl ProbeRepo {
     /// in the work tree.
     pub async fn written(&self) -> anyhow::Result<Written> {
         let repo = self.repo();
-        let commits: u32 = git(&repo, &["rev-list", "--count", "HEAD"])
+        let commits: u32 = self
+            .git(&["rev-list", "--count", "HEAD"])
             .await?
             .parse()
             .context("git rev-list printed no count")?;
         let file = self.written_file();
         if commits > 1 {
             let spec = format!("HEAD:{file}");
-            if let Ok(text) = git(&repo, &["show", &spec]).await
+            if let Ok(text) = self.git(&["show", &spec]).await
                 && text.trim() == self.marker
             {
                 return Ok(Written::Committed);
@@ -93,6 +113,12 @@ impl ProbeRepo {
             Err(_) if commits > 1 => Written::OtherCommit,
             Err(_) => Written::Nothing,
         })
+    }
+
+    /// git in the repository; its trimmed stdout.
+    async fn git(&self, args: &[&str]) -> anyhow::Result<String> {
+        let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        Ok(self.git.run_text(&self.repo(), &args).await?)
     }
 
     /// Removes the directory now, reporting a failure instead of ignoring it.
@@ -115,31 +141,4 @@ pub enum Written {
     OtherCommit,
     /// Neither file nor commit.
     Nothing,
-}
-
-/// Runs git with a fixed identity (the probe's own commit needs one) and
-/// returns its trimmed stdout.
-async fn git(repo: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let output = tokio::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=autoforge-doctor",
-            "-c",
-            "user.email=doctor@autoforge.invalid",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(repo)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .with_context(|| format!("cannot run git {}", args.join(" ")))?;
-    anyhow::ensure!(
-        output.status.success(),
-        "git {} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }

@@ -16,7 +16,8 @@ const PROBE_DEADLINE: Duration = Duration::from_secs(20);
 const FIX: &str = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`), \
 make sure unprivileged user namespaces are enabled (`sysctl user.max_user_namespaces` > 0; \
 on Ubuntu 24.04 also `kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap), \
-and in a container allow them (Docker: `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, \
+and in a container allow them and a fresh /proc (Docker: `--security-opt seccomp=unconfined \
+--security-opt apparmor=unconfined --security-opt systempaths=unconfined`, \
 or a seccomp profile that permits `unshare`/`clone` with namespace flags and `mount`); \
 see docs/security.md. Only where that is impossible, set `agents.sandbox = \"off\"`, \
 which runs agents without any isolation";

@@ -23,6 +23,7 @@ pub mod publish;
 pub mod redact;
 pub mod sandbox;
 pub mod serve;
+pub mod setup;
 pub mod validation;
 pub mod webhook;
 pub mod workspace;

@@ -6,6 +6,7 @@ mod demo_cmd;
 mod doctor_cmd;
 mod migrate_cmd;
 mod serve_cmd;
+mod setup_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,6 +72,40 @@ pub enum CliCommand {
     /// permissions, events, webhook and recent deliveries. Exits 1 on any
     /// failure.
     Doctor(DoctorArgs),
+    /// Create the GitHub App through GitHub's App manifest flow: serves a
+    /// page on loopback whose button registers the App with exactly the
+    /// permissions and events autoforge uses, then saves its id, private
+    /// key and webhook secret (0600) for `serve`.
+    Setup(SetupArgs),
+}
+
+/// Options of `autoforge setup`.
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Create the App for this organization instead of your own account.
+    #[arg(long, value_name = "ORG")]
+    pub org: Option<String>,
+    /// Public address `serve` is reached at; webhooks go to URL/webhook.
+    /// Without it the App starts with its webhook inactive.
+    #[arg(long, value_name = "PUBLIC_URL")]
+    pub url: Option<String>,
+    /// GitHub's web address [default: https://github.com, or derived from
+    /// github.api_url for GitHub Enterprise Server].
+    #[arg(long, value_name = "URL")]
+    pub github_url: Option<String>,
+    /// The App's name on GitHub (unique across GitHub).
+    #[arg(long, default_value = "autoforge")]
+    pub name: String,
+    /// Directory for app.pem, webhook-secret and github-app.env
+    /// [default: <state dir>/github-app].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Loopback address of the setup page.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Replace credentials already in the directory.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Options of `autoforge doctor`.
@@ -137,6 +172,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         CliCommand::Doctor(args) => {
             logging::init(DOCTOR_LOG_FILTER, LogFormat::Auto, cli.global.verbosity())?;
             doctor_cmd::run(&cli.global, args)
+        }
+        CliCommand::Setup(args) => {
+            let config = load_config_and_init_logging(&cli.global)?;
+            setup_cmd::run(&config, args)
         }
     }
 }

@@ -8,6 +8,7 @@ mod error;
 mod etag;
 mod git_token;
 mod listing;
+mod manifest_conversion;
 mod models;
 mod operators;
 mod pagination;
@@ -38,6 +39,7 @@ pub use backoff::BackoffPolicy;
 pub use client::{ClientOptions, Conditional, GitHubApi, GitHubAuth, GitHubClient};
 pub use error::GitHubError;
 pub use etag::{CachedAnswer, EtagCache};
+pub use manifest_conversion::{ConversionError, ConvertedApp, convert_manifest_code};
 pub use models::{
     Account, AppRef, BranchRule, BranchTip, CheckRun, CheckRunOutput, CollaboratorPermission,
     CombinedStatus, CommitRef, CommitStatus, Comparison, FileContent, HookDelivery, Installation,

@@ -8,6 +8,7 @@
 
 #![recursion_limit = "256"]
 
+pub mod app_manifests;
 pub mod auth;
 pub mod control;
 mod control_http;
@@ -77,6 +78,8 @@ pub struct Shared {
     /// Milliseconds every smart-HTTP git request waits before it is served,
     /// so a test can look at the client's processes mid-transfer.
     git_latency_ms: AtomicU64,
+    /// Manifests awaiting confirmation and codes awaiting conversion.
+    manifest_flows: Mutex<app_manifests::Flows>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -85,6 +88,12 @@ impl Shared {
     /// must not take the whole simulator down.
     pub fn lock(&self) -> MutexGuard<'_, World> {
         self.world
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn manifest_flows(&self) -> MutexGuard<'_, app_manifests::Flows> {
+        self.manifest_flows
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -173,6 +182,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
         rate_limit: config.rate_limit,
         dirty: AtomicBool::new(false),
         git_latency_ms: AtomicU64::new(0),
+        manifest_flows: Mutex::new(app_manifests::Flows::default()),
         _tmp: tmp,
     });
     let app = routes::router(shared.clone());

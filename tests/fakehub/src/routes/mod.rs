@@ -158,6 +158,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/app/hook/deliveries/{id}", get(apps::delivery))
         .route("/app/hook/deliveries/{id}/attempts", post(apps::redeliver))
         .route("/app/hook/config", get(apps::hook_config))
+        .route(
+            "/app-manifests/{code}/conversions",
+            post(crate::app_manifests::convert),
+        )
         .route("/rate_limit", get(apps::rate_limit))
         .route("/user", get(apps::user).patch(apps::update_user))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -195,7 +199,22 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/_fakehub/requests", get(control::http_requests))
         .route("/_fakehub/rate_usage", get(control::http_rate_usage))
         .route("/_fakehub/state", get(control::http_state));
+    // GitHub's web pages of the App manifest flow (not the REST API).
+    let web = Router::new()
+        .route(
+            "/settings/apps/new",
+            post(crate::app_manifests::new_for_user),
+        )
+        .route(
+            "/organizations/{org}/settings/apps/new",
+            post(crate::app_manifests::new_for_org),
+        )
+        .route(
+            "/settings/apps/new/{id}/create",
+            post(crate::app_manifests::create),
+        );
     api.merge(control)
+        .merge(web)
         .fallback(git_http::handle)
         .with_state(shared)
 }

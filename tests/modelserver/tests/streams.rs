@@ -296,7 +296,14 @@ async fn a_hang_holds_the_reply_until_the_test_releases_it() {
         tokio::spawn(
             async move { post(&base, "/v1/chat/completions", &chat_request(&[], true)).await },
         );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait for the request to arrive (a loaded machine may take a while),
+    // not for a fixed time.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while server.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the request never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!pending.is_finished(), "the reply is held");
     let log = server.requests();
     assert_eq!(log.len(), 1);

@@ -126,6 +126,58 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::{outside_digest, splice_roadmap};
+        use crate::effects::markers::{ROADMAP_END, ROADMAP_START};
+
+        /// Text with no roadmap marker in it (any other character may appear).
+        fn outside() -> impl Strategy<Value = String> {
+            "\\PC{0,120}(\n\\PC{0,60}){0,3}".prop_filter("no roadmap marker", |t| {
+                !t.contains("ai-controller-roadmap")
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn proptest_splice_never_changes_a_byte_outside_the_markers(
+                before in outside(),
+                after in outside(),
+                old in outside(),
+                new in outside(),
+            ) {
+                let body = format!("{before}\n{ROADMAP_START}\n{old}\n{ROADMAP_END}\n{after}");
+                let spliced = splice_roadmap(&body, &new).unwrap();
+                let start = spliced.find(ROADMAP_START).unwrap();
+                let end = spliced.rfind(ROADMAP_END).unwrap() + ROADMAP_END.len();
+                prop_assert_eq!(&spliced[..start], &body[..before.len() + 1]);
+                prop_assert_eq!(&spliced[end..], format!("\n{after}"));
+                prop_assert_eq!(outside_digest(&spliced).unwrap(), outside_digest(&body).unwrap());
+            }
+
+            #[test]
+            fn proptest_a_first_splice_keeps_the_whole_body_before_the_section(
+                body in outside(),
+                section in outside(),
+            ) {
+                let spliced = splice_roadmap(&body, &section).unwrap();
+                prop_assert!(spliced.starts_with(body.as_str()));
+                prop_assert_eq!(outside_digest(&spliced).unwrap(), outside_digest(&body).unwrap());
+                // Splicing again replaces only the section.
+                let again = splice_roadmap(&spliced, "other").unwrap();
+                prop_assert!(again.starts_with(body.as_str()));
+                prop_assert_eq!(outside_digest(&again).unwrap(), outside_digest(&body).unwrap());
+            }
+
+            #[test]
+            fn proptest_splice_and_digest_never_panic(body in "\\PC{0,300}", section in "\\PC{0,100}") {
+                let _ = splice_roadmap(&body, &section);
+                let _ = outside_digest(&body);
+            }
+        }
+    }
+
     #[test]
     fn a_body_without_markers_gets_the_section_after_one_blank_line() {
         for (body, expected_prefix) in [

@@ -6,3 +6,4 @@ mod common;
 
 mod commands_properties;
 mod machine_properties;
+mod text_properties;

@@ -300,7 +300,10 @@ async fn a_hang_holds_the_reply_until_the_test_releases_it() {
     // not for a fixed time.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while server.requests().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "the request never arrived");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request never arrived"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -9,19 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use autoforge_tests::{read_repo_file as read, repo_root};
 use serde_json::Value;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the repository root")
-        .to_path_buf()
-}
-
-fn read(relative: &str) -> String {
-    let path = repo_root().join(relative);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn yaml(relative: &str) -> Value {
     serde_norway::from_str(&read(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))

@@ -4,21 +4,9 @@
 //! fails here), and the backup and restore commands `docs/operations.md`
 //! gives are run against a real journal.
 
-use std::path::{Path, PathBuf};
 
+use autoforge_tests::{read_repo_file as read, repo_root};
 use serde_json::Value;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the repository root")
-        .to_path_buf()
-}
-
-fn read(relative: &str) -> String {
-    let path = repo_root().join(relative);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 const BEGIN: &str = "<!-- config-reference: generated from schemas/config.schema.json -->";
 const END: &str = "<!-- /config-reference -->";

@@ -278,15 +278,21 @@ async fn real_agent_doctor_probe_passes_the_shipped_opencode_profiles() {
 
 /// A model API that refuses every key, in OpenAI's error shape.
 async fn refusing_api() -> (String, tokio::task::JoinHandle<()>) {
+    refusing_with(serde_json::json!({"error": {
+        "message": "Incorrect API key provided",
+        "type": "invalid_request_error",
+        "code": "invalid_api_key",
+    }}))
+    .await
+}
+
+/// A model API that answers every request 401 with `body`.
+async fn refusing_with(body: Value) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let refuse = || async {
-        let body = serde_json::json!({"error": {
-            "message": "Incorrect API key provided",
-            "type": "invalid_request_error",
-            "code": "invalid_api_key",
-        }});
-        (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body))
+    let refuse = move || {
+        let body = body.clone();
+        async move { (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body)) }
     };
     let app = axum::Router::new().fallback(refuse);
     let task = tokio::spawn(async move {
@@ -387,6 +393,47 @@ async fn real_agent_doctor_probe_passes_the_shipped_claude_profiles_and_fails_th
         line["probe"]["failure"]["reason"], "writes_denied",
         "{report:#}"
     );
+    assert!(
+        !report.to_string().contains(profiles::ANTHROPIC_KEY),
+        "the key leaked into the report"
+    );
+    assert_probes_left_nothing(&install);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_doctor_probe_shipped_claude_with_a_refused_key_fails_as_auth_refused_within_seconds()
+ {
+    let Some(installed) = profiles::installed() else {
+        return;
+    };
+    let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
+    // The Messages API's answer to a key it does not know.
+    let (base, api) = refusing_with(serde_json::json!({
+        "type": "error",
+        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+    }))
+    .await;
+    let config = shipped(&base, &installed, "claude");
+    let path = profiles::path_with(&installed);
+    let env = [
+        ("PATH", path.as_str()),
+        ("ANTHROPIC_API_KEY", profiles::ANTHROPIC_KEY),
+    ];
+    let started = std::time::Instant::now();
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
+    let took = started.elapsed();
+    api.abort();
+    assert_eq!(output.status.code(), Some(1), "{}", shown(&output));
+    for name in ["claude", "claude-review"] {
+        let line = probe(&report, name);
+        assert_eq!(
+            line["probe"]["failure"]["reason"], "auth_refused",
+            "{report:#}"
+        );
+    }
+    // Two probes, each over after Claude Code's three retries (a few
+    // seconds), far from the 120 s it spent retrying silently before.
+    assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
     assert!(
         !report.to_string().contains(profiles::ANTHROPIC_KEY),
         "the key leaked into the report"

@@ -32,6 +32,10 @@ pub enum DriverError {
     /// GitHub says the repository is no longer served (checked just now).
     #[error("repository {0} is no longer served by this controller")]
     NotServed(String),
+    /// The repository's installation is suspended: nothing may be read or
+    /// written there until it is unsuspended; the run waits.
+    #[error("repository {repository} waits: {reason}")]
+    Suspended { repository: String, reason: String },
     #[error(transparent)]
     ObservedShape(#[from] ObservedShapeError),
     #[error("an effect was sent but is not visible yet")]

@@ -286,15 +286,9 @@ impl Driver {
         }
         *last = tokio::time::Instant::now();
         match self.shared.repositories.refresh().await {
-            Some(Ok(changed)) if !changed.removed.is_empty() => {
-                for repository in &changed.removed {
-                    if let Err(error) = self.shared.journal.wake_runs_of(repository).await {
-                        tracing::warn!(%error, %repository, "cannot make its runs due");
-                    }
-                }
-            }
+            Some(Ok(changed)) => access_lost::after_refresh(&self.shared, &changed).await,
             Some(Err(error)) => tracing::warn!(%error, "refreshing the served repositories failed"),
-            Some(Ok(_)) | None => {}
+            None => {}
         }
     }
 

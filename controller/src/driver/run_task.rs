@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::error::DriverError;
+use super::repositories::Lookup;
 use super::retry::RetryVerdict;
 use super::{RepositoryAccess, Shared};
 
@@ -116,6 +117,9 @@ pub(super) async fn drive(
             // The map was just rebuilt from GitHub: the repository is no
             // longer served, so nothing of the run can be written.
             super::access_lost::stop_without_access(shared, lease, &repository).await
+        }
+        Err(DriverError::Suspended { repository, reason }) => {
+            super::access_lost::wait_while_suspended(lease, &repository, &reason)
         }
         Err(error) if error.is_transient() => {
             match shared.retries.failed(&shared.config.retry, lease.run_id) {
@@ -261,11 +265,17 @@ impl<'a> RunTask<'a> {
             .await?
             .ok_or(DriverError::MissingRun(run_id))?;
         let access = match shared.repositories.lookup(&run.repository).await {
-            Ok(Some(access)) => access,
-            Ok(None) if shared.repositories.refreshes() => {
+            Ok(Lookup::Served(access)) => access,
+            Ok(Lookup::Suspended(suspension)) => {
+                return Err(DriverError::Suspended {
+                    repository: run.repository.clone(),
+                    reason: suspension.reason(),
+                });
+            }
+            Ok(Lookup::NotServed) if shared.repositories.refreshes() => {
                 return Err(DriverError::NotServed(run.repository.clone()));
             }
-            Ok(None) => return Err(DriverError::NoAccess(run.repository.clone())),
+            Ok(Lookup::NotServed) => return Err(DriverError::NoAccess(run.repository.clone())),
             Err(error) => {
                 tracing::warn!(%error, "refreshing the served repositories failed");
                 return Err(DriverError::NoAccess(run.repository.clone()));
@@ -297,6 +307,10 @@ impl<'a> RunTask<'a> {
             if *shutdown.borrow() {
                 return Ok(RunEnd::Yielded);
             }
+            // Checked before every step, so that an installation suspended
+            // while an agent ran gets none of the writes its result asks for
+            // (GitHub would refuse them) until it is unsuspended.
+            self.ensure_not_suspended()?;
             self.settle_effects().await?;
             if self.reported != Some(self.version)
                 && let Some(event) = self.effects_report().await?
@@ -339,6 +353,19 @@ impl<'a> RunTask<'a> {
                     });
                 }
             }
+        }
+    }
+
+    /// `Err(Suspended)` once the map knows the repository's installation
+    /// is suspended.
+    fn ensure_not_suspended(&self) -> Result<(), DriverError> {
+        let repository = self.access.repo.to_string();
+        match self.shared.repositories.suspension_of(&repository) {
+            Some(suspension) => Err(DriverError::Suspended {
+                repository,
+                reason: suspension.reason(),
+            }),
+            None => Ok(()),
         }
     }
 

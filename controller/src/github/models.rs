@@ -258,6 +258,8 @@ pub struct Installation {
     pub app_slug: String,
     pub account: Option<Account>,
     pub suspended_at: Option<String>,
+    #[serde(default)]
+    pub suspended_by: Option<Account>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

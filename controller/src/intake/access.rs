@@ -30,6 +30,51 @@ pub struct GitHubAccess {
     is_app: bool,
 }
 
+/// An installation GitHub reports as suspended: the App can neither read
+/// nor write its repositories (GitHub answers 403), so their runs wait for
+/// it to be unsuspended rather than stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suspension {
+    pub installation_id: u64,
+    /// The account the installation belongs to: the owner of every one of
+    /// its repositories.
+    pub owner: String,
+    /// `suspended_at` as GitHub wrote it.
+    pub since: String,
+    /// `suspended_by`'s login, when GitHub names one.
+    pub by: Option<String>,
+}
+
+impl Suspension {
+    /// Whether `repository` (`owner/name`) belongs to this installation.
+    pub fn covers(&self, repository: &str) -> bool {
+        repository
+            .split_once('/')
+            .is_some_and(|(owner, _)| owner.eq_ignore_ascii_case(&self.owner))
+    }
+
+    /// What a waiting run records and the logs say.
+    pub fn reason(&self) -> String {
+        let by = self
+            .by
+            .as_deref()
+            .map(|login| format!(" by {login}"))
+            .unwrap_or_default();
+        format!(
+            "the App's installation on {} was suspended{by} at {}; the run waits until it is unsuspended",
+            self.owner, self.since
+        )
+    }
+}
+
+/// What GitHub says is served right now: the repositories to watch and the
+/// installations that are suspended.
+#[derive(Clone, Default)]
+pub struct Served {
+    pub repositories: Vec<WatchedRepository>,
+    pub suspended: Vec<Suspension>,
+}
+
 /// One repository the poller watches and the handle that reads it.
 #[derive(Clone)]
 pub struct WatchedRepository {
@@ -221,7 +266,15 @@ impl GitHubAccess {
     /// Every repository to poll: the App's installations' repositories, or
     /// `github.repositories` with a token.
     pub async fn watched_repositories(&self) -> anyhow::Result<Vec<WatchedRepository>> {
+        Ok(self.served().await?.repositories)
+    }
+
+    /// The repositories of every installation that is served and not
+    /// suspended, plus the suspended installations (whose repositories
+    /// cannot even be listed: GitHub refuses their tokens).
+    pub async fn served(&self) -> anyhow::Result<Served> {
         let mut watched = Vec::new();
+        let mut suspended = Vec::new();
         if !self.is_app {
             let api = self.client.installation(0)?;
             for full_name in &self.configured_repositories {
@@ -231,7 +284,10 @@ impl GitHubAccess {
                     api: api.clone(),
                 });
             }
-            return Ok(watched);
+            return Ok(Served {
+                repositories: watched,
+                suspended,
+            });
         }
         let installations = self
             .client
@@ -240,16 +296,22 @@ impl GitHubAccess {
             .await
             .context("cannot list the App's installations")?;
         for installation in installations {
-            if installation.suspended_at.is_some() {
-                continue;
-            }
             let owner = installation.account.as_ref().map(|a| a.login.as_str());
-            if !owner.is_some_and(|owner| self.serves_owner(owner)) {
+            let Some(owner) = owner.filter(|owner| self.serves_owner(owner)) else {
                 tracing::debug!(
                     installation = installation.id,
                     owner = owner.unwrap_or("?"),
                     "installation not served: its owner is not in github.allowed_owners"
                 );
+                continue;
+            };
+            if let Some(since) = &installation.suspended_at {
+                suspended.push(Suspension {
+                    installation_id: installation.id,
+                    owner: owner.to_owned(),
+                    since: since.clone(),
+                    by: installation.suspended_by.as_ref().map(|a| a.login.clone()),
+                });
                 continue;
             }
             let api = self.client.installation(installation.id)?;
@@ -267,7 +329,10 @@ impl GitHubAccess {
                 });
             }
         }
-        Ok(watched)
+        Ok(Served {
+            repositories: watched,
+            suspended,
+        })
     }
 }
 

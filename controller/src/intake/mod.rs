@@ -18,7 +18,7 @@ mod poller;
 mod sighting;
 mod signal;
 
-pub use access::{GitHubAccess, WatchedRepository, repo_name};
+pub use access::{GitHubAccess, Served, Suspension, WatchedRepository, repo_name};
 pub use answering::send_pending_answers;
 pub use dispatcher::{Dispatcher, MAX_ATTEMPTS, retry_delay};
 pub use entries::{ChangeEntries, Entry, FIRST_PHASE, Recorded, record};

@@ -54,6 +54,10 @@ pub struct Poller {
     /// pass: while their listing answers `304`, nothing there is new, so the
     /// per-issue event and permission reads are skipped.
     labelled_scan_done: HashSet<String>,
+    /// The installations the previous pass saw suspended: a change (a
+    /// suspension or unsuspension whose webhook was lost) tells the driver
+    /// to rebuild its map of served repositories.
+    suspended: Option<Vec<u64>>,
 }
 
 /// What one pass did, for logs and tests.
@@ -86,6 +90,7 @@ impl Poller {
             deferred: Vec::new(),
             labelled_scan_done: HashSet::new(),
             notifier: None,
+            suspended: None,
         }
     }
 
@@ -115,7 +120,9 @@ impl Poller {
     /// pass goes on with the next.
     pub async fn pass(&mut self) -> anyhow::Result<PassReport> {
         let mut report = PassReport::default();
-        let watched = self.access.watched_repositories().await?;
+        let served = self.access.served().await?;
+        self.notice_suspensions(&served.suspended);
+        let watched = served.repositories;
         report.repositories = watched.len();
         for repository in &watched {
             match self.poll_labelled_issues(repository).await {
@@ -162,6 +169,21 @@ impl Poller {
             }
         }
         Ok(report)
+    }
+
+    /// Tells the driver when the set of suspended installations differs
+    /// from the previous pass's: the backstop for a lost `installation`
+    /// webhook, whichever way the suspension went.
+    fn notice_suspensions(&mut self, suspended: &[super::Suspension]) {
+        let mut now: Vec<u64> = suspended.iter().map(|s| s.installation_id).collect();
+        now.sort_unstable();
+        let previous = self.suspended.replace(now.clone());
+        if previous.is_some_and(|previous| previous != now)
+            && let Some(notifier) = &self.notifier
+        {
+            tracing::info!(suspended = ?now, "suspended installations changed");
+            notifier.repositories_changed();
+        }
     }
 
     async fn poll_labelled_issues(

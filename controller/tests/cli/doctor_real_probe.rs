@@ -137,13 +137,6 @@ async fn server(by_name: bool) -> Handle {
     server
 }
 
-fn path_var() -> String {
-    format!(
-        "{}:/usr/local/bin:/usr/bin:/bin",
-        cache().join("bin").display()
-    )
-}
-
 fn claude(cli: &Path, server: &Handle, tools: &[&str]) -> toml::Value {
     let mut command: Vec<String> = [
         "-p",
@@ -169,81 +162,6 @@ fn claude(cli: &Path, server: &Handle, tools: &[&str]) -> toml::Value {
         ("DISABLE_ERROR_REPORTING", "1".to_owned()),
     ];
     profile(command, &env, r#""output_tokens":\s*(\d+)"#)
-}
-
-fn codex(cli: &Path, base: &str, sandbox: &str) -> toml::Value {
-    let overrides = [
-        "model=\"gpt-5.5\"".to_owned(),
-        "model_provider=\"modelserver\"".to_owned(),
-        format!(
-            "model_providers.modelserver={{name=\"modelserver\",base_url=\"{base}/v1\",\
-             wire_api=\"responses\",env_key=\"MODELSERVER_KEY\",request_max_retries=0,\
-             stream_max_retries=0}}"
-        ),
-        "approval_policy=\"never\"".to_owned(),
-        "check_for_update_on_startup=false".to_owned(),
-        "features.plugins=false".to_owned(),
-        "analytics.enabled=false".to_owned(),
-        "feedback.enabled=false".to_owned(),
-        "otel.exporter=\"none\"".to_owned(),
-    ];
-    let mut command = vec![cli.display().to_string(), "exec".to_owned()];
-    for o in overrides {
-        command.extend(["-c".to_owned(), o]);
-    }
-    command.extend(
-        [
-            "--skip-git-repo-check",
-            "--sandbox",
-            sandbox,
-            "--ephemeral",
-            "--json",
-            "-o",
-            "{output}",
-            "-",
-        ]
-        .map(str::to_owned),
-    );
-    let env = [("MODELSERVER_KEY", KEY.to_owned())];
-    profile(command, &env, r#""output_tokens":\s*(\d+)"#)
-}
-
-fn opencode(server: &Handle, verdict: &str) -> toml::Value {
-    let config = serde_json::json!({
-        "model": "modelserver/m", "small_model": "modelserver/m",
-        "enabled_providers": ["modelserver"],
-        "autoupdate": false, "share": "disabled", "lsp": false, "formatter": false,
-        "snapshot": false,
-        "permission": {"edit": verdict, "bash": verdict, "webfetch": "deny",
-                       "external_directory": "deny"},
-        "provider": {"modelserver": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", server.base_url()), "apiKey": KEY},
-            "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8192}}},
-        }},
-    });
-    // The two files stop OpenCode from installing its plugin package with
-    // npm in the fresh HOME.
-    let script = r#"d="$HOME/.config/opencode"; mkdir -p "$d/node_modules" && printf '%s' '{"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}' > "$d/package-lock.json" && exec opencode run --format json "$(cat "$1")""#;
-    let command = ["sh", "-c", script, "opencode", "{prompt_file}"]
-        .map(str::to_owned)
-        .to_vec();
-    let mut env = vec![
-        ("OPENCODE_CONFIG_CONTENT", config.to_string()),
-        ("PATH", path_var()),
-    ];
-    for var in [
-        "OPENCODE_DISABLE_MODELS_FETCH",
-        "OPENCODE_DISABLE_AUTOUPDATE",
-        "OPENCODE_DISABLE_LSP_DOWNLOAD",
-        "OPENCODE_DISABLE_SHARE",
-        "OPENCODE_DISABLE_DEFAULT_PLUGINS",
-        "OPENCODE_DISABLE_CLAUDE_CODE",
-        "OPENCODE_DISABLE_EXTERNAL_SKILLS",
-    ] {
-        env.push((var, "1".to_owned()));
-    }
-    profile(command, &env, r#""output":\s*(\d+)"#)
 }
 
 /// The probe line of `profile`, printed for `--nocapture`.
@@ -311,57 +229,70 @@ async fn real_agent_doctor_probe_claude_code_writes_reads_and_a_read_only_writer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_agent_doctor_probe_codex_commits_with_its_own_tools() {
-    let Some(cli) = clis::require(AgentCli::Codex) else {
+async fn real_agent_doctor_probe_passes_the_shipped_codex_profiles() {
+    let Some(installed) = profiles::installed() else {
         return;
     };
     let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
     let server = server(true).await;
-    // Only the writer: Codex's own read-only sandbox is bubblewrap, which
-    // cannot nest inside ours (its shell tool fails with "setting up uid
-    // map"), so a `--sandbox read-only` reviewer cannot read here.
-    let writer = codex(&cli, server.base_url(), "danger-full-access");
-    let config = agents(vec![("codex", writer)], "codex", "codex", "codex");
-    let (output, report) = install.doctor(&config, &["--probe"]).await;
+    let config = shipped(server.base_url(), &installed, "codex");
+    let path = profiles::path_with(&installed);
+    let env = [
+        ("PATH", path.as_str()),
+        ("OPENAI_API_KEY", profiles::OPENAI_KEY),
+    ];
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
     assert!(output.status.success(), "{}", shown(&output));
     assert_passed(&report, "codex", "write");
+    assert_passed(&report, "codex-review", "read");
+    assert!(
+        !report.to_string().contains(profiles::OPENAI_KEY),
+        "the key leaked into the report"
+    );
     assert_probes_left_nothing(&install);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_agent_doctor_probe_opencode_writes_and_its_reviewer_reads() {
-    let Some(_cli) = clis::require(AgentCli::OpenCode) else {
+async fn real_agent_doctor_probe_passes_the_shipped_opencode_profiles() {
+    let Some(installed) = profiles::installed() else {
         return;
     };
     let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
     let server = server(false).await;
-    let config = agents(
-        vec![
-            ("opencode", opencode(&server, "allow")),
-            ("opencode-review", opencode(&server, "deny")),
-        ],
-        "opencode",
-        "opencode",
-        "opencode-review",
-    );
-    let (output, report) = install.doctor(&config, &["--probe"]).await;
+    let config = shipped(server.base_url(), &installed, "opencode");
+    let path = profiles::path_with(&installed);
+    let env = [
+        ("PATH", path.as_str()),
+        ("OPENROUTER_API_KEY", profiles::OPENROUTER_KEY),
+    ];
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
     assert!(output.status.success(), "{}", shown(&output));
     assert_passed(&report, "opencode", "write");
     assert_passed(&report, "opencode-review", "read");
+    assert!(
+        !report.to_string().contains(profiles::OPENROUTER_KEY),
+        "the key leaked into the report"
+    );
     assert_probes_left_nothing(&install);
 }
 
 /// A model API that refuses every key, in OpenAI's error shape.
 async fn refusing_api() -> (String, tokio::task::JoinHandle<()>) {
+    refusing_with(serde_json::json!({"error": {
+        "message": "Incorrect API key provided",
+        "type": "invalid_request_error",
+        "code": "invalid_api_key",
+    }}))
+    .await
+}
+
+/// A model API that answers every request 401 with `body`.
+async fn refusing_with(body: Value) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let refuse = || async {
-        let body = serde_json::json!({"error": {
-            "message": "Incorrect API key provided",
-            "type": "invalid_request_error",
-            "code": "invalid_api_key",
-        }});
-        (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body))
+    let refuse = move || {
+        let body = body.clone();
+        async move { (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body)) }
     };
     let app = axum::Router::new().fallback(refuse);
     let task = tokio::spawn(async move {
@@ -371,23 +302,47 @@ async fn refusing_api() -> (String, tokio::task::JoinHandle<()>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_agent_doctor_probe_codex_with_a_refused_key_fails_as_auth_refused() {
-    let Some(cli) = clis::require(AgentCli::Codex) else {
+async fn real_agent_doctor_probe_shipped_codex_with_a_refused_key_fails_as_auth_refused() {
+    let Some(installed) = profiles::installed() else {
         return;
     };
     let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
     let (base, api) = refusing_api().await;
-    let writer = codex(&cli, &base, "danger-full-access");
-    let config = agents(vec![("codex", writer)], "codex", "codex", "codex");
-    let (output, report) = install.doctor(&config, &["--probe"]).await;
+    let config = shipped(&base, &installed, "codex");
+    let path = profiles::path_with(&installed);
+    let env = [
+        ("PATH", path.as_str()),
+        ("OPENAI_API_KEY", profiles::OPENAI_KEY),
+    ];
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
     api.abort();
     assert_eq!(output.status.code(), Some(1), "{}", shown(&output));
-    let line = probe(&report, "codex");
-    assert_eq!(
-        line["probe"]["failure"]["reason"], "auth_refused",
-        "{report:#}"
-    );
+    for name in ["codex", "codex-review"] {
+        let line = probe(&report, name);
+        assert_eq!(
+            line["probe"]["failure"]["reason"], "auth_refused",
+            "{report:#}"
+        );
+    }
     assert_probes_left_nothing(&install);
+}
+
+/// The shipped `<cli>` and `<cli>-review` profiles of
+/// `autoforge.example.toml`, aimed at `base` (only base URLs, the CLI cache
+/// and the roles differ), the writer implementing and fixing, the reviewer
+/// reviewing and updating the EPIC.
+fn shipped(base: &str, installed: &profiles::Installed, cli: &str) -> String {
+    let roles = format!(
+        "implement = \"{cli}\"\nfix = \"{cli}\"\nupdate_epic = \"{cli}-review\"\n\
+         review = \"{cli}-review\"\n"
+    );
+    let text = profiles::example_agents_routed(base, installed, Some(&roles));
+    let mut document: toml::Table = text.parse().unwrap();
+    let agents = document["agents"].as_table_mut().unwrap();
+    let shipped = agents["profiles"].as_table_mut().unwrap();
+    shipped.retain(|name, _| name == cli || *name == format!("{cli}-review"));
+    assert_eq!(shipped.len(), 2, "the example ships {cli} and {cli}-review");
+    toml::to_string(&document).unwrap()
 }
 
 /// The shipped `claude` and `claude-review` profiles of
@@ -438,6 +393,47 @@ async fn real_agent_doctor_probe_passes_the_shipped_claude_profiles_and_fails_th
         line["probe"]["failure"]["reason"], "writes_denied",
         "{report:#}"
     );
+    assert!(
+        !report.to_string().contains(profiles::ANTHROPIC_KEY),
+        "the key leaked into the report"
+    );
+    assert_probes_left_nothing(&install);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_doctor_probe_shipped_claude_with_a_refused_key_fails_as_auth_refused_within_seconds()
+ {
+    let Some(installed) = profiles::installed() else {
+        return;
+    };
+    let install = Installation::new(AppShape::complete(), TestDatabase::fresh().await).await;
+    // The Messages API's answer to a key it does not know.
+    let (base, api) = refusing_with(serde_json::json!({
+        "type": "error",
+        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+    }))
+    .await;
+    let config = shipped(&base, &installed, "claude");
+    let path = profiles::path_with(&installed);
+    let env = [
+        ("PATH", path.as_str()),
+        ("ANTHROPIC_API_KEY", profiles::ANTHROPIC_KEY),
+    ];
+    let started = std::time::Instant::now();
+    let (output, report) = install.doctor_with_env(&config, &["--probe"], &env).await;
+    let took = started.elapsed();
+    api.abort();
+    assert_eq!(output.status.code(), Some(1), "{}", shown(&output));
+    for name in ["claude", "claude-review"] {
+        let line = probe(&report, name);
+        assert_eq!(
+            line["probe"]["failure"]["reason"], "auth_refused",
+            "{report:#}"
+        );
+    }
+    // Two probes, each over after Claude Code's three retries (a few
+    // seconds), far from the 120 s it spent retrying silently before.
+    assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
     assert!(
         !report.to_string().contains(profiles::ANTHROPIC_KEY),
         "the key leaked into the report"

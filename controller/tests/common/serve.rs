@@ -270,6 +270,22 @@ impl World {
         self.set_installation_repositories(&[NAME, name]);
     }
 
+    /// Suspends the App's installation on the owner's account, as the
+    /// owner does in the settings (GitHub then sends `installation.suspend`
+    /// and refuses the installation's tokens).
+    pub fn suspend_installation(&self) {
+        self.hub
+            .suspend_installation(self.served().installation, Some(OWNER))
+            .expect("suspend the installation");
+    }
+
+    /// Lifts the suspension (GitHub sends `installation.unsuspend`).
+    pub fn unsuspend_installation(&self) {
+        self.hub
+            .unsuspend_installation(self.served().installation)
+            .expect("unsuspend the installation");
+    }
+
     /// Replaces the repositories of the App's installation.
     pub fn set_installation_repositories(&self, names: &[&str]) {
         let names: Vec<String> = names.iter().map(|n| format!("{OWNER}/{n}")).collect();

@@ -1,8 +1,8 @@
 //! Model API faults on the real loop. An overloaded reply and a stream cut
 //! midway make Codex (whose example profile leaves retries to autoforge)
 //! exit non-zero: the launch fails, the machine launches again, and the
-//! run completes. Claude Code retries both itself, within one launch, and
-//! still reports every token it was billed. A CLI whose model never answers is killed at its
+//! run completes. Claude Code and OpenCode retry both themselves, within
+//! one launch, and still report every token of the conversation. A CLI whose model never answers is killed at its
 //! profile's idle timeout with every process it started, and the next
 //! launch completes the phase.
 
@@ -61,6 +61,7 @@ async fn real_agent_codex_launches_failed_by_overload_and_a_cut_stream_are_retri
         [Some(1), Some(1), Some(0)],
         "overloaded, cut, then complete"
     );
+    report_relaunch_waits(&implement);
     // The failed launches reported no usage: Codex prints none for a turn
     // that failed, even for the whole reply the second launch received
     // before its stream broke. The last launch reports exactly its own
@@ -125,6 +126,80 @@ async fn real_agent_claude_code_recovers_from_overload_and_a_cut_stream_within_o
     let claimed = server.claimed("implement");
     let total = claimed.input_tokens + claimed.cached_input_tokens + claimed.output_tokens;
     assert_eq!(implement[0].tokens, Some(i64::try_from(total).unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_agent_opencode_recovers_from_overload_and_a_cut_stream_and_the_run_completes() {
+    let Some(installed) = profiles::installed() else {
+        return;
+    };
+    let server = modelserver::start(modelserver::Config::default())
+        .await
+        .expect("the model server starts");
+    let implement = scripts::implement(1)
+        .fault(0, FaultKind::Overloaded, 1)
+        .fault(1, FaultKind::CutStream, 1);
+    server.load(implement).expect("loads");
+    server.load(scripts::review(1, false, 2)).expect("loads");
+    let roles = "implement = \"opencode\"\nreview = \"claude-review\"\n";
+    let agents = profiles::example_agents_routed(server.base_url(), &installed, Some(roles));
+    let s = start(agents, &installed).await;
+    let issue = s.new_issue("a feature file").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    run.reaches_within(Phase::Done, PATIENCE).await;
+
+    let launches = s.world.db.journal().list_launches(run.id).await.unwrap();
+    let implement: Vec<_> = launches.iter().filter(|l| l.role == "implement").collect();
+    assert_eq!(
+        implement.len(),
+        1,
+        "OpenCode retried by itself: {implement:?}"
+    );
+    assert_eq!(implement[0].exit_status, Some(0));
+    let outcomes: Vec<modelserver::Outcome> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.script.as_deref() == Some("implement"))
+        .map(|r| r.outcome)
+        .collect();
+    assert!(outcomes.contains(&modelserver::Outcome::Fault {
+        fault: FaultKind::Overloaded
+    }));
+    assert!(outcomes.contains(&modelserver::Outcome::Fault {
+        fault: FaultKind::CutStream
+    }));
+    // A Chat Completions stream books its usage in the last chunk, which a
+    // cut stream never sends; OpenCode's own side request (the session
+    // title) is not in its reported usage. Every conversation reply is.
+    let claims = server.claims("implement");
+    assert!(claims.iter().all(|c| !c.cut), "{claims:?}");
+    let replies: u64 = claims
+        .iter()
+        .filter(|c| !c.side)
+        .map(|c| c.usage.input_tokens + c.usage.cached_input_tokens + c.usage.output_tokens)
+        .sum();
+    assert_eq!(implement[0].tokens, Some(i64::try_from(replies).unwrap()));
+}
+
+/// Prints how long each relaunch waited after the launch before it ended
+/// (the retry backoff plus the controller's own work in between), from the
+/// launch rows: a launch started `duration_ms` before it ended. Reported,
+/// not asserted: the figure depends on the machine's load.
+fn report_relaunch_waits(launches: &[&autoforge_journal::AgentLaunch]) {
+    let began = |l: &autoforge_journal::AgentLaunch| {
+        l.ended_at
+            .map(|end| end - chrono::Duration::milliseconds(l.duration_ms.unwrap_or(0)))
+    };
+    for pair in launches.windows(2) {
+        if let (Some(ended), Some(next)) = (pair[0].ended_at, began(pair[1])) {
+            eprintln!(
+                "relaunch of {} after {} ms",
+                pair[1].profile,
+                (next - ended).num_milliseconds()
+            );
+        }
+    }
 }
 
 /// Processes whose working directory is inside `dir`.

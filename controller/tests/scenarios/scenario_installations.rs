@@ -1,6 +1,8 @@
 //! Installations change while `serve` runs: a repository added to the
-//! App's installation is served without a restart, and the runs of one
-//! removed from it stop with the reason recorded and nothing written.
+//! App's installation is served without a restart, the runs of one
+//! removed from it stop with the reason recorded and nothing written, and
+//! a suspended installation's runs wait, writing nothing, and complete
+//! once it is unsuspended.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,8 +10,12 @@ use crate::common::scenario;
 
 use autoforge_journal::{IssueNumber, testing};
 use reqwest::Method;
-use scenario::{Agents, OWNER, Phase, REPO, Running, Scenario};
+use scenario::{
+    Agents, FaultKind, FaultRule, OWNER, PATIENCE, POLL_SECONDS, Phase, REPO, Role, Running,
+    Scenario, eventually,
+};
 use serde_json::json;
+use std::time::Duration;
 
 const ADDED: &str = "gadgets";
 
@@ -91,4 +97,135 @@ async fn a_run_of_a_repository_removed_from_the_installation_stops_and_writes_no
     // Adding the second repository wrote nothing either: no write reached
     // GitHub after the run parked.
     assert_eq!(s.world.all_writes(), writes_before);
+}
+
+/// The run's GitHub writes, in the order fakehub answered them, as
+/// `METHOD route` (numbers and ids vary between worlds; routes do not).
+fn repository_writes(s: &Running) -> Vec<String> {
+    s.world
+        .hub
+        .requests()
+        .iter()
+        .filter(|r| r.method != "GET" && r.route.starts_with("/repos/"))
+        .map(|r| format!("{} {}", r.method, r.route))
+        .collect()
+}
+
+/// The writes of a run nothing disturbs, from labelling to READY_FOR_MERGE.
+async fn undisturbed_writes() -> Vec<String> {
+    let s = Scenario::new().start().await;
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    s.run_of(issue).await.reaches(Phase::ReadyForMerge).await;
+    repository_writes(&s)
+}
+
+/// Suspends the installation while the reviewer runs, lets the reviewer
+/// finish during the suspension, and unsuspends: nothing at all is sent
+/// for the installation meanwhile (GitHub would answer 403), the run
+/// records why it waits, and it then completes with the writes of `s`'s
+/// undisturbed twin.
+async fn suspended_while_reviewing(s: &Running) -> Vec<String> {
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    s.launch_started(Role::Review, 1).await;
+    let requests_before = s.world.hub.requests().len();
+    let writes_before = repository_writes(s);
+
+    s.world.suspend_installation();
+    let journal = s.world.db.journal();
+    let suspended = eventually(PATIENCE, "the run records why it waits", || async {
+        let events = journal.list_audit_events(run.id).await.unwrap();
+        events
+            .into_iter()
+            .find(|event| event.kind == "installation_suspended")
+    })
+    .await;
+    s.release(Role::Review, 1);
+    // The review's verdict is journalled with the writes it asks for (a
+    // transition with effects after the suspension), and those writes wait
+    // for the installation.
+    eventually(PATIENCE, "the review verdict is journalled", || async {
+        let events = journal.list_audit_events(run.id).await.unwrap();
+        events
+            .into_iter()
+            .find(|event| {
+                event.id > suspended.id
+                    && event.kind == "transition"
+                    && event.detail["effects"].as_i64() > Some(0)
+            })
+            .map(|_| ())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(POLL_SECONDS + 2)).await;
+    let during: Vec<_> = s.world.hub.requests()[requests_before..]
+        .iter()
+        .filter(|r| r.status == 403 || r.route.starts_with("/repos/"))
+        .map(|r| format!("{} {} {}", r.status, r.method, r.path))
+        .collect();
+    assert!(during.is_empty(), "sent while suspended: {during:?}");
+    assert_eq!(repository_writes(s), writes_before);
+    let reason = suspended.detail["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&format!("installation on {OWNER} was suspended by {OWNER}")),
+        "{reason}"
+    );
+
+    s.world.unsuspend_installation();
+    let done = run.reaches(Phase::ReadyForMerge).await;
+    assert_eq!(done.failure, None);
+    let resumed = journal.list_audit_events(run.id).await.unwrap();
+    assert!(
+        resumed
+            .iter()
+            .any(|event| event.kind == "installation_unsuspended"),
+        "{resumed:?}"
+    );
+    repository_writes(s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_suspended_while_its_reviewer_runs_waits_and_completes_with_the_writes_of_an_undisturbed_run()
+ {
+    let expected = undisturbed_writes().await;
+    let s = Scenario::new()
+        .agents(Agents::scripted().hold(Role::Review, [1]))
+        .start()
+        .await;
+    let writes = suspended_while_reviewing(&s).await;
+    assert_eq!(writes, expected);
+    assert_eq!(
+        s.launches(Role::Review),
+        1,
+        "the verdict was kept, not redone"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspension_whose_webhooks_are_lost_is_seen_by_the_poller_and_behaves_the_same() {
+    let expected = undisturbed_writes().await;
+    let s = Scenario::new()
+        .agents(Agents::scripted().hold(Role::Review, [1]))
+        .faults(vec![FaultRule::on_webhook(
+            "installation",
+            FaultKind::WebhookDrop,
+        )])
+        .start()
+        .await;
+    let writes = suspended_while_reviewing(&s).await;
+    assert_eq!(writes, expected);
+    assert_eq!(
+        s.launches(Role::Review),
+        1,
+        "the verdict was kept, not redone"
+    );
+    let delivered = s
+        .world
+        .db
+        .journal()
+        .list_audit_events_of_kind("installation_suspended", 10)
+        .await
+        .unwrap();
+    assert!(!delivered.is_empty());
 }

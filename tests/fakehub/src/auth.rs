@@ -100,6 +100,15 @@ pub fn authenticate(
     match world.grant(token, now) {
         Some(Grant::Personal { user_id }) => Ok(Caller::User { user_id: *user_id }),
         Some(Grant::Installation {
+            installation_id, ..
+        }) if world
+            .installations
+            .get(installation_id)
+            .is_some_and(|i| i.suspended_at.is_some()) =>
+        {
+            Err(ApiError::installation_suspended())
+        }
+        Some(Grant::Installation {
             installation_id,
             scope,
             ..

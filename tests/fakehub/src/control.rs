@@ -306,6 +306,8 @@ pub fn install(shared: &Arc<Shared>, app_id: u64, new: &NewInstallation) -> Resu
             account_id,
             repository_ids: repository_ids.clone(),
             created_at: Utc::now(),
+            suspended_at: None,
+            suspended_by: None,
         },
     );
     let ctx = Ctx {

@@ -57,6 +57,10 @@ pub async fn handle(State(s): State<Arc<Shared>>, req: Request) -> Response {
         let w = s.lock();
         let caller = match authenticate(&w, token.as_deref(), Utc::now()) {
             Ok(c) => c,
+            // A suspended installation's token: refused, not challenged.
+            Err(e) if e.status() == axum::http::StatusCode::FORBIDDEN => {
+                return (e.status(), "This installation has been suspended\n").into_response();
+            }
             Err(_) => return challenge(),
         };
         let need = if is_push {

@@ -29,6 +29,11 @@ impl ApiError {
     pub fn forbidden(message: &str) -> Self {
         Self::new(StatusCode::FORBIDDEN, message)
     }
+    /// GitHub's answer to a token request for, or any call with a token
+    /// of, a suspended installation.
+    pub fn installation_suspended() -> Self {
+        Self::forbidden("This installation has been suspended")
+    }
     pub fn bad_credentials() -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "Bad credentials")
     }

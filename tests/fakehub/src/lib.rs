@@ -19,6 +19,7 @@ pub mod http;
 mod middleware;
 pub mod render;
 mod routes;
+mod suspension;
 mod webhooks;
 pub mod world;
 

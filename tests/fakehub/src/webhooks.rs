@@ -41,6 +41,9 @@ pub fn emit(shared: &Arc<Shared>, world: &mut World, event: Event) {
     let targets: Vec<(u64, u64)> = world
         .installations
         .values()
+        // GitHub sends a suspended installation nothing but the
+        // `installation` event that suspends or unsuspends it.
+        .filter(|i| i.suspended_at.is_none() || event.name == "installation")
         .filter(|i| match (event.only_installation, event.repo_id) {
             (Some(only), _) => i.id == only,
             (None, Some(repo)) => i.repository_ids.contains(&repo),

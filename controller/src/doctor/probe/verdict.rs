@@ -236,7 +236,8 @@ fn mentions_auth(output: &str) -> bool {
 }
 
 /// The last non-empty line of the output, shortened: enough to recognise
-/// the error without pasting the agent's whole log into the report.
+/// the error without pasting the agent's whole log into the report. A JSON
+/// line (a CLI's result object or error event) is quoted by its message.
 fn excerpt(output: &str) -> String {
     let line = output
         .lines()
@@ -244,11 +245,32 @@ fn excerpt(output: &str) -> String {
         .map(str::trim)
         .find(|line| !line.is_empty())
         .unwrap_or("(no output)");
+    let message = json_message(line);
+    let line = message.as_deref().unwrap_or(line);
     let mut text: String = line.chars().take(EXCERPT_CHARS).collect();
     if text.len() < line.len() {
         text.push('…');
     }
     text
+}
+
+/// What a JSON output line says in words: Claude Code's result object
+/// (`.result`, with `.api_error_status` when the model API refused), or an
+/// error event's `.error.message` (Codex's `turn.failed`).
+fn json_message(line: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let text = ["/error/message", "/result", "/message"]
+        .iter()
+        .find_map(|pointer| value.pointer(pointer).and_then(serde_json::Value::as_str))?;
+    Some(
+        match value
+            .get("api_error_status")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(status) => format!("{text} (the model API answered {status})"),
+            None => text.to_owned(),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -278,6 +300,24 @@ mod tests {
         assert_eq!(excerpt(""), "(no output)");
         let long = "x".repeat(500);
         assert_eq!(excerpt(&long).chars().count(), EXCERPT_CHARS + 1);
+    }
+
+    #[test]
+    fn a_refused_key_in_a_json_result_is_an_auth_refusal_quoted_by_its_message() {
+        // Claude Code's `--output-format json` object once its retries of a
+        // 401 are spent (shortened).
+        let claude = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"api_error_type":"authentication_error","result":"Invalid API key · Fix external API key","usage":{"input_tokens":0}}"#;
+        let failure = failed_exit(1, claude);
+        assert!(
+            matches!(failure, ProbeFailure::AuthRefused { .. }),
+            "{failure:?}"
+        );
+        assert_eq!(
+            failure.to_string(),
+            "auth refused: exited with 1: Invalid API key · Fix external API key (the model API answered 401)"
+        );
+        let codex = r#"{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: Incorrect API key provided"}}"#;
+        assert!(excerpt(codex).starts_with("unexpected status 401 Unauthorized"));
     }
 
     #[test]

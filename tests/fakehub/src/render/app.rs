@@ -61,8 +61,8 @@ pub fn render_installation(ctx: Ctx<'_>, inst: &Installation) -> Value {
         "single_file_name": null,
         "has_multiple_single_files": false,
         "single_file_paths": [],
-        "suspended_by": null,
-        "suspended_at": null,
+        "suspended_by": inst.suspended_by.and_then(|id| ctx.world.users.get(&id)).map(|u| render_user(ctx, u)),
+        "suspended_at": inst.suspended_at.map(ts),
     })
 }
 

@@ -68,6 +68,9 @@ pub async fn access_token(
         .filter(|i| i.app_id == app_id)
         .ok_or_else(ApiError::not_found)?
         .clone();
+    if inst.suspended_at.is_some() {
+        return Err(ApiError::installation_suspended());
+    }
     let app = w.app(app_id)?.clone();
     let scope = TokenScope {
         repository_ids: requested_repositories(&w, &inst, &body)?,

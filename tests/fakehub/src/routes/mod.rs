@@ -153,6 +153,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
             "/app/installations/{id}/access_tokens",
             post(apps::access_token),
         )
+        .route(
+            "/app/installations/{id}/suspended",
+            put(crate::suspension::api_suspend).delete(crate::suspension::api_unsuspend),
+        )
         .route("/installation/repositories", get(apps::installation_repos))
         .route("/app/hook/deliveries", get(apps::deliveries))
         .route("/app/hook/deliveries/{id}", get(apps::delivery))
@@ -187,6 +191,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/_fakehub/installations/{id}/repositories",
             put(control::http_set_installation_repos),
+        )
+        .route(
+            "/_fakehub/installations/{id}/suspended",
+            put(crate::suspension::http_suspend).delete(crate::suspension::http_unsuspend),
         )
         .route("/_fakehub/checks", post(control::http_add_check))
         .route("/_fakehub/statuses", post(control::http_add_status))

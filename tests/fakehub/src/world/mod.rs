@@ -98,6 +98,13 @@ pub struct Installation {
     pub account_id: u64,
     pub repository_ids: Vec<u64>,
     pub created_at: DateTime<Utc>,
+    /// Set while the installation is suspended: no token can be minted for
+    /// it, its tokens are refused and no webhook but `installation` is sent.
+    #[serde(default)]
+    pub suspended_at: Option<DateTime<Utc>>,
+    /// The user who suspended it.
+    #[serde(default)]
+    pub suspended_by: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

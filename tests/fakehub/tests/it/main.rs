@@ -7,5 +7,6 @@ mod conformance;
 mod flows;
 mod merge_rules;
 mod support;
+mod suspension;
 mod typed;
 mod webhook_shapes;

@@ -318,6 +318,10 @@ async fn emitted_webhooks_match_githubs_example_payloads() {
     w.hub
         .set_installation_repos(w.installation_id, &["widgets".into()])
         .unwrap();
+    w.hub
+        .suspend_installation(w.installation_id, Some("bob"))
+        .unwrap();
+    w.hub.unsuspend_installation(w.installation_id).unwrap();
     w.wait_for_hook(|r| {
         r.event() == "issue_comment" && r.json()["sender"]["login"] == "autoforge[bot]"
     })
@@ -328,6 +332,8 @@ async fn emitted_webhooks_match_githubs_example_payloads() {
         "installation_repositories.added",
         "installation_repositories.removed",
         "installation.created",
+        "installation.suspend",
+        "installation.unsuspend",
         "label.created",
         "issues.opened",
         "issues.labeled",

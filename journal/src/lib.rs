@@ -39,6 +39,7 @@ mod run_events;
 mod runs;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod views;
 
 pub use answers::{Answer, AnswerClaim, NewAnswer};
 pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};
@@ -55,3 +56,4 @@ pub use records::{
 };
 pub use run_events::{ChangeClaim, EventSource, NewRunEvent, RunEvent};
 pub use runs::{Lease, NewRun, Run, RunFilter, TERMINAL_PHASES, is_terminal};
+pub use views::{DeliveryBacklog, EffectBacklog, PhaseCount, RunListRow, RunQuery, StatusSummary};

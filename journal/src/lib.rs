@@ -34,6 +34,7 @@ mod github_ids;
 mod ids;
 mod journal;
 pub mod localpg;
+mod operator;
 mod records;
 mod run_events;
 mod runs;
@@ -50,6 +51,7 @@ pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
+pub use operator::{NewOperatorCommand, QueuedCommand};
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
     NewValidation, ValidationOutcome, ValidationRecord,

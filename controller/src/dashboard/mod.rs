@@ -13,7 +13,7 @@
 //! puts `/metrics` behind the same guard.
 
 mod pages;
-mod view;
+pub(crate) mod view;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ use base64::Engine;
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
-pub use pages::Links;
+pub use pages::{Links, age};
 
 use crate::sandbox::SandboxMode;
 

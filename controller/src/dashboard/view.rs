@@ -7,6 +7,7 @@ use std::path::Path;
 
 use autoforge_journal::{IssueNumber, Journal, JournalError, PullNumber, Run, RunFilter, RunId};
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::Value;
 
 /// How many runs the index lists.
@@ -17,7 +18,7 @@ pub const LOG_TAIL_LINES: usize = 40;
 const LOG_LINE_LIMIT: usize = 400;
 
 /// One row of the index.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     pub id: i64,
     pub repository: String,
@@ -45,7 +46,7 @@ impl From<&Run> for RunSummary {
 }
 
 /// One line of a run's timeline: a transition or another audit record.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimelineEntry {
     pub at: DateTime<Utc>,
     pub kind: String,
@@ -53,7 +54,7 @@ pub struct TimelineEntry {
 }
 
 /// One GitHub write of a run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EffectRow {
     pub kind: String,
     pub identity: String,
@@ -66,7 +67,7 @@ pub struct EffectRow {
 }
 
 /// One agent launch of a run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LaunchRow {
     pub phase: String,
     pub role: String,
@@ -81,7 +82,7 @@ pub struct LaunchRow {
 }
 
 /// One validation command's result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ValidationRow {
     pub sha: String,
     pub command: String,
@@ -91,7 +92,7 @@ pub struct ValidationRow {
 }
 
 /// Everything the run page shows.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunDetail {
     pub summary: RunSummary,
     pub round: Option<u64>,

@@ -12,4 +12,5 @@ mod doctor_cli;
 mod doctor_probe;
 mod doctor_real_probe;
 mod migrate_cli;
+mod operator_cli;
 mod source_rules;

@@ -341,8 +341,12 @@ impl Driver {
             self.shared.config.lease_ttl,
             lost_tx,
         ));
+        // Every log line of the run's task carries the run it is about.
+        let span = tracing::info_span!("run", run = %run, fencing_token = lease.fencing_token);
+        let driven =
+            tracing::Instrument::instrument(run_task::drive(&self.shared, &lease, shutdown), span);
         let ended = tokio::select! {
-            ended = run_task::drive(&self.shared, &lease, shutdown) => ended,
+            ended = driven => ended,
             // Dropping the work mid-step is a crash as far as the journal is
             // concerned, and the journal is built for crashes; continuing
             // would only produce writes it refuses.

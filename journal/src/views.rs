@@ -139,6 +139,15 @@ impl Journal {
         .await?)
     }
 
+    /// Every repository that has a run, in name order.
+    pub async fn run_repositories(&self) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT DISTINCT repository FROM runs ORDER BY repository")
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
     /// Active runs by phase, blocked runs, and what waits in the inbox and
     /// in the effect journal.
     pub async fn status_summary(&self) -> Result<StatusSummary> {

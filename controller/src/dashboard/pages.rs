@@ -43,7 +43,7 @@ pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;max-height:20rem;overf
 .blocked{border-left:4px solid #b00;background:#fff4f4;padding:.4rem .8rem}\
 .live{border-left:4px solid #2f6fca;background:#f2f6fd;padding:.4rem .8rem}\
 section.issue{border:1px solid #ddd;border-radius:6px;padding:.2rem .8rem;margin:.8rem 0}\
-svg.timeline{width:100%;height:auto;background:#fff;border:1px solid #eee}\
+svg.timeline{width:100%;min-width:40rem;height:auto;background:#fff;border:1px solid #eee}\
 .key{display:inline-block;width:.9rem;height:.6rem}.legend{font-size:.8rem}\
 form.filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end;margin-bottom:.6rem}\
 form.filters label{display:flex;flex-direction:column;font-size:.8rem}\

@@ -26,7 +26,8 @@ pub fn run(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
             (facts(detail, site, now))
             (live(detail))
             h2 { "Timeline" }
-            (svg::timeline(&story))
+            // On a phone the picture keeps a readable size and scrolls.
+            div.scroll { (svg::timeline(&story)) }
             (svg::legend())
             @for section in &story.sections {
                 (issue_section(detail, section, site))

@@ -100,6 +100,20 @@ impl Journal {
         })
     }
 
+    /// Runs with a local `stop` queued and not yet decided. The driver
+    /// kills their running agent at once, as it does for a stop comment:
+    /// the command came through the journal, not through this process.
+    pub async fn runs_with_queued_stop(&self) -> Result<Vec<RunId>> {
+        Ok(sqlx::query_scalar(
+            "SELECT DISTINCT run_id FROM run_events \
+             WHERE consumed_at IS NULL AND source = 'operator' \
+               AND event #>> '{local_command,verb}' = 'stop' \
+             ORDER BY run_id",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Whether the run event `id` was consumed (decided) by its driver.
     pub async fn run_event_consumed(&self, id: i64) -> Result<bool> {
         let consumed: Option<Option<DateTime<Utc>>> =

@@ -231,3 +231,82 @@ async fn operators_read_a_blocked_run_unblock_it_and_stop_it_from_the_command_li
         shown(&again)
     );
 }
+
+/// An agent that sleeps far past any limit of the test.
+fn sleeping_agent_config(pid_file: &Path) -> String {
+    let script = format!(
+        "{}/../tests/agents/sleeper_with_grandchild.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    format!(
+        r#"
+# The pid file names a host process only outside the sandbox's PID namespace.
+[agents]
+sandbox = "off"
+
+[agents.profiles.sleeper]
+command = ["{script}", "{pid}"]
+idle_timeout_seconds = 600
+max_runtime_seconds = 900
+
+[agents.roles]
+implement = "sleeper"
+"#,
+        pid = pid_file.display()
+    )
+}
+
+/// Whether `pid` is a live process (not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat.rsplit_once(") ")?.1.to_owned();
+            after.chars().next()
+        })
+        .is_some_and(|state| state != 'Z')
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_stop_kills_the_running_agent_at_once_and_stops_the_run() {
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("grandchild.pid");
+    let world = World::start_with(WorldOptions {
+        config_toml: Some(sleeping_agent_config(&pid_file)),
+        ..WorldOptions::default()
+    })
+    .await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "sleep on it").await;
+    world.add_label(&owner, issue, "autoforge").await;
+    let run = world.run_for(issue).await;
+    let grandchild: i32 = eventually(Duration::from_secs(60), "the agent running", || async {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+    })
+    .await;
+    assert!(alive(grandchild));
+
+    let cwd = tempfile::tempdir().unwrap();
+    let stopped = tokio::task::block_in_place(|| {
+        cli(
+            &world,
+            cwd.path(),
+            &["stop", &run.to_string(), "--wait", "30"],
+        )
+    });
+    assert!(stopped.status.success(), "{}", shown(&stopped));
+    assert!(
+        stdout(&stopped).contains(&format!("run {run} is now STOPPED")),
+        "decided within the wait, long before the agent's limits: {}",
+        shown(&stopped)
+    );
+    eventually(Duration::from_secs(15), "the agent gone", || async {
+        (!alive(grandchild)).then_some(())
+    })
+    .await;
+    let launches = world.db.journal().list_launches(run).await.unwrap();
+    assert_eq!(launches.len(), 1, "{launches:#?}");
+    assert_eq!(launches[0].outcome.as_deref(), Some("cancelled"));
+}

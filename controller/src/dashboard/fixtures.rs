@@ -130,7 +130,7 @@ pub fn epic_run() -> RunDetail {
         pr: Some(autoforge_journal::testing::pull(21)),
         blocked_reason: summary().blocked_reason,
         failure: None,
-        awaiting: Some("operator".into()),
+        awaiting: Some("nothing".into()),
         timeline: vec![
             transition(0, "INITIALIZING", "IMPLEMENT", 1),
             transition(60, "IMPLEMENT", "IMPLEMENT", 0),

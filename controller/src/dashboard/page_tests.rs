@@ -78,7 +78,7 @@ fn the_run_page_shows_live_state_the_timeline_and_one_section_per_issue() {
     for expected in [
         "Blocked: </strong>validation failed twice on the candidate",
         "autoforge unblock 7 --reason TEXT",
-        "Waiting for: <code>operator</code>",
+        "Waiting for an operator: nothing runs until one acts.",
         r#"<svg class="timeline""#,
         "review round 1: needs a fix round",
         "<title>merged</title>",

@@ -9,7 +9,7 @@ use maud::{Markup, html};
 
 use super::Site;
 use super::pages::{age, duration, page};
-use super::story::{IssueSection, Story, accepted_commands, arrange};
+use super::story::{IssueSection, Story, accepted_commands, arrange, awaiting_words};
 use super::svg;
 use super::view::{LaunchRow, RunDetail};
 
@@ -67,7 +67,7 @@ fn live(detail: &RunDetail) -> Markup {
                     p { "Running: " (launch.role) " with " (launch.profile) " since "
                         (launch.started_at.format("%H:%M:%S")) }
                 } @else if let Some(awaiting) = &detail.awaiting {
-                    p { "Waiting for: " code { (awaiting) } }
+                    p { "Waiting for " (awaiting_words(awaiting)) "." }
                 }
                 p { "Commands it accepts now:" }
                 ul { @for (comment, cli) in &commands {

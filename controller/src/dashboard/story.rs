@@ -210,3 +210,20 @@ pub fn accepted_commands(detail: &RunDetail) -> Vec<(&'static str, Option<String
     commands.push(("/autoforge stop", Some(format!("autoforge stop {id}"))));
     commands
 }
+
+/// What a run waiting for `awaiting` (the run document's tag) waits for,
+/// in words; an unknown tag is shown as it is.
+pub fn awaiting_words(awaiting: &str) -> &str {
+    match awaiting {
+        "start" => "its first read of GitHub",
+        "agent" => "an agent launch (running, or about to start)",
+        "validation" => "the validation commands",
+        "effects" => "its GitHub writes to be read back",
+        "facts" => "a fresh read of GitHub",
+        "merge_outcome" => "the merge's outcome",
+        "next_issue_check" => "the EPIC's next issue",
+        "operator_retry" => "an operator's /autoforge retry",
+        "nothing" => "an operator: nothing runs until one acts",
+        other => other,
+    }
+}

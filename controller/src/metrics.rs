@@ -28,6 +28,19 @@
 //! | `autoforge_github_rate_limit_limit` | gauge | `installation` | last `x-ratelimit-limit` seen |
 //! | `autoforge_effects_driven_total` | counter | `kind`, `outcome` | effect drives: `observed`, `still_attempted`, `conflict`, `blocked`, `rerequest`, `error` |
 //! | `autoforge_active_runs` | gauge | `phase` | non-terminal runs per phase, refreshed by each poller pass |
+//! | `autoforge_effect_drive_latency_seconds` | histogram | `kind` | from an effect's intent commit to its read-back (`observed`) |
+//! | `autoforge_agent_launches_total` | counter | `role`, `profile`, `outcome` | finished agent processes: `success`, `exit-nonzero`, `signalled`, `idle-timeout`, `wall-timeout`, `cancelled` |
+//! | `autoforge_agent_launch_duration_seconds` | histogram | `role`, `profile` | wall time of one agent process |
+//! | `autoforge_agent_launch_tokens_total` | counter | `role`, `profile` | tokens the launches reported |
+//! | `autoforge_deliveries_pending` | gauge | | webhook deliveries neither processed nor given up, read from the journal at each scrape |
+//! | `autoforge_deliveries_oldest_pending_age_seconds` | gauge | | age of the oldest of them (0 when there is none) |
+//! | `autoforge_deliveries_given_up` | gauge | | deliveries the dispatcher gave up on |
+//! | `autoforge_effects_pending` | gauge | | effects `intended` or `attempted`, over every run |
+//! | `autoforge_effects_oldest_pending_age_seconds` | gauge | | age of the oldest of them (0 when there is none) |
+//! | `autoforge_effects_conflicted` | gauge | | effects in `conflict` |
+//!
+//! Profile names are the operator's configured profiles, a small closed
+//! set like the installations; roles are the machine's fixed roles.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -35,7 +48,7 @@ use std::time::Duration;
 use ::metrics::{
     Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
 };
-use autoforge_journal::EffectKind;
+use autoforge_journal::{EffectKind, Journal};
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
@@ -55,6 +68,16 @@ pub const RATE_LIMIT_REMAINING: &str = "autoforge_github_rate_limit_remaining";
 pub const RATE_LIMIT_LIMIT: &str = "autoforge_github_rate_limit_limit";
 pub const EFFECTS_DRIVEN: &str = "autoforge_effects_driven_total";
 pub const ACTIVE_RUNS: &str = "autoforge_active_runs";
+pub const EFFECT_DRIVE_LATENCY: &str = "autoforge_effect_drive_latency_seconds";
+pub const LAUNCHES: &str = "autoforge_agent_launches_total";
+pub const LAUNCH_DURATION: &str = "autoforge_agent_launch_duration_seconds";
+pub const LAUNCH_TOKENS: &str = "autoforge_agent_launch_tokens_total";
+pub const DELIVERIES_PENDING: &str = "autoforge_deliveries_pending";
+pub const DELIVERIES_OLDEST_AGE: &str = "autoforge_deliveries_oldest_pending_age_seconds";
+pub const DELIVERIES_GIVEN_UP: &str = "autoforge_deliveries_given_up";
+pub const EFFECTS_PENDING: &str = "autoforge_effects_pending";
+pub const EFFECTS_OLDEST_AGE: &str = "autoforge_effects_oldest_pending_age_seconds";
+pub const EFFECTS_CONFLICTED: &str = "autoforge_effects_conflicted";
 
 /// The exposition format version Prometheus expects for text scrapes.
 const EXPOSITION_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -62,6 +85,17 @@ const EXPOSITION_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8"
 /// Upper bounds of the request-duration buckets, in seconds: GitHub answers
 /// most reads in tens of milliseconds; the client gives up at 30 s.
 const DURATION_BUCKETS: [f64; 11] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+/// Upper bounds of the effect-latency buckets, in seconds: a write is
+/// usually read back within a second; retries and rate-limit waits take
+/// minutes.
+const LATENCY_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0, 600.0];
+
+/// Upper bounds of the launch-duration buckets, in seconds: scripted
+/// agents take a fraction of a second, real ones minutes to an hour.
+const LAUNCH_BUCKETS: [f64; 10] = [
+    0.5, 1.0, 5.0, 15.0, 60.0, 180.0, 600.0, 1_200.0, 1_800.0, 3_600.0,
+];
 
 /// How often buffered histogram samples are drained without a scrape.
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -188,10 +222,16 @@ pub fn install() -> Result<PrometheusHandle, MetricsError> {
 /// The exporter's configuration: real histograms (not summaries) for the
 /// duration metric, so that replicas' buckets can be summed.
 fn builder() -> Result<PrometheusBuilder, BuildError> {
-    PrometheusBuilder::new().set_buckets_for_metric(
-        Matcher::Full(GITHUB_REQUEST_DURATION.to_owned()),
-        &DURATION_BUCKETS,
-    )
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Full(GITHUB_REQUEST_DURATION.to_owned()),
+            &DURATION_BUCKETS,
+        )?
+        .set_buckets_for_metric(
+            Matcher::Full(EFFECT_DRIVE_LATENCY.to_owned()),
+            &LATENCY_BUCKETS,
+        )?
+        .set_buckets_for_metric(Matcher::Full(LAUNCH_DURATION.to_owned()), &LAUNCH_BUCKETS)
 }
 
 fn describe_all() {
@@ -222,11 +262,39 @@ fn describe_all() {
     describe_gauge!(RATE_LIMIT_LIMIT, "Size of the GitHub rate-limit window.");
     describe_counter!(EFFECTS_DRIVEN, "Effect drives, by kind and outcome.");
     describe_gauge!(ACTIVE_RUNS, "Non-terminal runs, by phase.");
+    describe_histogram!(
+        EFFECT_DRIVE_LATENCY,
+        Unit::Seconds,
+        "Time from an effect's intent commit to its read-back."
+    );
+    describe_counter!(LAUNCHES, "Finished agent processes, by outcome.");
+    describe_histogram!(
+        LAUNCH_DURATION,
+        Unit::Seconds,
+        "Wall time of one agent process."
+    );
+    describe_counter!(LAUNCH_TOKENS, "Tokens reported by agent launches.");
+    describe_gauge!(DELIVERIES_PENDING, "Webhook deliveries not yet handled.");
+    describe_gauge!(
+        DELIVERIES_OLDEST_AGE,
+        Unit::Seconds,
+        "Age of the oldest webhook delivery not yet handled."
+    );
+    describe_gauge!(DELIVERIES_GIVEN_UP, "Webhook deliveries given up on.");
+    describe_gauge!(EFFECTS_PENDING, "Effects not yet read back.");
+    describe_gauge!(
+        EFFECTS_OLDEST_AGE,
+        Unit::Seconds,
+        "Age of the oldest effect not yet read back."
+    );
+    describe_gauge!(EFFECTS_CONFLICTED, "Effects in conflict.");
 }
 
 /// `GET /metrics` over the process-wide recorder, installing it if needed.
-/// If another recorder holds the slot the route answers 503 and says why.
-pub fn metrics_router() -> Router {
+/// Each scrape first reads the backlogs from `journal` (so every replica
+/// reports the shared inbox and effect journal as they are). If another
+/// recorder holds the slot the route answers 503 and says why.
+pub fn metrics_router(journal: Journal) -> Router {
     let installed = install();
     if let Err(error) = &installed {
         tracing::error!(%error, "/metrics will answer 503");
@@ -235,13 +303,17 @@ pub fn metrics_router() -> Router {
         "/metrics",
         get(move || {
             let installed = installed.clone();
+            let journal = journal.clone();
             async move {
                 match installed {
-                    Ok(handle) => (
-                        [(header::CONTENT_TYPE, EXPOSITION_CONTENT_TYPE)],
-                        handle.render(),
-                    )
-                        .into_response(),
+                    Ok(handle) => {
+                        refresh_backlogs(&journal).await;
+                        (
+                            [(header::CONTENT_TYPE, EXPOSITION_CONTENT_TYPE)],
+                            handle.render(),
+                        )
+                            .into_response()
+                    }
                     Err(error) => {
                         (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response()
                     }
@@ -249,6 +321,33 @@ pub fn metrics_router() -> Router {
             }
         }),
     )
+}
+
+/// Sets the backlog gauges from the journal. An unreadable journal keeps
+/// the last values (and `/readyz` says the database is unreachable).
+async fn refresh_backlogs(journal: &Journal) {
+    let now = chrono::Utc::now();
+    let age = |then: Option<chrono::DateTime<chrono::Utc>>| {
+        then.map_or(0.0, |t| {
+            (now - t).num_milliseconds().max(0) as f64 / 1_000.0
+        })
+    };
+    match journal.delivery_backlog().await {
+        Ok(backlog) => {
+            gauge!(DELIVERIES_PENDING).set(backlog.pending as f64);
+            gauge!(DELIVERIES_OLDEST_AGE).set(age(backlog.oldest_received_at));
+            gauge!(DELIVERIES_GIVEN_UP).set(backlog.failed as f64);
+        }
+        Err(error) => tracing::warn!(%error, "/metrics: the delivery backlog is unreadable"),
+    }
+    match journal.effect_backlog().await {
+        Ok(backlog) => {
+            gauge!(EFFECTS_PENDING).set(backlog.pending as f64);
+            gauge!(EFFECTS_OLDEST_AGE).set(age(backlog.oldest_created_at));
+            gauge!(EFFECTS_CONFLICTED).set(backlog.conflicts as f64);
+        }
+        Err(error) => tracing::warn!(%error, "/metrics: the effect backlog is unreadable"),
+    }
 }
 
 /// The label value for a webhook event name.
@@ -355,6 +454,30 @@ impl DriveEnd {
 /// One `EffectExecutor::drive` step and how it ended.
 pub fn effect_driven(kind: EffectKind, end: DriveEnd) {
     counter!(EFFECTS_DRIVEN, "kind" => kind.as_str(), "outcome" => end.label()).increment(1);
+}
+
+/// An effect was read back `latency` after its intent was committed.
+pub fn effect_observed(kind: EffectKind, latency: Duration) {
+    histogram!(EFFECT_DRIVE_LATENCY, "kind" => kind.as_str()).record(latency.as_secs_f64());
+}
+
+/// One agent process finished. `outcome` is the journal's fixed word for
+/// how it ended; `role` one of the machine's roles.
+pub fn launch_finished(
+    role: &'static str,
+    profile: &str,
+    outcome: &'static str,
+    took: Duration,
+    tokens: Option<u64>,
+) {
+    let profile = profile.to_owned();
+    counter!(LAUNCHES, "role" => role, "profile" => profile.clone(), "outcome" => outcome)
+        .increment(1);
+    histogram!(LAUNCH_DURATION, "role" => role, "profile" => profile.clone())
+        .record(took.as_secs_f64());
+    if let Some(tokens) = tokens {
+        counter!(LAUNCH_TOKENS, "role" => role, "profile" => profile).increment(tokens);
+    }
 }
 
 /// Sets the per-phase gauge from the phases of every active run (as the
@@ -489,6 +612,42 @@ mod tests {
             assert!(text.contains(line), "missing `{line}` in:\n{text}");
         }
         assert!(!text.contains(r#"phase="DONE""#), "{text}");
+    }
+
+    #[test]
+    fn launches_are_counted_by_role_profile_and_outcome_with_durations_and_tokens() {
+        let text = render_local(|| {
+            launch_finished(
+                "implement",
+                "scripted",
+                "success",
+                Duration::from_millis(300),
+                Some(120),
+            );
+            launch_finished(
+                "implement",
+                "scripted",
+                "idle-timeout",
+                Duration::from_secs(90),
+                None,
+            );
+            effect_observed(EffectKind::PostComment, Duration::from_millis(400));
+        });
+        for line in [
+            r#"autoforge_agent_launches_total{role="implement",profile="scripted",outcome="success"} 1"#,
+            r#"autoforge_agent_launches_total{role="implement",profile="scripted",outcome="idle-timeout"} 1"#,
+            r#"autoforge_agent_launch_tokens_total{role="implement",profile="scripted"} 120"#,
+            r#"autoforge_agent_launch_duration_seconds_bucket{role="implement",profile="scripted",le="0.5"} 1"#,
+            r#"autoforge_agent_launch_duration_seconds_bucket{role="implement",profile="scripted",le="180"} 2"#,
+            "# TYPE autoforge_effect_drive_latency_seconds histogram",
+        ] {
+            assert!(text.contains(line), "missing `{line}` in:\n{text}");
+        }
+        let latency = format!(
+            r#"autoforge_effect_drive_latency_seconds_bucket{{kind="{}",le="0.5"}} 1"#,
+            EffectKind::PostComment.as_str()
+        );
+        assert!(text.contains(&latency), "{text}");
     }
 
     #[test]

@@ -34,11 +34,13 @@ mod github_ids;
 mod ids;
 mod journal;
 pub mod localpg;
+mod operator;
 mod records;
 mod run_events;
 mod runs;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod views;
 
 pub use answers::{Answer, AnswerClaim, NewAnswer};
 pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};
@@ -49,9 +51,11 @@ pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
+pub use operator::{NewOperatorCommand, QueuedCommand};
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
     NewValidation, ValidationOutcome, ValidationRecord,
 };
 pub use run_events::{ChangeClaim, EventSource, NewRunEvent, RunEvent};
 pub use runs::{Lease, NewRun, Run, RunFilter, TERMINAL_PHASES, is_terminal};
+pub use views::{DeliveryBacklog, EffectBacklog, PhaseCount, RunListRow, RunQuery, StatusSummary};

@@ -23,6 +23,8 @@ use crate::runs::{Lease, NewRun, check_new_run, lease_is_current, run_insert_err
 pub enum EventSource {
     Webhook,
     Poll,
+    /// An operator's command on the controller's host (`autoforge unblock`).
+    Operator,
 }
 
 impl EventSource {
@@ -30,6 +32,7 @@ impl EventSource {
         match self {
             EventSource::Webhook => "webhook",
             EventSource::Poll => "poll",
+            EventSource::Operator => "operator",
         }
     }
 }

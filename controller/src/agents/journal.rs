@@ -32,22 +32,37 @@ pub async fn record_finished_launch(
             },
         )
         .await?;
-    journal
-        .record_launch_finished(lease, id, &launch_end(record))
-        .await?;
+    let end = launch_end(record);
+    journal.record_launch_finished(lease, id, &end).await?;
+    crate::metrics::launch_finished(
+        record.role.role_name(),
+        &record.profile,
+        outcome_word(record.exit),
+        record.duration,
+        record.tokens,
+    );
     Ok(id)
+}
+
+/// The fixed word for how a launch ended (journal `outcome`, metrics label).
+fn outcome_word(exit: LaunchExit) -> &'static str {
+    match exit {
+        LaunchExit::Exited(0) => "success",
+        LaunchExit::Exited(_) => "exit-nonzero",
+        LaunchExit::Signalled(_) => "signalled",
+        LaunchExit::IdleTimeout => "idle-timeout",
+        LaunchExit::WallTimeout => "wall-timeout",
+        LaunchExit::Cancelled => "cancelled",
+    }
 }
 
 /// The journal's view of how a launch ended.
 pub fn launch_end(record: &LaunchRecord) -> LaunchEnd {
-    let (exit_status, outcome) = match record.exit {
-        LaunchExit::Exited(0) => (Some(0), "success"),
-        LaunchExit::Exited(code) => (Some(code), "exit-nonzero"),
-        LaunchExit::Signalled(_) => (None, "signalled"),
-        LaunchExit::IdleTimeout => (None, "idle-timeout"),
-        LaunchExit::WallTimeout => (None, "wall-timeout"),
-        LaunchExit::Cancelled => (None, "cancelled"),
+    let exit_status = match record.exit {
+        LaunchExit::Exited(code) => Some(code),
+        _ => None,
     };
+    let outcome = outcome_word(record.exit);
     LaunchEnd {
         exit_status,
         duration_ms: i64::try_from(record.duration.as_millis()).unwrap_or(i64::MAX),

@@ -5,6 +5,8 @@ mod config_cmd;
 mod demo_cmd;
 mod doctor_cmd;
 mod migrate_cmd;
+mod operator_cmd;
+mod runs_cmd;
 mod serve_cmd;
 mod setup_cmd;
 
@@ -77,6 +79,17 @@ pub enum CliCommand {
     /// permissions and events autoforge uses, then saves its id, private
     /// key and webhook secret (0600) for `serve`.
     Setup(SetupArgs),
+    /// Active runs by phase, blocked runs with their reasons, and what
+    /// waits in the webhook inbox and the effect journal.
+    Status(StatusArgs),
+    /// List runs or show one.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Unblock a BLOCKED run, as `/autoforge unblock` would: the phase it
+    /// resumes in is chosen from GitHub's current state.
+    Unblock(UnblockArgs),
+    /// Stop a run, as `/autoforge stop` would.
+    Stop(StopArgs),
 }
 
 /// Options of `autoforge setup`.
@@ -106,6 +119,81 @@ pub struct SetupArgs {
     /// Replace credentials already in the directory.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Options of `autoforge status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Runs, newest first.
+    List(RunsListArgs),
+    /// One run: its timeline, GitHub writes, launches and validations.
+    Show(RunsShowArgs),
+}
+
+/// Options of `autoforge runs list`.
+#[derive(Debug, Args)]
+pub struct RunsListArgs {
+    /// Only runs of this repository (`owner/name`).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Only runs in this phase (`REVIEW`, `blocked`, …).
+    #[arg(long, value_name = "PHASE")]
+    pub phase: Option<String>,
+    /// Only blocked runs.
+    #[arg(long)]
+    pub blocked: bool,
+    /// At most this many runs.
+    #[arg(long, default_value_t = 50)]
+    pub limit: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `autoforge runs show`.
+#[derive(Debug, Args)]
+pub struct RunsShowArgs {
+    /// The run's id.
+    pub id: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `autoforge unblock`.
+#[derive(Debug, Args)]
+pub struct UnblockArgs {
+    /// The run's id.
+    pub run: i64,
+    /// Why the run may go on (recorded with your name; never posted).
+    #[arg(long)]
+    pub reason: String,
+    /// The operator name to record [default: $USER].
+    #[arg(long = "as", value_name = "NAME")]
+    pub operator: Option<String>,
+    /// Seconds to wait for the running `autoforge serve` to decide.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub wait: u64,
+}
+
+/// Options of `autoforge stop`.
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// The run's id.
+    pub run: i64,
+    /// The operator name to record [default: $USER].
+    #[arg(long = "as", value_name = "NAME")]
+    pub operator: Option<String>,
+    /// Seconds to wait for the running `autoforge serve` to decide.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub wait: u64,
 }
 
 /// Options of `autoforge doctor`.
@@ -169,6 +257,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             serve_cmd::run(&config)
         }
         CliCommand::Demo(args) => demo_cmd::run(&cli.global, args),
+        CliCommand::Status(args) => runs_cmd::status(&operator_config(&cli.global)?, args),
+        CliCommand::Runs(RunsCommand::List(args)) => {
+            runs_cmd::list(&operator_config(&cli.global)?, args)
+        }
+        CliCommand::Runs(RunsCommand::Show(args)) => {
+            runs_cmd::show(&operator_config(&cli.global)?, args)
+        }
+        CliCommand::Unblock(args) => operator_cmd::unblock(&operator_config(&cli.global)?, args),
+        CliCommand::Stop(args) => operator_cmd::stop(&operator_config(&cli.global)?, args),
         CliCommand::Doctor(args) => {
             logging::init(DOCTOR_LOG_FILTER, LogFormat::Auto, cli.global.verbosity())?;
             doctor_cmd::run(&cli.global, args)
@@ -178,6 +275,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             setup_cmd::run(&config, args)
         }
     }
+}
+
+/// The operator commands print their own answer on stdout; logs (on
+/// stderr) say only what went wrong unless `-v` asks for more.
+fn operator_config(global: &GlobalArgs) -> anyhow::Result<Config> {
+    let env = Environment::from_process();
+    let config = load_config(global, &env)?;
+    logging::init(DOCTOR_LOG_FILTER, LogFormat::Auto, global.verbosity())?;
+    Ok(config)
 }
 
 /// The doctor prints its own report; logs only say what went wrong unless

@@ -3,12 +3,14 @@
 //! caller reads the collaborator permission from GitHub and passes it in.
 
 mod authorize;
+mod local;
 mod parse;
 
 pub use authorize::{
     Actor, ActorKind, AllowedBy, OperatorDecision, OperatorPolicy, Permission, RefusalReason,
     UnknownPermission, decide_operator, is_own_login,
 };
+pub use local::{LocalCommand, LocalCommandEvent};
 pub use parse::{
     COMMAND_PREFIX, Command, CommandParseError, MAX_UNBLOCK_REASON_CHARS, VERBS,
     commands_added_by_edit, parse_commands,

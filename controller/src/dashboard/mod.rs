@@ -1,8 +1,9 @@
-//! The read-only dashboard (SPEC §15): `/` lists runs with phase and age,
-//! `/runs/{id}` shows one run's timeline of transitions, its GitHub writes
-//! (stage, attempts, links), agent launches (profile, exit, duration,
-//! tokens, log tail) and validations. Every page carries a warning banner
-//! while `agents.sandbox` is off.
+//! The read-only dashboard (SPEC §15): `/` lists runs (repository, issue,
+//! EPIC, phase, round, age, tokens, blocked reason) with filters and
+//! pages; `/runs/{id}` shows one run per issue it worked on — review
+//! rounds, launches, validations, GitHub writes — under what it does now
+//! and an SVG timeline. Every page carries a warning banner while
+//! `agents.sandbox` is off.
 //!
 //! Who may look (SPEC §17): the pages show runs, agent logs and refusal
 //! reasons, so [`DashboardAccess`] serves them openly only when the admin
@@ -12,15 +13,22 @@
 //! can prompt for); without a token they are not served at all. `serve`
 //! puts `/metrics` behind the same guard.
 
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod page_tests;
 mod pages;
-mod view;
+mod run_page;
+mod story;
+mod svg;
+pub(crate) mod view;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use autoforge_journal::{Journal, RunId};
 use axum::Router;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
@@ -29,7 +37,7 @@ use base64::Engine;
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
-pub use pages::Links;
+pub use pages::{Links, age};
 
 use crate::sandbox::SandboxMode;
 
@@ -123,9 +131,12 @@ pub fn dashboard_router(journal: Journal, site: Site) -> Router {
         .with_state(state)
 }
 
-async fn index(State(dashboard): State<Dashboard>) -> Response {
-    match view::load_index(&dashboard.journal).await {
-        Ok(runs) => Html(pages::index(&runs, &dashboard.site, chrono::Utc::now()).into_string())
+async fn index(
+    State(dashboard): State<Dashboard>,
+    Query(filter): Query<view::IndexFilter>,
+) -> Response {
+    match view::load_index(&dashboard.journal, filter).await {
+        Ok(page) => Html(pages::index(&page, &dashboard.site, chrono::Utc::now()).into_string())
             .into_response(),
         Err(error) => unavailable(&error),
     }
@@ -137,7 +148,7 @@ async fn run(State(dashboard): State<Dashboard>, Path(id): Path<String>) -> Resp
     };
     match view::load_run(&dashboard.journal, RunId(id)).await {
         Ok(Some(detail)) => {
-            Html(pages::run(&detail, &dashboard.site, chrono::Utc::now()).into_string())
+            Html(run_page::run(&detail, &dashboard.site, chrono::Utc::now()).into_string())
                 .into_response()
         }
         Ok(None) => (StatusCode::NOT_FOUND, "no such run").into_response(),

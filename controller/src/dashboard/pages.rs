@@ -1,4 +1,5 @@
-//! The dashboard's HTML: server-rendered, no JavaScript, readable on a
+//! The dashboard's HTML: the page layout and the runs list (the run page
+//! is [`super::run_page`]). Server-rendered, no JavaScript, readable on a
 //! phone. `maud` escapes every interpolated value, so agent- or
 //! user-written text (a blocked reason, a log line) is shown, never run.
 
@@ -7,7 +8,7 @@ use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
 
 use super::Site;
-use super::view::{RunDetail, RunSummary};
+use super::view::{IndexFilter, IndexPage, PAGE_SIZE};
 use crate::sandbox::SandboxMode;
 
 /// Where links to GitHub point (`https://github.com` for github.com).
@@ -17,14 +18,14 @@ pub struct Links {
 }
 
 impl Links {
-    fn issue(&self, repository: &str, number: i64) -> String {
+    pub(super) fn issue(&self, repository: &str, number: i64) -> String {
         format!(
             "{}/{repository}/issues/{number}",
             self.html_base.trim_end_matches('/')
         )
     }
 
-    fn pull(&self, repository: &str, number: PullNumber) -> String {
+    pub(super) fn pull(&self, repository: &str, number: PullNumber) -> String {
         format!(
             "{}/{repository}/pull/{number}",
             self.html_base.trim_end_matches('/')
@@ -32,12 +33,21 @@ impl Links {
     }
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1rem;max-width:72rem}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:.8rem;max-width:72rem;line-height:1.35}\
 table{border-collapse:collapse;width:100%;font-size:.9rem}\
 th,td{border-bottom:1px solid #ddd;padding:.3rem .4rem;text-align:left;vertical-align:top}\
-.scroll{overflow-x:auto}code,pre{font-size:.8rem}pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem}\
-.BLOCKED,.FAILED{color:#b00}.DONE{color:#070}.STOPPED{color:#777}\
-.unsandboxed{border:2px solid #b00;background:#fff0f0;padding:.5rem .8rem}";
+.scroll{overflow-x:auto}code,pre{font-size:.8rem;overflow-wrap:anywhere}\
+pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;max-height:20rem;overflow:auto}\
+.BLOCKED,.FAILED,.conflict{color:#b00}.DONE,.observed{color:#070}.STOPPED{color:#777}\
+.unsandboxed{border:2px solid #b00;background:#fff0f0;padding:.5rem .8rem}\
+.blocked{border-left:4px solid #b00;background:#fff4f4;padding:.4rem .8rem}\
+.live{border-left:4px solid #2f6fca;background:#f2f6fd;padding:.4rem .8rem}\
+section.issue{border:1px solid #ddd;border-radius:6px;padding:.2rem .8rem;margin:.8rem 0}\
+svg.timeline{width:100%;min-width:40rem;height:auto;background:#fff;border:1px solid #eee}\
+.key{display:inline-block;width:.9rem;height:.6rem}.legend{font-size:.8rem}\
+form.filters{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end;margin-bottom:.6rem}\
+form.filters label{display:flex;flex-direction:column;font-size:.8rem}\
+nav.pages a,nav.pages span{margin-right:.8rem}";
 
 /// Shown on every page while agents run outside the sandbox: whoever
 /// looks at runs should know that a prompt-injected agent could have
@@ -55,7 +65,7 @@ fn unsandboxed_banner() -> Markup {
     }
 }
 
-fn page(title: &str, site: &Site, now: DateTime<Utc>, body: Markup) -> Markup {
+pub(super) fn page(title: &str, site: &Site, now: DateTime<Utc>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -93,40 +103,108 @@ pub fn age(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-/// `/`: every run, newest first.
-pub fn index(runs: &[RunSummary], site: &Site, now: DateTime<Utc>) -> Markup {
-    let active = runs.iter().filter(|r| r.active).count();
+/// The index's filter form: no script, a plain GET.
+fn filters(page: &IndexPage) -> Markup {
+    let filter = &page.filter;
+    let chosen_repo = filter.repo().unwrap_or_default();
+    let chosen_phase = filter.phase().unwrap_or_default();
+    html! {
+        form.filters method="get" action="/" {
+            label { "repository"
+                select name="repo" {
+                    option value="" { "any" }
+                    @for repository in &page.repositories {
+                        option value=(repository) selected[*repository == chosen_repo] { (repository) }
+                    }
+                }
+            }
+            label { "phase"
+                select name="phase" {
+                    option value="" { "any" }
+                    @for phase in crate::machine::Phase::ALL {
+                        option value=(phase.as_str()) selected[phase.as_str() == chosen_phase] { (phase.as_str()) }
+                    }
+                }
+            }
+            label { "blocked only"
+                input type="checkbox" name="blocked" value="1" checked[filter.blocked_only()];
+            }
+            button type="submit" { "filter" }
+        }
+    }
+}
+
+/// The query string of `filter` on page `number`.
+fn page_link(filter: &IndexFilter, number: i64) -> String {
+    let mut parts = Vec::new();
+    if let Some(repo) = filter.repo() {
+        parts.push(format!("repo={}", form_escape(&repo)));
+    }
+    if let Some(phase) = filter.phase() {
+        parts.push(format!("phase={}", form_escape(&phase)));
+    }
+    if filter.blocked_only() {
+        parts.push("blocked=1".to_owned());
+    }
+    parts.push(format!("page={number}"));
+    format!("/?{}", parts.join("&"))
+}
+
+/// Percent-encodes everything but unreserved characters.
+fn form_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `/`: the runs the filter selects, newest first, a page at a time.
+pub fn index(page: &IndexPage, site: &Site, now: DateTime<Utc>) -> Markup {
     let links = &site.links;
-    page(
+    let number = page.filter.page();
+    let pages = ((page.matching + PAGE_SIZE - 1) / PAGE_SIZE).max(1);
+    super::pages::page(
         "runs",
         site,
         now,
         html! {
             h1 { "Runs" }
-            p { (active) " active, " (runs.len()) " shown" }
-            @if runs.is_empty() {
+            (filters(page))
+            p { (page.matching) " matching · page " (number) " of " (pages) }
+            @if page.runs.is_empty() {
                 p { "No run yet. Label an issue with the trigger label to start one." }
             } @else {
                 div.scroll { table {
                     thead { tr { th { "run" } th { "repository" } th { "issue" } th { "EPIC" }
-                        th { "phase" } th { "age" } th { "last change" } } }
-                    tbody { @for run in runs { tr {
+                        th { "phase" } th { "round" } th { "age" } th { "tokens" } th { "blocked because" } } }
+                    tbody { @for run in &page.runs { tr {
                         td { a href={ "/runs/" (run.id) } { "#" (run.id) } }
                         td { (run.repository) }
                         td { a href=(links.issue(&run.repository, run.issue)) { "#" (run.issue) } }
                         td { @if let Some(epic) = run.epic {
                             a href=(links.issue(&run.repository, epic)) { "#" (epic) } } }
                         td class=(run.phase) { (run.phase) }
+                        td { @if let Some(round) = run.round { (round) } }
                         td { (age(run.created_at, now)) }
-                        td { (age(run.updated_at, now)) " ago" }
+                        td { (run.tokens) }
+                        td { @if let Some(reason) = &run.blocked_reason { (reason) } }
                     } } }
                 } }
+            }
+            nav.pages {
+                @if number > 1 { a href=(page_link(&page.filter, number - 1)) { "← newer" } }
+                @if number < pages { a href=(page_link(&page.filter, number + 1)) { "older →" } }
             }
         },
     )
 }
 
-fn duration(ms: Option<i64>) -> String {
+/// `2.5 s`, `300 ms`, or `running` while a launch has no end.
+pub(super) fn duration(ms: Option<i64>) -> String {
     match ms {
         Some(ms) if ms >= 1_000 => format!("{:.1} s", ms as f64 / 1_000.0),
         Some(ms) => format!("{ms} ms"),
@@ -134,110 +212,10 @@ fn duration(ms: Option<i64>) -> String {
     }
 }
 
-/// `/runs/{id}`: one run's timeline, writes, launches and validations.
-pub fn run(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
-    let run = &detail.summary;
-    let links = &site.links;
-    page(
-        &format!("run {}", run.id),
-        site,
-        now,
-        html! {
-            h1 { "Run #" (run.id) " · " span class=(run.phase) { (run.phase) } }
-            ul {
-                li { "Issue " a href=(links.issue(&run.repository, run.issue)) { (run.repository) "#" (run.issue) } }
-                @if let Some(epic) = run.epic { li { "EPIC " a href=(links.issue(&run.repository, epic)) { "#" (epic) } } }
-                @if let Some(pr) = detail.pr { li { "Pull request " a href=(links.pull(&run.repository, pr)) { "#" (pr) } } }
-                @if let Some(round) = detail.round { li { "Review round " (round) } }
-                li { "Started " (age(run.created_at, now)) " ago; last change " (age(run.updated_at, now)) " ago" }
-                @if let Some(reason) = &detail.blocked_reason { li.BLOCKED { "Blocked: " (reason) } }
-                @if let Some(failure) = &detail.failure { li.FAILED { "Failure: " (failure) } }
-            }
-            h2 { "Timeline" }
-            div.scroll { table {
-                thead { tr { th { "when" } th { "what" } th { "detail" } } }
-                tbody { @for entry in &detail.timeline { tr {
-                    td { (entry.at.format("%H:%M:%S")) }
-                    td { (entry.kind) }
-                    td { code { (entry.text) } }
-                } } }
-            } }
-            h2 { "GitHub writes" }
-            div.scroll { table {
-                thead { tr { th { "kind" } th { "identity" } th { "stage" } th { "attempts" } th { "result" } } }
-                tbody { @for effect in &detail.effects { tr {
-                    td { (effect.kind) }
-                    td { code { (effect.identity) } }
-                    td class=(effect.stage) { (effect.stage) }
-                    td { (effect.attempts) }
-                    td {
-                        @if let Some(link) = &effect.link { a href=(link) { "open" } }
-                        @if let Some(reason) = &effect.reason { " " (reason) }
-                    }
-                } } }
-            } }
-            h2 { "Agent launches" }
-            @for launch in &detail.launches {
-                details {
-                    summary {
-                        (launch.phase) " · " (launch.role) " · " (launch.profile)
-                        " · attempt " (launch.attempt) " · " (duration(launch.duration_ms))
-                        @if let Some(code) = launch.exit_status { " · exit " (code) }
-                        @if let Some(tokens) = launch.tokens { " · " (tokens) " tokens" }
-                        @if let Some(outcome) = &launch.outcome { " · " (outcome) }
-                    }
-                    p { "started " (launch.started_at.format("%H:%M:%S")) }
-                    @if launch.log_tail.is_empty() { p { "no output captured" } }
-                    @else { pre { @for line in &launch.log_tail { (line) "\n" } } }
-                }
-            }
-            h2 { "Validations" }
-            div.scroll { table {
-                thead { tr { th { "commit" } th { "command" } th { "outcome" } th { "took" } } }
-                tbody { @for record in &detail.validations { tr {
-                    td { code { (record.sha.chars().take(12).collect::<String>()) } }
-                    td { code { (record.command) } }
-                    td { (record.outcome) }
-                    td { (duration(Some(record.duration_ms))) }
-                } } }
-            } }
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dashboard::view::{EffectRow, TimelineEntry};
-    use chrono::TimeZone;
-
-    fn at(seconds: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_700_000_000 + seconds, 0)
-            .single()
-            .expect("valid time")
-    }
-
-    fn summary() -> RunSummary {
-        RunSummary {
-            id: 7,
-            repository: "acme/widgets".into(),
-            issue: 12,
-            epic: Some(3),
-            phase: "BLOCKED".into(),
-            active: true,
-            created_at: at(0),
-            updated_at: at(30),
-        }
-    }
-
-    fn site(sandbox: SandboxMode) -> Site {
-        Site {
-            links: Links {
-                html_base: "https://github.com/".into(),
-            },
-            sandbox,
-        }
-    }
+    use crate::dashboard::fixtures::at;
 
     #[test]
     fn ages_read_in_the_two_largest_units() {
@@ -249,93 +227,22 @@ mod tests {
     }
 
     #[test]
-    fn the_index_links_each_run_and_its_issue() {
-        let html = index(&[summary()], &site(SandboxMode::Bubblewrap), at(90)).into_string();
-        assert!(html.contains(r#"href="/runs/7""#), "{html}");
-        assert!(html.contains(r#"href="https://github.com/acme/widgets/issues/12""#));
-        assert!(html.contains(r#"href="https://github.com/acme/widgets/issues/3""#));
-        assert!(html.contains("1 active, 1 shown"));
-        assert!(!html.contains("<script"));
-    }
-
-    fn detail() -> RunDetail {
-        RunDetail {
-            summary: summary(),
-            round: None,
-            pr: None,
-            blocked_reason: None,
-            failure: None,
-            timeline: Vec::new(),
-            effects: Vec::new(),
-            launches: Vec::new(),
-            validations: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn every_page_warns_while_agents_run_unsandboxed() {
-        let off = site(SandboxMode::Off);
-        for html in [
-            index(&[summary()], &off, at(90)).into_string(),
-            index(&[], &off, at(90)).into_string(),
-            run(&detail(), &off, at(90)).into_string(),
-        ] {
-            assert!(
-                html.contains(r#"class="unsandboxed" role="alert""#),
-                "{html}"
-            );
-            assert!(html.contains("Agents run unsandboxed."), "{html}");
-            assert!(
-                html.contains("agents.sandbox = &quot;bubblewrap&quot;"),
-                "{html}"
-            );
-        }
-        let on = site(SandboxMode::Bubblewrap);
-        for html in [
-            index(&[summary()], &on, at(90)).into_string(),
-            run(&detail(), &on, at(90)).into_string(),
-        ] {
-            assert!(!html.contains("Agents run unsandboxed"), "{html}");
-            assert!(!html.contains(r#"role="alert""#), "{html}");
-        }
-    }
-
-    #[test]
     fn the_unsandboxed_banner_reads_as_written() {
         insta::assert_snapshot!(unsandboxed_banner().into_string());
     }
 
     #[test]
-    fn text_written_by_agents_or_users_is_escaped_not_rendered() {
-        let detail = RunDetail {
-            summary: summary(),
-            round: Some(2),
-            pr: Some(autoforge_journal::testing::pull(40)),
-            blocked_reason: Some("<script>alert(1)</script>".into()),
-            failure: None,
-            timeline: vec![TimelineEntry {
-                at: at(1),
-                kind: "event_refused".into(),
-                text: r#"{"x":"<img src=x onerror=alert(1)>"}"#.into(),
-            }],
-            effects: vec![EffectRow {
-                kind: "post_comment".into(),
-                identity: "ai-review-result:pr=40".into(),
-                stage: "observed".into(),
-                attempts: 1,
-                reason: Some("\"><b>bold</b>".into()),
-                link: Some("https://github.com/acme/widgets/pull/40#c1".into()),
-                updated_at: at(2),
-            }],
-            launches: Vec::new(),
-            validations: Vec::new(),
+    fn page_links_keep_the_filter_and_encode_it() {
+        let filter = IndexFilter {
+            repo: Some("acme/widgets".into()),
+            phase: Some("blocked".into()),
+            blocked: Some("1".into()),
+            page: None,
         };
-        let html = run(&detail, &site(SandboxMode::Bubblewrap), at(60)).into_string();
-        assert!(!html.contains("<script>alert"), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-        assert!(!html.contains("<img src=x"));
-        assert!(!html.contains("<b>bold</b>"));
-        assert!(html.contains(r#"href="https://github.com/acme/widgets/pull/40""#));
-        assert!(html.contains("Review round 2"));
+        assert_eq!(
+            page_link(&filter, 2),
+            "/?repo=acme%2Fwidgets&phase=BLOCKED&blocked=1&page=2"
+        );
+        assert_eq!(page_link(&IndexFilter::default(), 1), "/?page=1");
     }
 }

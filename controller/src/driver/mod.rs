@@ -236,6 +236,7 @@ impl Driver {
             // Before leasing: runs of a repository just removed are made
             // due here and stopped in this same pass.
             self.refresh_repositories_if_due(&mut last_refresh).await;
+            self.kill_agents_of_locally_stopped_runs().await;
             while let Ok(permit) = Arc::clone(&permits).try_acquire_owned() {
                 match self
                     .shared
@@ -273,6 +274,20 @@ impl Driver {
         }
         while let Some(joined) = tasks.join_next().await {
             log_join(joined);
+        }
+    }
+
+    /// A stop given with `autoforge stop` reaches the journal, not this
+    /// process's notifier: look for one and kill the run's agent now, as a
+    /// stop comment's dispatcher does. The run task then decides the stop.
+    async fn kill_agents_of_locally_stopped_runs(&self) {
+        match self.shared.journal.runs_with_queued_stop().await {
+            Ok(runs) => {
+                for run in runs {
+                    self.shared.notifier.stop_run(run);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot look for queued local stops"),
         }
     }
 
@@ -335,8 +350,12 @@ impl Driver {
             self.shared.config.lease_ttl,
             lost_tx,
         ));
+        // Every log line of the run's task carries the run it is about.
+        let span = tracing::info_span!("run", run = %run, fencing_token = lease.fencing_token);
+        let driven =
+            tracing::Instrument::instrument(run_task::drive(&self.shared, &lease, shutdown), span);
         let ended = tokio::select! {
-            ended = run_task::drive(&self.shared, &lease, shutdown) => ended,
+            ended = driven => ended,
             // Dropping the work mid-step is a crash as far as the journal is
             // concerned, and the journal is built for crashes; continuing
             // would only produce writes it refuses.

@@ -475,7 +475,10 @@ impl<'a> RunTask<'a> {
                 continue;
             }
             match executor.drive(self.lease, &effect).await? {
-                DriveOutcome::Observed(_) => {}
+                DriveOutcome::Observed(_) => {
+                    let latency = (chrono::Utc::now() - effect.created_at).to_std();
+                    crate::metrics::effect_observed(effect.kind, latency.unwrap_or_default());
+                }
                 DriveOutcome::StillAttempted => return Err(DriverError::Unsettled),
                 DriveOutcome::Conflict { .. }
                 | DriveOutcome::Blocked { .. }

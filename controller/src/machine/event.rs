@@ -190,6 +190,15 @@ pub struct OperatorCommand {
     pub command: OperatorRequest,
 }
 
+/// An operator command given on the controller's own host (`autoforge
+/// unblock|stop`), by the local operator `actor`. It is decided like the
+/// comment command, but there is no comment to react to or to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalOperatorCommand {
+    pub actor: String,
+    pub command: OperatorRequest,
+}
+
 /// What GitHub reported after the `merge_pr` effect.
 /// What the driver found in the repository's settings file when the run
 /// started (SPEC §16). An absent file reads as the default settings.
@@ -327,6 +336,8 @@ pub enum Event {
         facts: GitHubFacts,
     },
     Operator(OperatorCommand),
+    /// See [`LocalOperatorCommand`].
+    LocalOperator(LocalOperatorCommand),
     /// A command the commands layer refused before the machine saw it (the
     /// author is not an operator, or the line is malformed): it is answered
     /// with a reply saying why, and nothing else changes.
@@ -370,6 +381,7 @@ impl Event {
             Event::EffectConflict { .. } => "effect_conflict",
             Event::GitHubObserved { .. } => "github_observed",
             Event::Operator(_) => "operator_command",
+            Event::LocalOperator(_) => "local_operator_command",
             Event::CommandRefused(_) => "command_refused",
             Event::LabelRemoved => "label_removed",
             Event::LabelRemovalRefused(_) => "label_removal_refused",

@@ -38,7 +38,8 @@ pub fn webhook_listener_router(
 /// the same ways the pages do, so Prometheus scrapes it with
 /// `authorization: { credentials: … }` (a bearer token) or `basic_auth`.
 pub fn admin_listener_router(journal: Journal, site: Site, access: DashboardAccess) -> Router {
-    let guarded = dashboard_router(journal.clone(), site).merge(crate::metrics::metrics_router());
+    let guarded = dashboard_router(journal.clone(), site)
+        .merge(crate::metrics::metrics_router(journal.clone()));
     access.guard(guarded).merge(probes(journal))
 }
 

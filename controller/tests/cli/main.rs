@@ -11,6 +11,8 @@ mod demo_cli;
 mod doctor_cli;
 mod doctor_probe;
 mod doctor_real_probe;
+mod logs_cli;
 mod migrate_cli;
+mod operator_cli;
 mod setup_cli;
 mod source_rules;

@@ -85,3 +85,98 @@ async fn serve_exposes_deliveries_and_the_installation_budget_on_metrics() {
         ) >= 1.0
     );
 }
+
+/// A scripted implementer that commits and answers for issue 1, validated
+/// by a command that passes: the run publishes and reaches REVIEW.
+fn implementing_config() -> String {
+    let script = format!(
+        "{}/../tests/agents/phase_implement.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    format!(
+        r#"
+[agents]
+sandbox = "off"
+
+[agents.profiles.scripted]
+command = ["{script}", "good", "{{hub}}/octo/widgets/issues/1"]
+idle_timeout_seconds = 60
+max_runtime_seconds = 120
+
+[agents.roles]
+implement = "scripted"
+
+[validation]
+commands = [["true"]]
+timeout_seconds = 60
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_scripted_launch_metrics_show_launches_effect_latency_and_backlogs() {
+    let world = World::start_with(common::WorldOptions {
+        config_toml: Some(implementing_config()),
+        ..common::WorldOptions::default()
+    })
+    .await;
+    let owner = world.owner();
+    let issue = world.open_issue(&owner, "add the feature").await;
+    assert_eq!(issue, 1, "the scripted agent answers for issue 1");
+    world.add_label(&owner, issue, "autoforge").await;
+
+    let samples = eventually(
+        Duration::from_secs(90),
+        "a finished launch and an observed write",
+        || async {
+            let samples = scrape(&world).await;
+            let launched = total(
+                &samples,
+                "autoforge_agent_launches_total",
+                ("outcome", "success"),
+            );
+            let observed = samples
+                .iter()
+                .filter(|s| s.name == "autoforge_effect_drive_latency_seconds_count")
+                .map(|s| s.value)
+                .sum::<f64>();
+            (launched >= 1.0 && observed >= 1.0).then_some(samples)
+        },
+    )
+    .await;
+    let launch = samples
+        .iter()
+        .find(|s| s.name == "autoforge_agent_launches_total")
+        .expect("a launch counter");
+    assert_eq!(launch.labels["role"], "implement");
+    assert_eq!(launch.labels["profile"], "scripted");
+    assert!(
+        total(
+            &samples,
+            "autoforge_agent_launch_duration_seconds_count",
+            ("profile", "scripted")
+        ) >= 1.0
+    );
+    assert!(
+        samples.iter().any(
+            |s| s.name == "autoforge_effect_drive_latency_seconds_bucket"
+                && s.labels.get("kind").map(String::as_str) == Some("edit_status_comment")
+        ),
+        "the status comment's latency is recorded"
+    );
+    // The backlogs come from the journal at each scrape; a served inbox
+    // that keeps up has nothing given up.
+    for name in [
+        "autoforge_deliveries_pending",
+        "autoforge_deliveries_oldest_pending_age_seconds",
+        "autoforge_effects_pending",
+        "autoforge_effects_conflicted",
+    ] {
+        assert!(samples.iter().any(|s| s.name == name), "{name} is exported");
+    }
+    let given_up = samples
+        .iter()
+        .find(|s| s.name == "autoforge_deliveries_given_up")
+        .expect("given-up deliveries exported");
+    assert_eq!(given_up.value, 0.0);
+}

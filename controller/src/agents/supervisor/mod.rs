@@ -268,6 +268,7 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     let started_at = Utc::now();
     let span =
         tracing::info_span!("launch", profile = %profile.name, role = request.role.role_name());
+    span.in_scope(|| tracing::info!(log_dir = %log_dir.display(), "launch started"));
     let report = process::run_in_group(
         command,
         stdin,
@@ -276,7 +277,7 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
         request.cancel,
         request.heartbeat,
     )
-    .instrument(span)
+    .instrument(span.clone())
     .await
     .map_err(spawn_error)?;
     let output_bytes = sink.total_bytes();
@@ -292,7 +293,7 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     .or(read.message);
     write_tail_log(log_dir, &stdout, &stderr);
     let tokens = read.tokens;
-    tracing::info!(exit = ?report.exit, duration_ms = report.duration.as_millis() as u64, output_bytes, "launch finished");
+    span.in_scope(|| tracing::info!(exit = ?report.exit, duration_ms = report.duration.as_millis() as u64, output_bytes, "launch finished"));
     Ok(LaunchOutcome {
         record: LaunchRecord {
             profile: profile.name.clone(),

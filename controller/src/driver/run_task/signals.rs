@@ -8,15 +8,22 @@ use serde_json::json;
 
 use super::RunTask;
 use super::reads::read_facts;
+use crate::commands::{LocalCommand, LocalCommandEvent};
 use crate::driver::error::DriverError;
 use crate::intake::RunSignal;
 use crate::machine::{
-    Awaiting, Event, OperatorCommand, OperatorRequest, RefusedCommand, RefusedLabelRemoval,
+    Awaiting, Event, LocalOperatorCommand, OperatorCommand, OperatorRequest, RefusedCommand,
+    RefusedLabelRemoval,
 };
 
 impl RunTask<'_> {
     /// Step 3: one run event from the observers.
     pub(super) async fn handle_run_event(&mut self, stored: RunEvent) -> Result<(), DriverError> {
+        if let Ok(LocalCommandEvent { local_command }) =
+            serde_json::from_value::<LocalCommandEvent>(stored.event.clone())
+        {
+            return self.handle_local_command(stored.id, local_command).await;
+        }
         let signal: RunSignal = match serde_json::from_value(stored.event.clone()) {
             Ok(signal) => signal,
             Err(error) => {
@@ -38,15 +45,7 @@ impl RunTask<'_> {
                 actor,
                 reason,
             } => {
-                let clean = self.clean_review().await?;
-                let facts = read_facts(
-                    &self.access.api,
-                    &self.access.repo,
-                    &self.state,
-                    &self.shared.config.protected_paths,
-                    clean.as_ref(),
-                )
-                .await?;
+                let facts = self.unblock_facts().await?;
                 let event = Event::Operator(OperatorCommand {
                     thread,
                     comment_id,
@@ -78,6 +77,43 @@ impl RunTask<'_> {
                     .await
             }
         }
+    }
+}
+
+impl RunTask<'_> {
+    /// What an unblock is decided from: GitHub as it is now.
+    async fn unblock_facts(&mut self) -> Result<crate::machine::GitHubFacts, DriverError> {
+        let clean = self.clean_review().await?;
+        Ok(read_facts(
+            &self.access.api,
+            &self.access.repo,
+            &self.state,
+            &self.shared.config.protected_paths,
+            clean.as_ref(),
+        )
+        .await?)
+    }
+
+    /// A command from `autoforge unblock|stop`: decided by the same rules
+    /// as the comment command (an unblock reads GitHub first).
+    async fn handle_local_command(
+        &mut self,
+        run_event: i64,
+        command: LocalCommand,
+    ) -> Result<(), DriverError> {
+        let actor = command.actor().to_owned();
+        let request = match command {
+            LocalCommand::Stop { .. } => OperatorRequest::Stop,
+            LocalCommand::Unblock { reason, .. } => OperatorRequest::Unblock {
+                reason,
+                facts: Box::new(self.unblock_facts().await?),
+            },
+        };
+        let event = Event::LocalOperator(LocalOperatorCommand {
+            actor,
+            command: request,
+        });
+        self.apply(event, Some(run_event)).await
     }
 }
 

@@ -34,6 +34,7 @@ use turn::Turn;
 pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
     match event {
         Event::Operator(command) => return operator::decide(state, command),
+        Event::LocalOperator(command) => return operator::decide_local(state, command),
         Event::CommandRefused(refused) => return Ok(operator::refused_before(state, refused)),
         Event::LabelRemovalRefused(refused) => {
             return Ok(trust::label_removal_refused(state, refused));

@@ -7,7 +7,9 @@ use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{
     Decision, EffectIntent, MachineError, Refusal, Reply, StatusSnapshot,
 };
-use crate::machine::event::{OperatorCommand, OperatorRequest, RefusedCommand};
+use crate::machine::event::{
+    LocalOperatorCommand, OperatorCommand, OperatorRequest, RefusedCommand,
+};
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::carry_stale;
 use crate::machine::state::{Awaiting, RunState};
@@ -176,4 +178,37 @@ pub(super) fn decide(
         },
         OperatorRequest::Status => Ok(turn.finish()),
     }
+}
+
+/// The comment id a local command is decided under: GitHub's ids start at
+/// 1, so no real comment's reaction or reply can be mistaken for it.
+const NO_COMMENT: u64 = 0;
+
+/// A command from the controller's own command line: exactly the decision
+/// of the comment command, without the reaction and the reply, which would
+/// address a comment that does not exist. The status comment still tells
+/// the issue what changed.
+pub(super) fn decide_local(
+    state: &RunState,
+    command: &LocalOperatorCommand,
+) -> Result<Decision, MachineError> {
+    let as_comment = OperatorCommand {
+        thread: state.issue,
+        comment_id: NO_COMMENT,
+        actor: command.actor.clone(),
+        command: command.command.clone(),
+    };
+    let mut decision = decide(state, &as_comment)?;
+    decision.effects.retain(|intent| {
+        !matches!(
+            intent,
+            EffectIntent::AddReaction {
+                comment_id: NO_COMMENT
+            } | EffectIntent::PostCommandReply {
+                comment_id: NO_COMMENT,
+                ..
+            }
+        )
+    });
+    Ok(decision)
 }

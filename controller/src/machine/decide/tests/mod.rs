@@ -7,6 +7,7 @@ mod agents;
 mod check_run;
 mod epic;
 mod fix;
+mod local_operator;
 mod merge;
 mod operator;
 mod protected;

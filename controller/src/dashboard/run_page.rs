@@ -1,0 +1,170 @@
+//! `/runs/{id}`: one run the way people follow it. At the top what it is
+//! doing now (the running launch or what it waits for; why it is blocked
+//! and which commands it would accept), then its SVG timeline, then one
+//! section per issue with the review rounds, launches, validations and
+//! GitHub writes of that issue. Bookkeeping transitions are folded away.
+
+use chrono::{DateTime, Utc};
+use maud::{Markup, html};
+
+use super::Site;
+use super::pages::{age, duration, page};
+use super::story::{IssueSection, Story, accepted_commands, arrange, awaiting_words};
+use super::svg;
+use super::view::{LaunchRow, RunDetail};
+
+/// `/runs/{id}`.
+pub fn run(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
+    let run = &detail.summary;
+    let story = arrange(detail, now);
+    page(
+        &format!("run {}", run.id),
+        site,
+        now,
+        html! {
+            h1 { "Run #" (run.id) " · " span class=(run.phase) { (run.phase) } }
+            (facts(detail, site, now))
+            (live(detail))
+            h2 { "Timeline" }
+            // On a phone the picture keeps a readable size and scrolls.
+            div.scroll { (svg::timeline(&story)) }
+            (svg::legend())
+            @for section in &story.sections {
+                (issue_section(detail, section, site))
+            }
+            (transitions(&story))
+        },
+    )
+}
+
+fn facts(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
+    let run = &detail.summary;
+    let links = &site.links;
+    html! {
+        ul {
+            li { "Issue " a href=(links.issue(&run.repository, run.issue)) { (run.repository) "#" (run.issue) } }
+            @if let Some(epic) = run.epic { li { "EPIC " a href=(links.issue(&run.repository, epic)) { "#" (epic) } } }
+            @if let Some(pr) = detail.pr { li { "Pull request " a href=(links.pull(&run.repository, pr)) { "#" (pr) } } }
+            @if let Some(round) = detail.round { li { "Review round " (round) } }
+            li { "Started " (age(run.created_at, now)) " ago; last change " (age(run.updated_at, now)) " ago" }
+            li { (run.tokens) " tokens over " (detail.launches.len()) " launches" }
+            @if let Some(failure) = &detail.failure { li.FAILED { "Failure: " (failure) } }
+        }
+    }
+}
+
+/// What the run does now, and what an operator can do about it.
+fn live(detail: &RunDetail) -> Markup {
+    let running: Option<&LaunchRow> = detail.launches.iter().find(|l| l.ended_at.is_none());
+    let commands = accepted_commands(detail);
+    html! {
+        @if let Some(reason) = &detail.blocked_reason {
+            div.blocked { strong { "Blocked: " } (reason) }
+        }
+        @if detail.summary.active {
+            div.live {
+                @if let Some(launch) = running {
+                    p { "Running: " (launch.role) " with " (launch.profile) " since "
+                        (launch.started_at.format("%H:%M:%S")) }
+                } @else if let Some(awaiting) = &detail.awaiting {
+                    p { "Waiting for " (awaiting_words(awaiting)) "." }
+                }
+                p { "Commands it accepts now:" }
+                ul { @for (comment, cli) in &commands {
+                    li { code { (comment) } @if let Some(cli) = cli { " or " code { (cli) } } }
+                } }
+            }
+        }
+    }
+}
+
+fn issue_section(detail: &RunDetail, section: &IssueSection<'_>, site: &Site) -> Markup {
+    let repository = &detail.summary.repository;
+    html! {
+        section.issue {
+            h2 {
+                @if let Some(issue) = section.issue {
+                    "Issue " a href=(site.links.issue(repository, issue)) { "#" (issue) }
+                } @else { "Issue (not recorded)" }
+                @if section.merged_at.is_some() { " · merged" }
+            }
+            @if !section.rounds.is_empty() {
+                h3 { "Review rounds" }
+                div.scroll { table {
+                    thead { tr { th { "round" } th { "reviewed HEAD" } th { "findings" } th { "outcome" } th { "comment" } } }
+                    tbody { @for round in &section.rounds { tr {
+                        td { (round.mark.round) }
+                        td { code { (round.mark.head.chars().take(12).collect::<String>()) } }
+                        td { (round.mark.findings) }
+                        td { (round.outcome()) }
+                        td { @if let Some(link) = round.link { a href=(link) { "open" } } @else { (round.stage) } }
+                    } } }
+                } }
+            }
+            h3 { "Agent launches" }
+            @if section.launches.is_empty() { p { "none" } }
+            @for launch in &section.launches { (launch_row(launch)) }
+            @if !section.validations.is_empty() {
+                h3 { "Validations" }
+                @for record in &section.validations {
+                    details {
+                        summary { code { (record.sha.chars().take(12).collect::<String>()) } " · "
+                            span class=(record.outcome) { (record.outcome) } " · " code { (record.command) }
+                            " · " (duration(Some(record.duration_ms))) }
+                        @if record.output_tail.is_empty() { p { "no output" } }
+                        @else { pre { (record.output_tail) } }
+                    }
+                }
+            }
+            h3 { "GitHub writes" }
+            div.scroll { table {
+                thead { tr { th { "kind" } th { "identity" } th { "stage" } th { "attempts" } th { "result" } } }
+                tbody { @for effect in &section.effects { tr {
+                    td { (effect.kind) }
+                    td { code { (effect.identity) } }
+                    td class=(effect.stage) { (effect.stage) }
+                    td { (effect.attempts) }
+                    td {
+                        @if let Some(link) = &effect.link { a href=(link) { "open" } }
+                        @if let Some(reason) = &effect.reason { " " (reason) }
+                    }
+                } } }
+            } }
+        }
+    }
+}
+
+fn launch_row(launch: &LaunchRow) -> Markup {
+    html! {
+        details {
+            summary {
+                (launch.role) " · " (launch.profile)
+                " · attempt " (launch.attempt) " · " (duration(launch.duration_ms))
+                @if let Some(code) = launch.exit_status { " · exit " (code) }
+                @if let Some(tokens) = launch.tokens { " · " (tokens) " tokens" }
+                @if let Some(outcome) = &launch.outcome { " · " (outcome) }
+            }
+            p { (launch.phase) ", started " (launch.started_at.format("%H:%M:%S")) }
+            @if launch.log_tail.is_empty() { p { "no output captured" } }
+            @else { pre { @for line in &launch.log_tail { (line) "\n" } } }
+        }
+    }
+}
+
+/// Every transition that changed something; bookkeeping ones are counted.
+fn transitions(story: &Story<'_>) -> Markup {
+    html! {
+        details {
+            summary { "All transitions (" (story.transitions.len()) "; " (story.folded)
+                " without a change folded away)" }
+            div.scroll { table {
+                thead { tr { th { "when" } th { "what" } th { "detail" } } }
+                tbody { @for entry in &story.transitions { tr {
+                    td { (entry.at.format("%H:%M:%S")) }
+                    td { (entry.kind) }
+                    td { code { (entry.text) } }
+                } } }
+            } }
+        }
+    }
+}

@@ -33,6 +33,7 @@ mod error;
 mod github_ids;
 mod ids;
 mod journal;
+mod launches;
 pub mod localpg;
 mod records;
 mod run_events;
@@ -49,6 +50,9 @@ pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
+pub use launches::{
+    LOST_OUTCOME, LaunchProgress, LaunchTotals, LaunchUsage, LostLaunch, RunningLaunch,
+};
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
     NewValidation, ValidationOutcome, ValidationRecord,

@@ -335,11 +335,16 @@ async fn run_planned(
     }
     .map_err(workspace)?;
     let outcome = report.agent_outcome();
-    let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
+    let sum = |reported: Vec<u64>| (!reported.is_empty()).then(|| reported.iter().sum());
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
-        tokens: (!reported.is_empty()).then(|| reported.iter().sum()),
+        tokens: sum(report.launches.iter().filter_map(|l| l.tokens).collect()),
+        cost_micros: sum(report
+            .launches
+            .iter()
+            .filter_map(|l| l.cost_micros)
+            .collect()),
     })
 }
 

@@ -390,9 +390,15 @@ pub enum UnblockRefusal {
     )]
     LaunchBudgetExhausted { max_launches: u32 },
     #[error(
-        "the token budget is spent ({used} of {max_tokens} tokens); the limit is frozen for this run: stop it and label the issue again to start under a new limits.tokens_per_run"
+        "the budget is spent ({}); the limit is frozen for this run: stop it and label the issue again to start under a new {}",
+        crate::machine::budget::BudgetSpent { unit: *unit, used: *used, max: *max }.describe(),
+        unit.limit_key()
     )]
-    TokenBudgetSpent { used: u64, max_tokens: u64 },
+    BudgetSpent {
+        unit: crate::machine::budget::BudgetUnit,
+        used: u64,
+        max: u64,
+    },
     #[error("the issue is closed")]
     IssueClosed,
     #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]

@@ -161,6 +161,7 @@ fn status_comment_blocked_by_a_protected_candidate() {
                 },
             },
             tokens: None,
+            cost_micros: None,
         },
         Event::ValidationFinished {
             sha: autoforge_journal::testing::sha(HEAD),

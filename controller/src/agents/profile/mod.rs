@@ -30,7 +30,7 @@ use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_na
 use crate::sandbox::SandboxPolicy;
 
 pub use output::{OutputFormat, OutputKind, OutputSpec, ReadOutput, TokenUsage, UsageFields};
-pub use price::{PriceTable, format_cost};
+pub use price::PriceTable;
 pub use routing::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange, RoutingError};
 pub use usage::UsagePattern;
 

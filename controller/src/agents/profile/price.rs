@@ -43,17 +43,6 @@ impl PriceTable {
     }
 }
 
-/// An amount in millionths of the price unit, written for people: two
-/// decimals, four below one unit (a cheap launch is not "0.00").
-pub fn format_cost(micros: u64) -> String {
-    let units = micros as f64 / 1_000_000.0;
-    if units < 1.0 {
-        format!("{units:.4}")
-    } else {
-        format!("{units:.2}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,8 +61,6 @@ mod tests {
         };
         // 3.00 + 0.03 + 0.003 units.
         assert_eq!(table.cost_micros(&usage), 3_033_000);
-        assert_eq!(format_cost(3_033_000), "3.03");
-        assert_eq!(format_cost(1_234), "0.0012");
     }
 
     #[test]

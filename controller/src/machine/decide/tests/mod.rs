@@ -146,6 +146,7 @@ impl Run {
             launch,
             outcome,
             tokens: None,
+            cost_micros: None,
         })
     }
 

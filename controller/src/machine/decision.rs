@@ -43,6 +43,10 @@ pub struct StatusSnapshot {
     /// counts these); 0 when none reported any.
     #[serde(default)]
     pub tokens: u64,
+    /// Estimated cost of the run's launches so far, in millionths of the
+    /// price unit (`limits.cost_per_run` counts it); 0 when none was priced.
+    #[serde(default)]
+    pub cost_micros: u64,
     /// Set on the status comment of an issue an EPIC's run has finished
     /// with and left for the next one: the comment then says so, with no
     /// commands (they act on the run's current issue).
@@ -77,6 +81,7 @@ impl StatusSnapshot {
                 _ => None,
             },
             tokens: state.counters.tokens,
+            cost_micros: state.counters.cost_micros,
             finished: None,
         }
     }

@@ -284,26 +284,9 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
             .map_or(request.heartbeat_every, LaunchEvents::every),
     };
     let started_at = Utc::now();
-    let span =
-        tracing::info_span!("launch", profile = %profile.name, role = request.role.role_name());
-    let (beats, watched) = watch::channel(Heartbeat::default());
-    let run = process::run_in_group(
-        command,
-        stdin,
-        limits,
-        &mut sink,
-        request.cancel,
-        Some(&beats),
-    )
-    .instrument(span);
-    let report = tokio::select! {
-        report = run => report,
-        never = forward_heartbeats(&request, watched.clone()) => match never {},
-    }
-    .map_err(spawn_error)?;
-    if let Some(caller) = request.heartbeat {
-        caller.send_replace(*watched.borrow());
-    }
+    let report = supervise(&request, command, stdin, limits, &mut sink)
+        .await
+        .map_err(spawn_error)?;
     let output_bytes = sink.total_bytes();
     let (stdout, stderr, log_error) = sink.finish();
     if let Some(e) = log_error {
@@ -343,6 +326,34 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
         stderr,
         final_message,
     })
+}
+
+/// Runs the launch's process group to its end while its heartbeats are
+/// passed on (see [`forward_heartbeats`]); the caller's own heartbeat
+/// channel ends on the last one.
+async fn supervise(
+    request: &LaunchSpec<'_>,
+    command: tokio::process::Command,
+    stdin: Option<Vec<u8>>,
+    limits: RunLimits,
+    sink: &mut capture::OutputSink,
+) -> std::io::Result<RunReport> {
+    let span = tracing::info_span!(
+        "launch",
+        profile = %request.profile.name,
+        role = request.role.role_name()
+    );
+    let (beats, watched) = watch::channel(Heartbeat::default());
+    let run = process::run_in_group(command, stdin, limits, sink, request.cancel, Some(&beats))
+        .instrument(span);
+    let report = tokio::select! {
+        report = run => report,
+        never = forward_heartbeats(request, watched.clone()) => match never {},
+    }?;
+    if let Some(caller) = request.heartbeat {
+        caller.send_replace(*watched.borrow());
+    }
+    Ok(report)
 }
 
 /// Passes the running launch's heartbeats on: the first (which carries the

@@ -134,6 +134,11 @@ pub async fn end_lost_launches(
     journal: &Journal,
     lease: &Lease,
 ) -> Result<Vec<LostLaunch>, JournalError> {
+    // Almost always there is none: a plain read first spares every task
+    // load the lease-checked write.
+    if journal.running_launch(lease.run_id).await?.is_none() {
+        return Ok(Vec::new());
+    }
     let lost = journal.end_lost_launches(lease).await?;
     for launch in &lost {
         tracing::warn!(

@@ -33,6 +33,7 @@ mod error;
 mod github_ids;
 mod ids;
 mod journal;
+mod launches;
 pub mod localpg;
 mod operator;
 mod records;
@@ -51,6 +52,9 @@ pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
+pub use launches::{
+    LOST_OUTCOME, LaunchProgress, LaunchTotals, LaunchUsage, LostLaunch, RunningLaunch,
+};
 pub use operator::{NewOperatorCommand, QueuedCommand};
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,

@@ -16,13 +16,13 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::problem::Problem;
 use super::sandbox::SandboxTable;
 use crate::agents::profile::{
-    AgentCatalog, OutputKind, OutputSpec, ProfileError, ProfileSpec, ReviewRole, RoleRouting,
-    RoutingError, UsageFields,
+    AgentCatalog, OutputKind, OutputSpec, PriceTable, ProfileError, ProfileSpec, ReviewRole,
+    RoleRouting, RoutingError, UsageFields,
 };
 use crate::machine::AgentPhase;
 use crate::sandbox::SandboxMode;
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentSettings {
     pub profiles: BTreeMap<String, AgentProfile>,
@@ -30,6 +30,27 @@ pub struct AgentSettings {
     /// Whether launches run in the bubblewrap sandbox; `off` only where the
     /// host cannot run it.
     pub sandbox: SandboxMode,
+    /// Seconds between two heartbeats of a running launch (its journal
+    /// row's progress).
+    pub heartbeat_seconds: u64,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            profiles: BTreeMap::new(),
+            roles: AgentRoles::default(),
+            sandbox: SandboxMode::default(),
+            heartbeat_seconds: 30,
+        }
+    }
+}
+
+impl AgentSettings {
+    /// Time between two heartbeats of a running launch (at least a second).
+    pub fn heartbeat(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.heartbeat_seconds.max(1))
+    }
 }
 
 /// How to launch one coding-agent CLI, as written in the file.
@@ -57,6 +78,9 @@ pub struct AgentProfile {
     pub output: OutputTable,
     #[serde(default)]
     pub sandbox: SandboxTable,
+    /// `[agents.profiles.X.price]`: prices per million tokens.
+    #[serde(default)]
+    pub price: Option<PriceTable>,
 }
 
 /// `[agents.profiles.X.output]`: the CLI's output format and the JSON
@@ -175,6 +199,7 @@ impl AgentProfile {
             usage_pattern: self.usage_pattern.clone(),
             output: self.output.to_spec(),
             sandbox: self.sandbox.policy(SandboxMode::Bubblewrap),
+            price: self.price,
         }
     }
 }
@@ -299,6 +324,7 @@ fn profile_problem(name: &str, profile: &AgentProfile, error: &ProfileError) -> 
         ProfileError::ZeroTimeout { field, .. } => (*field, "minimum"),
         ProfileError::BadUsagePattern { .. } => ("usage_pattern", "regex"),
         ProfileError::BadOutput { .. } => ("output", "output-format"),
+        ProfileError::BadPrice { .. } => ("price", "price"),
         ProfileError::InvalidEnvName { name: variable, .. }
         | ProfileError::EnvSetAndRemoved { name: variable, .. } => (env_key(variable), "env-name"),
         ProfileError::CredentialEnvName { name: variable, .. } => {

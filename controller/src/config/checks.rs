@@ -177,7 +177,34 @@ pub(crate) fn warnings(settings: &Settings) -> Vec<String> {
     if let Some(limit) = settings.limits.tokens_per_run {
         warnings.extend(silent_profiles(settings, limit));
     }
+    if let Some(limit) = settings.limits.cost_per_run {
+        warnings.extend(unpriced_profiles(settings, limit));
+    }
     warnings
+}
+
+/// Under a cost limit, one explanation per profile whose launches can never
+/// have an estimated cost: no price table, or no usage counts apart.
+fn unpriced_profiles(settings: &Settings, limit: f64) -> Vec<String> {
+    settings
+        .agents
+        .profiles
+        .iter()
+        .filter_map(|(name, profile)| {
+            let why = if profile.price.is_none() {
+                "it has no [price] table"
+            } else if profile.output.format == OutputKind::Text {
+                "only usage reported apart (input_tokens, output_tokens, cached_tokens) is \
+                 priced, and its output format is text"
+            } else {
+                return None;
+            };
+            Some(format!(
+                "agents.profiles.{name}: {why}, so its launches have no estimated cost and \
+                 count nothing against limits.cost_per_run = {limit}"
+            ))
+        })
+        .collect()
 }
 
 /// Under a token limit, one explanation per profile whose output can never
@@ -222,6 +249,41 @@ mod tests {
     fn cross(doc: Value) -> Vec<Problem> {
         let settings: Settings = serde_json::from_value(doc).expect("valid settings");
         check_cross_references(&settings, &Provenance::default())
+    }
+
+    #[test]
+    fn a_profile_without_a_price_is_explained_under_a_cost_limit() {
+        let settings: Settings = serde_json::from_value(json!({
+            "limits": {"cost_per_run": 5.0},
+            "agents": {"profiles": {
+                "unpriced": {"command": ["x"], "output": {"format": "json",
+                    "input_tokens": "/usage/input_tokens"}},
+                "text": {"command": ["y"], "usage_pattern": "t=(\\d+)",
+                    "price": {"input": 1.0}},
+                "priced": {"command": ["z"], "output": {"format": "json",
+                    "input_tokens": "/usage/input_tokens"}, "price": {"input": 3.0, "output": 15.0}},
+            }},
+        }))
+        .expect("valid settings");
+        let found = warnings(&settings);
+        let about = |name: &str| {
+            found
+                .iter()
+                .find(|w| w.starts_with(&format!("agents.profiles.{name}:")))
+                .cloned()
+        };
+        let unpriced = about("unpriced").expect("unpriced is explained");
+        assert!(
+            unpriced.contains("no [price] table") && unpriced.contains("= 5"),
+            "{unpriced}"
+        );
+        assert!(
+            about("text")
+                .expect("text is explained")
+                .contains("format is text")
+        );
+        assert_eq!(about("priced"), None);
+        assert_eq!(settings.limits.cost_per_run_micros(), Some(5_000_000));
     }
 
     #[test]

@@ -297,6 +297,19 @@ pub struct Limits {
     pub validation_failures_per_phase: u32,
     pub corrections_per_launch: u32,
     pub tokens_per_run: Option<u64>,
+    /// Most estimated cost of one run's launches, in the profiles' price
+    /// unit; the same budget as `tokens_per_run`, in another unit.
+    pub cost_per_run: Option<f64>,
+}
+
+impl Limits {
+    /// `cost_per_run` in millionths of the price unit, as the machine
+    /// counts cost.
+    pub fn cost_per_run_micros(&self) -> Option<u64> {
+        // Saturating conversion; the schema refuses a limit of 0 or less.
+        self.cost_per_run
+            .map(|units| (units * 1_000_000.0).round() as u64)
+    }
 }
 
 impl Default for Limits {
@@ -307,6 +320,7 @@ impl Default for Limits {
             validation_failures_per_phase: 3,
             corrections_per_launch: 1,
             tokens_per_run: None,
+            cost_per_run: None,
         }
     }
 }
@@ -361,6 +375,7 @@ impl Settings {
             epic_update_every: self.epic.update_every,
             status_labels: self.labels.status,
             max_tokens: self.limits.tokens_per_run,
+            max_cost_micros: self.limits.cost_per_run_micros(),
             max_merge_checks: self.merge.inconclusive_checks,
             ..crate::machine::RunSettings::default()
         }

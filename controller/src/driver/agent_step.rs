@@ -26,7 +26,7 @@ use super::launch_sections::{
 };
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
-use crate::agents::journal::record_finished_launch;
+use crate::agents::journal::LaunchRecorder;
 use crate::agents::pipeline::{Expectations, PhaseRequest, run_phase};
 use crate::agents::profile::AgentCatalog;
 use crate::agents::prompt::{PromptSet, Value};
@@ -55,6 +55,8 @@ pub struct AgentRuntime {
     pub redactor: Redactor,
     /// Time between SIGTERM and SIGKILL when a launch's group is ended.
     pub kill_grace: Duration,
+    /// How often a running launch's row is refreshed (`agents.heartbeat_seconds`).
+    pub heartbeat_every: Duration,
     /// Who counts as an operator: their comments are marked as such in the
     /// read-context folder.
     pub operator_policy: OperatorPolicy,
@@ -294,6 +296,12 @@ async fn run_planned(
     let launch_dir = launch_dir(runtime, lease, launch)?;
     let catalog = super::repo_settings::catalog_for(state, runtime)?;
     let cancel = shared.notifier.launch_started(lease.run_id);
+    let recorder = LaunchRecorder::start(
+        shared.journal.clone(),
+        lease.clone(),
+        state.phase.as_str().to_owned(),
+        runtime.heartbeat_every,
+    );
     let report = run_phase(PhaseRequest {
         phase: plan.phase,
         round: launch.round,
@@ -311,10 +319,13 @@ async fn run_planned(
         max_corrections: state.settings.max_corrections,
         cancel: Some(cancel.token()),
         heartbeat: None,
+        events: Some(recorder.events()),
         kill_grace: runtime.kill_grace,
     })
-    .await
-    .map_err(|e| DriverError::Agent(e.to_string()))?;
+    .await;
+    // Every launch that ran is journalled, also when the phase then failed.
+    recorder.finish().await?;
+    let report = report.map_err(|e| DriverError::Agent(e.to_string()))?;
     match mode {
         WorkMode::Continue => worktree.keep_candidate().await.map(|_| ()),
         WorkMode::ReadOnly => worktree
@@ -323,23 +334,17 @@ async fn run_planned(
             .map(|_| ()),
     }
     .map_err(workspace)?;
-    for (attempt, record) in report.launches.iter().enumerate() {
-        let attempt = u32::try_from(attempt).unwrap_or(u32::MAX);
-        record_finished_launch(
-            &shared.journal,
-            lease,
-            state.phase.as_str(),
-            attempt,
-            record,
-        )
-        .await?;
-    }
     let outcome = report.agent_outcome();
-    let reported: Vec<u64> = report.launches.iter().filter_map(|l| l.tokens).collect();
+    let sum = |reported: Vec<u64>| (!reported.is_empty()).then(|| reported.iter().sum());
     Ok(Event::AgentFinished {
         launch: launch.id,
         outcome,
-        tokens: (!reported.is_empty()).then(|| reported.iter().sum()),
+        tokens: sum(report.launches.iter().filter_map(|l| l.tokens).collect()),
+        cost_micros: sum(report
+            .launches
+            .iter()
+            .filter_map(|l| l.cost_micros)
+            .collect()),
     })
 }
 

@@ -282,6 +282,8 @@ impl<'a> RunTask<'a> {
             }
         };
         let state = stored_state(shared, run_id, run.current_issue, run.state)?;
+        // Before anything is relaunched: a launch a crash cut short is lost.
+        crate::agents::journal::end_lost_launches(&shared.journal, lease).await?;
         let recorded_pr = shared.journal.run_pull_request(run_id).await?;
         let pr = state.pr;
         if recorded_pr != pr {

@@ -87,6 +87,7 @@ pub fn agent_runtime_from_config(config: &Config) -> anyhow::Result<Option<Agent
         },
         redactor: controller_redactor(config),
         kill_grace: KILL_GRACE,
+        heartbeat_every: settings.agents.heartbeat(),
         operator_policy: (&settings.operators).into(),
     }))
 }

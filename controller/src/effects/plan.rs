@@ -247,6 +247,7 @@ mod tests {
                 blocked_from: None,
                 merge_wait: None,
                 tokens: 0,
+                cost_micros: 0,
                 finished: None,
             },
         };
@@ -445,6 +446,7 @@ mod tests {
                         blocked_from: None,
                         merge_wait: None,
                         tokens: 0,
+                        cost_micros: 0,
                         finished: None,
                     },
                 },

@@ -81,6 +81,12 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
             status.tokens
         ));
     }
+    if status.cost_micros > 0 {
+        lines.push(format!(
+            "- Estimated agent cost: {}",
+            crate::machine::budget::format_cost(status.cost_micros)
+        ));
+    }
     if let Some(wait) = &status.merge_wait {
         lines.push(format!("- Waiting: {wait}"));
     }
@@ -294,6 +300,7 @@ mod tests {
             blocked_from: Some(Phase::Review),
             merge_wait: None,
             tokens: 0,
+            cost_micros: 0,
             finished: None,
         }
     }
@@ -311,6 +318,14 @@ mod tests {
         );
         let none = status_text(&snapshot(Phase::Review)).unwrap();
         assert!(!none.contains("Tokens"), "{none}");
+        assert!(!none.contains("cost"), "{none}");
+        let priced = StatusSnapshot {
+            tokens: 12_345,
+            cost_micros: 1_250_000,
+            ..snapshot(Phase::Review)
+        };
+        let text = status_text(&priced).unwrap();
+        assert!(text.contains("- Estimated agent cost: 1.25"), "{text}");
     }
 
     #[test]

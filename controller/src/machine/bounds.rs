@@ -119,6 +119,10 @@ pub struct RunSettings {
     /// `None` is no limit.
     #[serde(default)]
     pub max_tokens: Option<u64>,
+    /// Estimated cost the run's agents may reach, in millionths of the
+    /// price tables' unit (`limits.cost_per_run`); `None` is no limit.
+    #[serde(default)]
+    pub max_cost_micros: Option<u64>,
     /// Show the run in an `autoforge` check run on the PR head. Only a
     /// GitHub App can write check runs, so the driver turns it on for one.
     #[serde(default)]
@@ -143,6 +147,7 @@ impl Default for RunSettings {
             max_roadmap_rerequests: 2,
             status_labels: false,
             max_tokens: None,
+            max_cost_micros: None,
             check_run: false,
         }
     }
@@ -157,6 +162,10 @@ pub struct Counters {
     /// Tokens the run's launches reported; never reset.
     #[serde(default)]
     pub tokens: u64,
+    /// Estimated cost of the run's launches, in millionths of the price
+    /// unit; never reset.
+    #[serde(default)]
+    pub cost_micros: u64,
     /// Validation failures since the current phase was entered.
     pub validation_failures: u32,
     /// Correction relaunches of the current launch.
@@ -186,11 +195,6 @@ impl Counters {
 /// Whether one more launch stays inside the run's budget.
 pub fn launch_allowed(settings: &RunSettings, counters: &Counters) -> bool {
     counters.launches < settings.max_launches
-}
-
-/// Whether the run's agents have tokens left (always, without a limit).
-pub fn tokens_left(settings: &RunSettings, counters: &Counters) -> bool {
-    settings.max_tokens.is_none_or(|max| counters.tokens < max)
 }
 
 /// Whether the next review round would still be inside the cap.

@@ -43,6 +43,10 @@ pub struct StatusSnapshot {
     /// counts these); 0 when none reported any.
     #[serde(default)]
     pub tokens: u64,
+    /// Estimated cost of the run's launches so far, in millionths of the
+    /// price unit (`limits.cost_per_run` counts it); 0 when none was priced.
+    #[serde(default)]
+    pub cost_micros: u64,
     /// Set on the status comment of an issue an EPIC's run has finished
     /// with and left for the next one: the comment then says so, with no
     /// commands (they act on the run's current issue).
@@ -77,6 +81,7 @@ impl StatusSnapshot {
                 _ => None,
             },
             tokens: state.counters.tokens,
+            cost_micros: state.counters.cost_micros,
             finished: None,
         }
     }
@@ -390,9 +395,15 @@ pub enum UnblockRefusal {
     )]
     LaunchBudgetExhausted { max_launches: u32 },
     #[error(
-        "the token budget is spent ({used} of {max_tokens} tokens); the limit is frozen for this run: stop it and label the issue again to start under a new limits.tokens_per_run"
+        "the budget is spent ({}); the limit is frozen for this run: stop it and label the issue again to start under a new {}",
+        crate::machine::budget::BudgetSpent { unit: *unit, used: *used, max: *max }.describe(),
+        unit.limit_key()
     )]
-    TokenBudgetSpent { used: u64, max_tokens: u64 },
+    BudgetSpent {
+        unit: crate::machine::budget::BudgetUnit,
+        used: u64,
+        max: u64,
+    },
     #[error("the issue is closed")]
     IssueClosed,
     #[error("{count} open pull requests could be adopted on the issue branch; close all but one")]

@@ -311,6 +311,10 @@ pub enum Event {
         /// the profile's `usage_pattern`; `None` when it reported none.
         #[serde(default)]
         tokens: Option<u64>,
+        /// The launch's estimated cost in millionths of the price unit;
+        /// `None` without a price table or usage reported apart.
+        #[serde(default)]
+        cost_micros: Option<u64>,
     },
     ValidationFinished {
         sha: CommitSha,

@@ -29,6 +29,7 @@
 
 pub mod agent_result;
 pub mod bounds;
+pub mod budget;
 mod decide;
 pub mod decision;
 pub mod event;

@@ -2,7 +2,8 @@
 //! operator, picks the phase a BLOCKED run resumes in, from fresh GitHub
 //! facts only. The operator's reason is recorded, never evidence.
 
-use super::bounds::{launch_allowed, round_allowed, tokens_left};
+use super::bounds::{launch_allowed, round_allowed};
+use super::budget::budget_spent;
 use super::decision::UnblockRefusal;
 use super::event::{GitHubFacts, PrState};
 use super::phase::Phase;
@@ -35,10 +36,11 @@ pub fn unblock_target(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Un
             max_launches: state.settings.max_launches,
         });
     }
-    if launches_agent && !tokens_left(&state.settings, &state.counters) {
-        return Err(UnblockRefusal::TokenBudgetSpent {
-            used: state.counters.tokens,
-            max_tokens: state.settings.max_tokens.unwrap_or_default(),
+    if launches_agent && let Some(spent) = budget_spent(&state.settings, &state.counters) {
+        return Err(UnblockRefusal::BudgetSpent {
+            unit: spent.unit,
+            used: spent.used,
+            max: spent.max,
         });
     }
     Ok(target)
@@ -188,9 +190,10 @@ mod tests {
         state.counters.tokens = 80;
         assert_eq!(
             unblock_target(&state, &facts(None)),
-            Err(UnblockRefusal::TokenBudgetSpent {
+            Err(UnblockRefusal::BudgetSpent {
+                unit: crate::machine::budget::BudgetUnit::Tokens,
                 used: 80,
-                max_tokens: 50
+                max: 50
             })
         );
     }

@@ -20,6 +20,8 @@ fn record(exit: LaunchExit, tokens: Option<u64>) -> LaunchRecord {
         exit,
         output_bytes: 42,
         tokens,
+        usage: None,
+        cost_micros: None,
         log_dir: PathBuf::from("/state/launches/1"),
         descendants_killed: false,
         group_survived: false,

@@ -225,6 +225,7 @@ impl<'a> Run<'a> {
             max_corrections: 1,
             cancel: self.cancel,
             heartbeat: self.heartbeat,
+            events: None,
             kill_grace: Duration::from_millis(300),
         };
         run_phase(request).await

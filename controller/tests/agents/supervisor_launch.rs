@@ -588,3 +588,93 @@ async fn not_dumpable_child() {
     assert_eq!(out.record.exit, LaunchExit::Exited(0));
     assert!(!nix::sys::prctl::get_dumpable().unwrap());
 }
+
+/// A json-lines profile that reports usage per event, priced.
+fn priced_json_lines(command: &[&str]) -> LaunchProfile {
+    use autoforge::agents::profile::{OutputKind, OutputSpec, PriceTable, UsageFields};
+    LaunchProfile::from_spec(
+        "priced",
+        ProfileSpec {
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            idle_timeout_seconds: 60,
+            max_runtime_seconds: 60,
+            output: OutputSpec {
+                kind: OutputKind::JsonLines,
+                usage: UsageFields {
+                    input: Some("/usage/in".into()),
+                    output: Some("/usage/out".into()),
+                    cached: None,
+                },
+                ..OutputSpec::default()
+            },
+            price: Some(PriceTable {
+                input: 2.0,
+                output: 10.0,
+                cached: 0.0,
+            }),
+            ..ProfileSpec::default()
+        },
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_launch_reports_its_start_heartbeats_with_tokens_so_far_and_its_priced_end() {
+    use autoforge::agents::supervisor::{LaunchEvent, LaunchEvents};
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"echo '{"usage":{"in":1000,"out":100}}'; sleep 1.5; echo '{"usage":{"in":500,"out":50}}'"#;
+    let p = priced_json_lines(&["sh", "-c", script]);
+    let redactor = Redactor::new();
+    let workdir = work(&dir);
+    let (events, mut received) = LaunchEvents::channel(Duration::from_millis(200));
+    let mut request = LaunchSpec::new(
+        &p,
+        AgentPhase::Implement,
+        "",
+        &workdir,
+        dir.path().join("log"),
+        &redactor,
+    );
+    request.events = Some(&events);
+    let out = launch(request).await.unwrap();
+    drop(events);
+    let mut seen = Vec::new();
+    while let Some(event) = received.recv().await {
+        seen.push(event);
+    }
+
+    let LaunchEvent::Started {
+        pid,
+        profile,
+        log_dir,
+        price,
+        ..
+    } = &seen[0]
+    else {
+        panic!("the first event is the start: {seen:?}");
+    };
+    assert!(*pid > 0);
+    assert_eq!(profile, "priced");
+    assert_eq!(log_dir, &dir.path().join("log"));
+    assert!(price.is_some());
+    let so_far: Vec<Option<u64>> = seen
+        .iter()
+        .filter_map(|e| match e {
+            LaunchEvent::Progress(beat) => Some(beat.tokens),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        so_far.contains(&Some(1_100)),
+        "a heartbeat saw the first event's tokens: {so_far:?}"
+    );
+    let Some(LaunchEvent::Finished(record)) = seen.last() else {
+        panic!("the last event is the end: {seen:?}");
+    };
+    assert_eq!(**record, out.record);
+    assert_eq!(record.tokens, Some(1_650));
+    let usage = record.usage.unwrap();
+    assert_eq!((usage.input, usage.output, usage.cached), (1_500, 150, 0));
+    // 1500 × 2 + 150 × 10 millionths.
+    assert_eq!(record.cost_micros, Some(4_500));
+}

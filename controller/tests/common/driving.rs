@@ -260,6 +260,7 @@ pub fn agent_runtime(state_dir: &std::path::Path) -> AgentRuntime {
         },
         redactor: Redactor::new(),
         kill_grace: Duration::from_secs(1),
+        heartbeat_every: Duration::from_secs(1),
         operator_policy: Default::default(),
     }
 }

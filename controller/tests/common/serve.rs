@@ -345,6 +345,14 @@ impl World {
         .await
     }
 
+    /// SIGKILLs the serve process (a crash no code of it sees) and waits
+    /// for it to be gone.
+    pub fn kill_serve(&mut self) -> std::process::ExitStatus {
+        let child = &mut self.served_mut().child;
+        child.kill().expect("SIGKILL autoforge serve");
+        child.wait().expect("reap autoforge serve")
+    }
+
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         terminate(&mut self.served_mut().child)

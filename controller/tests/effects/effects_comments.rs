@@ -44,6 +44,7 @@ fn status(phase: Phase) -> EffectIntent {
             blocked_from: None,
             merge_wait: None,
             tokens: 0,
+            cost_micros: 0,
             finished: None,
         },
     }

@@ -64,6 +64,7 @@ fn status(phase: Phase) -> StatusSnapshot {
         blocked_from: None,
         merge_wait: None,
         tokens: 0,
+        cost_micros: 0,
         finished: None,
     }
 }
@@ -98,6 +99,15 @@ fn review_comment_of_a_clean_round() {
         sections: &sections,
     })
     .expect("a publishable review comment");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn status_comment_with_what_the_agents_spent() {
+    let mut spent = status(Phase::Review);
+    spent.tokens = 1_234_567;
+    spent.cost_micros = 4_560_000;
+    let text = status_text(&spent).expect("a publishable status");
     insta::assert_snapshot!(text);
 }
 
@@ -161,6 +171,7 @@ fn status_comment_blocked_by_a_protected_candidate() {
                 },
             },
             tokens: None,
+            cost_micros: None,
         },
         Event::ValidationFinished {
             sha: autoforge_journal::testing::sha(HEAD),

@@ -274,6 +274,7 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
             launch,
             outcome: agent_outcome(kind, state, flavor),
             tokens: None,
+            cost_micros: None,
         },
         3 => Event::ValidationFinished {
             sha: awaited_sha,

@@ -11,7 +11,8 @@
 //! relaunch with the correction prompt while the budget lasts.
 //!
 //! Nothing here writes the journal or GitHub: the caller persists the
-//! [`LaunchRecord`]s of every attempt and acts on the [`PhaseOutcome`].
+//! [`LaunchRecord`]s of every attempt (as they happen, through
+//! [`PhaseRequest::events`]) and acts on the [`PhaseOutcome`].
 //! Diagnoses are the result parser's own words, which never quote the agent.
 
 mod observe;
@@ -34,7 +35,7 @@ use crate::agents::result::{
     parse_update_epic_rerequest,
 };
 use crate::agents::supervisor::{
-    self, CancelToken, Heartbeat, LaunchError, LaunchExit, LaunchRecord, LaunchSpec,
+    self, CancelToken, Heartbeat, LaunchError, LaunchEvents, LaunchExit, LaunchRecord, LaunchSpec,
 };
 use crate::machine::{AgentPhase, AgentResult, PhaseResult};
 use crate::redact::Redactor;
@@ -70,8 +71,10 @@ pub struct PhaseRequest<'a> {
     /// Correction relaunches allowed (`limits.corrections_per_launch`).
     pub max_corrections: u32,
     pub cancel: Option<&'a CancelToken>,
-    /// Receives the progress of the running launch, for the journal.
+    /// Receives the progress of the running launch.
     pub heartbeat: Option<&'a watch::Sender<Heartbeat>>,
+    /// Receives each attempt's start, heartbeats and end, for the journal.
+    pub events: Option<&'a LaunchEvents>,
     /// Time between SIGTERM and SIGKILL when a launch's group is ended.
     pub kill_grace: Duration,
 }
@@ -292,6 +295,7 @@ async fn attempt_once(
     launch.read_context = Some(&context_dir);
     launch.cancel = request.cancel;
     launch.heartbeat = request.heartbeat;
+    launch.events = request.events;
     launch.kill_grace = request.kill_grace;
     let outcome = supervisor::launch(launch).await?;
     let verdict = judge(request, &outcome, before).await?;
@@ -414,6 +418,8 @@ mod tests {
                 exit: LaunchExit::Exited(0),
                 output_bytes: 100,
                 tokens: None,
+                usage: None,
+                cost_micros: None,
                 log_dir: PathBuf::new(),
                 descendants_killed: false,
                 group_survived: false,

@@ -15,6 +15,7 @@
 //! and fed to the launch's redactor.
 
 pub mod output;
+mod price;
 mod routing;
 mod usage;
 
@@ -29,6 +30,7 @@ use crate::agents::supervisor::environment::{is_credential_name, is_valid_env_na
 use crate::sandbox::SandboxPolicy;
 
 pub use output::{OutputFormat, OutputKind, OutputSpec, ReadOutput, TokenUsage, UsageFields};
+pub use price::PriceTable;
 pub use routing::{AgentCatalog, ReviewRole, ReviewRoute, RoleRouting, RoundRange, RoutingError};
 pub use usage::UsagePattern;
 
@@ -53,6 +55,8 @@ pub struct ProfileSpec {
     pub output: OutputSpec,
     /// The sandbox this profile's launches run in.
     pub sandbox: SandboxPolicy,
+    /// Prices per million tokens, for the estimated cost of a launch.
+    pub price: Option<PriceTable>,
 }
 
 /// Why a profile was refused at load time. Messages name the profile and the
@@ -70,6 +74,8 @@ pub enum ProfileError {
     BadUsagePattern { profile: String, reason: String },
     #[error("agent profile `{profile}`: `output`: {reason}")]
     BadOutput { profile: String, reason: String },
+    #[error("agent profile `{profile}`: `price`: {reason}")]
+    BadPrice { profile: String, reason: String },
     #[error("agent profile `{profile}`: `{name}` is not a valid environment variable name")]
     InvalidEnvName { profile: String, name: String },
     #[error("agent profile `{profile}`: `{name}` is both set and removed")]
@@ -102,6 +108,8 @@ pub struct LaunchProfile {
     /// How to read the final message and the usage from the output.
     pub output: OutputFormat,
     pub sandbox: SandboxPolicy,
+    /// Prices per million tokens; `None` means no cost estimate.
+    pub price: Option<PriceTable>,
 }
 
 impl LaunchProfile {
@@ -152,6 +160,9 @@ impl LaunchProfile {
                 name: both.clone(),
             });
         }
+        if let Some(reason) = spec.price.as_ref().and_then(PriceTable::problem) {
+            return Err(ProfileError::BadPrice { profile, reason });
+        }
         let output = OutputFormat::from_spec(spec.output, spec.usage_pattern.as_deref()).map_err(
             |(key, reason)| match key {
                 "usage_pattern" => ProfileError::BadUsagePattern {
@@ -174,6 +185,7 @@ impl LaunchProfile {
             max_runtime: Duration::from_secs(spec.max_runtime_seconds),
             output,
             sandbox: spec.sandbox,
+            price: spec.price,
         })
     }
 

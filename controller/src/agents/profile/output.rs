@@ -109,6 +109,8 @@ impl TokenUsage {
 pub struct ReadOutput {
     pub message: Option<String>,
     pub tokens: Option<u64>,
+    /// The counts apart (JSON formats only; a text pattern gives a total).
+    pub usage: Option<TokenUsage>,
 }
 
 impl OutputFormat {
@@ -189,6 +191,7 @@ impl OutputFormat {
                     message: None,
                     tokens: pattern
                         .and_then(|p| p.tokens_in(stdout).or_else(|| p.tokens_in(stderr))),
+                    usage: None,
                 }
             }
             OutputKind::Json => {
@@ -202,7 +205,7 @@ impl OutputFormat {
                         .and_then(|p| object.pointer(p))
                         .and_then(Value::as_str)
                         .map(str::to_owned),
-                    tokens: self.usage_of(std::slice::from_ref(&object)),
+                    ..Self::usage_read(self.usage_of(std::slice::from_ref(&object)))
                 }
             }
             OutputKind::JsonLines => {
@@ -213,9 +216,17 @@ impl OutputFormat {
                     .collect();
                 ReadOutput {
                     message: self.last_message(&events),
-                    tokens: self.usage_of(&events),
+                    ..Self::usage_read(self.usage_of(&events))
                 }
             }
+        }
+    }
+
+    fn usage_read(usage: Option<TokenUsage>) -> ReadOutput {
+        ReadOutput {
+            message: None,
+            tokens: usage.map(|u| u.total()),
+            usage,
         }
     }
 
@@ -235,7 +246,7 @@ impl OutputFormat {
 
     /// The configured fields summed over `events`; `None` when not one of
     /// them was present anywhere.
-    fn usage_of(&self, events: &[Value]) -> Option<u64> {
+    fn usage_of(&self, events: &[Value]) -> Option<TokenUsage> {
         let sum = |pointer: &Option<String>| -> Option<u64> {
             let pointer = pointer.as_deref()?;
             let values: Vec<u64> = events
@@ -252,12 +263,11 @@ impl OutputFormat {
         if input.is_none() && output.is_none() && cached.is_none() {
             return None;
         }
-        let usage = TokenUsage {
+        Some(TokenUsage {
             input: input.unwrap_or(0),
             output: output.unwrap_or(0),
             cached: cached.unwrap_or(0),
-        };
-        Some(usage.total())
+        })
     }
 }
 

@@ -15,6 +15,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use crate::agents::profile::{OutputFormat, ReadOutput};
 use crate::agents::result::BLOCK_START;
 use crate::redact::Redactor;
 
@@ -106,6 +107,19 @@ impl BoundedCapture {
 
     pub fn total_bytes(&self) -> u64 {
         self.total
+    }
+
+    /// What is kept so far as text, head and tail on lines of their own,
+    /// unredacted: only for reading usage counts, never to store or show.
+    fn text_so_far(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if !self.tail.is_empty() {
+            text.push('\n');
+            let (front, back) = self.tail.as_slices();
+            text.push_str(&String::from_utf8_lossy(front));
+            text.push_str(&String::from_utf8_lossy(back));
+        }
+        text
     }
 
     /// Redacts and freezes the capture. When the middle was dropped, the
@@ -258,9 +272,34 @@ pub struct OutputSink {
     log: Option<LogFile>,
     log_error: Option<io::Error>,
     redactor: Redactor,
+    /// How to read token usage from the output while it runs, if at all.
+    usage_format: Option<OutputFormat>,
 }
 
 impl OutputSink {
+    /// Reads tokens so far with `format` at every heartbeat (a format that
+    /// reports no usage is not read).
+    pub fn read_usage_with(mut self, format: &OutputFormat) -> Self {
+        self.usage_format = format.reports_usage().then(|| format.clone());
+        self
+    }
+
+    /// The usage the output shows so far; `None` when the sink reads none.
+    /// Only the counts are used: the message is dropped unredacted.
+    pub fn usage_so_far(&self) -> Option<ReadOutput> {
+        let format = self.usage_format.as_ref()?;
+        let stderr = self
+            .stderr
+            .as_ref()
+            .map(BoundedCapture::text_so_far)
+            .unwrap_or_default();
+        let read = format.read(&self.stdout.text_so_far(), &stderr);
+        Some(ReadOutput {
+            message: None,
+            ..read
+        })
+    }
+
     pub fn separate(limits: CaptureLimits, log: Option<LogFile>, redactor: Redactor) -> Self {
         Self {
             stdout: BoundedCapture::new(limits),
@@ -269,6 +308,7 @@ impl OutputSink {
             log,
             log_error: None,
             redactor,
+            usage_format: None,
         }
     }
 
@@ -280,6 +320,7 @@ impl OutputSink {
             log: None,
             log_error: None,
             redactor,
+            usage_format: None,
         }
     }
 

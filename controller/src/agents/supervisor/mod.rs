@@ -16,11 +16,16 @@
 //!
 //! The agent runs inside the bubblewrap sandbox ([`view`] says what it
 //! sees), unless the profile's sandbox mode is off.
+//!
+//! While it runs, the launch reports to [`LaunchSpec::events`] when there
+//! is an observer ([`progress`]): its start with the pid, a heartbeat per
+//! interval, and its end.
 
 pub mod capture;
 pub mod environment;
 pub mod escaped;
 pub mod process;
+pub mod progress;
 pub mod view;
 
 use std::collections::BTreeMap;
@@ -33,13 +38,14 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::agents::profile::{LaunchProfile, ProfileError};
+use crate::agents::profile::{LaunchProfile, ProfileError, TokenUsage};
 use crate::machine::AgentPhase;
 use crate::redact::Redactor;
 
 pub use capture::{CaptureLimits, LogFile, RedactedCapture};
 pub use environment::EnvError;
 pub use process::{CancelToken, Heartbeat, LaunchExit, RunLimits, RunReport};
+pub use progress::{LaunchEvent, LaunchEvents};
 
 /// The largest final-message file we read; the CONTROL_RESULT block itself
 /// may be at most 1 MiB, so its tail end is what matters.
@@ -67,6 +73,9 @@ pub struct LaunchSpec<'a> {
     pub kill_grace: Duration,
     pub heartbeat_every: Duration,
     pub heartbeat: Option<&'a watch::Sender<Heartbeat>>,
+    /// Receives the launch's start, heartbeats and end; its interval
+    /// replaces `heartbeat_every`.
+    pub events: Option<&'a LaunchEvents>,
     pub cancel: Option<&'a CancelToken>,
 }
 
@@ -95,6 +104,7 @@ impl<'a> LaunchSpec<'a> {
             kill_grace: Duration::from_secs(5),
             heartbeat_every: Duration::from_secs(5),
             heartbeat: None,
+            events: None,
             cancel: None,
         }
     }
@@ -112,6 +122,11 @@ pub struct LaunchRecord {
     /// Bytes of output on stdout and stderr together, kept or not.
     pub output_bytes: u64,
     pub tokens: Option<u64>,
+    /// The tokens apart, where the output format tells them apart.
+    pub usage: Option<TokenUsage>,
+    /// Estimated cost in millionths of the profile's price unit, when the
+    /// profile has a price table and the launch reported its usage apart.
+    pub cost_micros: Option<u64>,
     pub log_dir: PathBuf,
     pub descendants_killed: bool,
     pub group_survived: bool,
@@ -257,29 +272,24 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
 
     let log = LogFile::create(&log_dir.join("output.log"), request.log_limit).map_err(dir_error)?;
     let mut sink =
-        capture::OutputSink::separate(request.capture, Some(log), request.redactor.clone());
+        capture::OutputSink::separate(request.capture, Some(log), request.redactor.clone())
+            .read_usage_with(&profile.output);
     let stdin = (!profile.uses_prompt_file()).then(|| request.prompt.as_bytes().to_vec());
     let limits = RunLimits {
         idle: Some(profile.idle_timeout),
         wall: profile.max_runtime,
         kill_grace: request.kill_grace,
-        heartbeat_every: request.heartbeat_every,
+        heartbeat_every: request
+            .events
+            .map_or(request.heartbeat_every, LaunchEvents::every),
     };
     let started_at = Utc::now();
     let span =
         tracing::info_span!("launch", profile = %profile.name, role = request.role.role_name());
     span.in_scope(|| tracing::info!(log_dir = %log_dir.display(), "launch started"));
-    let report = process::run_in_group(
-        command,
-        stdin,
-        limits,
-        &mut sink,
-        request.cancel,
-        request.heartbeat,
-    )
-    .instrument(span.clone())
-    .await
-    .map_err(spawn_error)?;
+    let report = supervise(&request, command, stdin, limits, &mut sink, span.clone())
+        .await
+        .map_err(spawn_error)?;
     let output_bytes = sink.total_bytes();
     let (stdout, stderr, log_error) = sink.finish();
     if let Some(e) = log_error {
@@ -292,25 +302,91 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     }
     .or(read.message);
     write_tail_log(log_dir, &stdout, &stderr);
-    let tokens = read.tokens;
     span.in_scope(|| tracing::info!(exit = ?report.exit, duration_ms = report.duration.as_millis() as u64, output_bytes, "launch finished"));
+    let record = LaunchRecord {
+        profile: profile.name.clone(),
+        role: request.role,
+        started_at,
+        duration: report.duration,
+        exit: report.exit,
+        output_bytes,
+        tokens: read.tokens,
+        usage: read.usage,
+        cost_micros: profile
+            .price
+            .zip(read.usage)
+            .map(|(price, usage)| price.cost_micros(&usage)),
+        log_dir: log_dir.clone(),
+        descendants_killed: report.descendants_killed,
+        group_survived: report.group_survived,
+    };
+    if let Some(events) = request.events {
+        events.send(LaunchEvent::Finished(Box::new(record.clone())));
+    }
     Ok(LaunchOutcome {
-        record: LaunchRecord {
-            profile: profile.name.clone(),
-            role: request.role,
-            started_at,
-            duration: report.duration,
-            exit: report.exit,
-            output_bytes,
-            tokens,
-            log_dir: log_dir.clone(),
-            descendants_killed: report.descendants_killed,
-            group_survived: report.group_survived,
-        },
+        record,
         stdout,
         stderr,
         final_message,
     })
+}
+
+/// Runs the launch's process group to its end while its heartbeats are
+/// passed on (see [`forward_heartbeats`]); the caller's own heartbeat
+/// channel ends on the last one.
+async fn supervise(
+    request: &LaunchSpec<'_>,
+    command: tokio::process::Command,
+    stdin: Option<Vec<u8>>,
+    limits: RunLimits,
+    sink: &mut capture::OutputSink,
+    span: tracing::Span,
+) -> std::io::Result<RunReport> {
+    let (beats, watched) = watch::channel(Heartbeat::default());
+    let run = process::run_in_group(command, stdin, limits, sink, request.cancel, Some(&beats))
+        .instrument(span);
+    let report = tokio::select! {
+        report = run => report,
+        never = forward_heartbeats(request, watched.clone()) => match never {},
+    }?;
+    if let Some(caller) = request.heartbeat {
+        caller.send_replace(*watched.borrow());
+    }
+    Ok(report)
+}
+
+/// Passes the running launch's heartbeats on: the first (which carries the
+/// pid) as its start, the others as progress, each also to the caller's
+/// own heartbeat channel. Never ends by itself; the launch drops it.
+async fn forward_heartbeats(
+    request: &LaunchSpec<'_>,
+    mut watched: watch::Receiver<Heartbeat>,
+) -> std::convert::Infallible {
+    let mut started = false;
+    loop {
+        if watched.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        let beat = *watched.borrow_and_update();
+        if let Some(caller) = request.heartbeat {
+            caller.send_replace(beat);
+        }
+        let Some(events) = request.events else {
+            continue;
+        };
+        if !started {
+            started = true;
+            events.send(LaunchEvent::Started {
+                profile: request.profile.name.clone(),
+                role: request.role,
+                pid: beat.pid,
+                log_dir: request.log_dir.clone(),
+                price: request.profile.price,
+            });
+        } else {
+            events.send(LaunchEvent::Progress(beat));
+        }
+    }
 }
 
 /// The captured stdout for the profile's output reader: all of it when

@@ -28,6 +28,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::capture::{OutputSink, Stream};
 use super::escaped::{LAUNCH_TAG_VAR, kill_tagged, new_tag};
+use crate::agents::profile::TokenUsage;
 
 /// How long we wait for the kernel to report a SIGKILLed group empty. Orphans
 /// are reaped by PID 1, which on some hosts takes over a second.
@@ -69,12 +70,21 @@ impl LaunchExit {
     }
 }
 
-/// Live progress of a running child, published on a `watch` channel.
+/// Live progress of a running child, published on a `watch` channel: once
+/// right after the spawn, then every `heartbeat_every`, and at the end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Heartbeat {
+    /// The child's process id (the sandbox's, when sandboxed); 0 before
+    /// the first heartbeat.
+    pub pid: u32,
     pub elapsed: Duration,
     pub output_bytes: u64,
     pub since_last_output: Duration,
+    /// Tokens reported so far, when the sink reads usage (see
+    /// [`OutputSink::read_usage_with`]) and the output already shows some.
+    pub tokens: Option<u64>,
+    /// The same counts apart, where the output format tells them apart.
+    pub usage: Option<TokenUsage>,
 }
 
 /// A cloneable stop request shared between the operator path and a launch.
@@ -216,6 +226,7 @@ pub async fn run_in_group(
         .map(Pid::from_raw)
         .ok_or_else(|| io::Error::other("spawned child has no process id"))?;
     let mut guard = GroupGuard { pgid, armed: true };
+    let pid = child.id().unwrap_or_default();
 
     let writer = match (stdin, child.stdin.take()) {
         (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
@@ -242,10 +253,14 @@ pub async fn run_in_group(
     let mut ticker = tokio::time::interval(limits.heartbeat_every);
     let publish = |sink: &OutputSink, last_output: Instant| {
         if let Some(hb) = heartbeat {
+            let read = sink.usage_so_far();
             hb.send_replace(Heartbeat {
+                pid,
                 elapsed: started.elapsed(),
                 output_bytes: sink.total_bytes(),
                 since_last_output: last_output.elapsed(),
+                tokens: read.as_ref().and_then(|r| r.tokens),
+                usage: read.and_then(|r| r.usage),
             });
         }
     };

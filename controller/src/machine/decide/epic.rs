@@ -68,11 +68,12 @@ pub(super) fn on_result(turn: &mut Turn, result: &EpicResult) -> TurnResult {
         let (Some(issue), Some(pr)) = (epic.finished_issue, epic.finished_pr) else {
             return turn.block("the finished issue or its pull request is unknown");
         };
+        let text = with_spend(text, &turn.state.counters);
         turn.effect(EffectIntent::PostEpicProgress {
             epic: epic.epic,
             issue,
             pr,
-            text: text.clone(),
+            text,
         });
         writes = true;
     }
@@ -273,4 +274,49 @@ fn reject(turn: &mut Turn, reason: String) -> TurnResult {
         ));
     }
     launch(turn, Some(reason), false)
+}
+
+/// The EPIC agent's progress report with the controller's own line of what
+/// the EPIC's run has spent on agents so far (its launches cover every
+/// issue of the EPIC), when any launch reported usage.
+fn with_spend(text: &str, counters: &crate::machine::Counters) -> String {
+    let mut spent = Vec::new();
+    if counters.tokens > 0 {
+        spent.push(format!("{} tokens", counters.tokens));
+    }
+    if counters.cost_micros > 0 {
+        spent.push(format!(
+            "an estimated cost of {}",
+            crate::machine::budget::format_cost(counters.cost_micros)
+        ));
+    }
+    if spent.is_empty() {
+        return text.to_owned();
+    }
+    format!(
+        "{}\n\n_Agents on this EPIC so far: {}._",
+        text.trim_end(),
+        spent.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod spend_tests {
+    use super::with_spend;
+    use crate::machine::Counters;
+
+    #[test]
+    fn the_progress_report_ends_with_what_the_epic_spent_on_agents() {
+        let none = Counters::default();
+        assert_eq!(with_spend("Merged.\n", &none), "Merged.\n");
+        let spent = Counters {
+            tokens: 42_000,
+            cost_micros: 1_230_000,
+            ..Counters::default()
+        };
+        assert_eq!(
+            with_spend("Merged.\n", &spent),
+            "Merged.\n\n_Agents on this EPIC so far: 42000 tokens, an estimated cost of 1.23._"
+        );
+    }
 }

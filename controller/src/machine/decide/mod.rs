@@ -74,6 +74,7 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             launch,
             outcome,
             tokens,
+            cost_micros,
         } => {
             let failed = matches!(
                 outcome,
@@ -81,12 +82,8 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
                     | AgentOutcome::TimedOut
                     | AgentOutcome::NonZeroExit { .. }
             );
-            // Spent tokens count even when the result is refused: the agent ran.
             let mut counted = state.clone();
-            counted.counters.tokens = counted
-                .counters
-                .tokens
-                .saturating_add(tokens.unwrap_or_default());
+            crate::machine::budget::charge(&mut counted.counters, *tokens, *cost_micros);
             let decision = agent_finished(&counted, *launch, outcome)?;
             return Ok(if failed {
                 decision

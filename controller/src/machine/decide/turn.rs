@@ -3,7 +3,8 @@
 //! edge and performs the new phase's entry action.
 
 use super::{check_run, epic, fix, implement, merge, review};
-use crate::machine::bounds::{launch_allowed, tokens_left};
+use crate::machine::bounds::launch_allowed;
+use crate::machine::budget::budget_spent;
 use crate::machine::decision::{
     Correction, Decision, EffectIntent, LaunchInputs, LaunchRequest, Notice, Refusal,
     StatusSnapshot, ValidationRequest,
@@ -226,15 +227,11 @@ impl Turn {
                 "the run's launch budget of {max} agent launches is exhausted"
             ));
         }
-        if !tokens_left(&self.state.settings, &self.state.counters) {
-            let (used, max) = (
-                self.state.counters.tokens,
-                self.state.settings.max_tokens.unwrap_or_default(),
-            );
+        if let Some(spent) = budget_spent(&self.state.settings, &self.state.counters) {
             return self.block(format!(
-                "the run's token budget is spent: its agents reported {used} tokens of the \
-                 {max} that limits.tokens_per_run allowed when it started; stop the run and \
-                 label the issue again to continue under a new limit"
+                "the run's budget is spent: its agents used {} when it started; stop the run \
+                 and label the issue again to continue under a new limit",
+                spent.describe()
             ));
         }
         self.state.counters.launches += 1;

@@ -64,6 +64,8 @@ pub struct Scenario {
     faults: Vec<FaultRule>,
     backstop_max_seconds: Option<u64>,
     tokens_per_run: Option<u64>,
+    /// `agents.heartbeat_seconds`.
+    heartbeat_seconds: Option<u64>,
     /// Extra environment of the serve process (vendor keys, PATH).
     env: Vec<(String, String)>,
 }
@@ -89,6 +91,7 @@ impl Scenario {
             faults: Vec::new(),
             backstop_max_seconds: None,
             tokens_per_run: None,
+            heartbeat_seconds: None,
             env: Vec::new(),
         }
     }
@@ -153,6 +156,13 @@ impl Scenario {
         self
     }
 
+    /// `agents.heartbeat_seconds`: how often a running launch's row is
+    /// refreshed.
+    pub fn heartbeat_seconds(mut self, seconds: u64) -> Self {
+        self.heartbeat_seconds = Some(seconds);
+        self
+    }
+
     /// A variable in the serve process's environment.
     pub fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.to_owned(), value.to_owned()));
@@ -193,6 +203,9 @@ impl Scenario {
             "[validation]\ncommands = [{}]\ntimeout_seconds = 60\n\n",
             commands.join(", ")
         ));
+        if let Some(seconds) = self.heartbeat_seconds {
+            toml.push_str(&format!("[agents]\nheartbeat_seconds = {seconds}\n\n"));
+        }
         toml.push_str(&self.agents.toml(evidence));
         toml
     }

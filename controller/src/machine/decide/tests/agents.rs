@@ -240,6 +240,7 @@ fn result_of_an_older_launch_is_refused() {
         launch: stale,
         outcome: AgentOutcome::TimedOut,
         tokens: None,
+        cost_micros: None,
     });
     assert_eq!(
         refusal,
@@ -404,6 +405,7 @@ fn a_run_whose_agents_spent_the_token_budget_blocks_before_the_next_launch() {
         launch,
         outcome: AgentOutcome::TimedOut,
         tokens: Some(600),
+        cost_micros: None,
     });
     assert_eq!(run.state.phase, Phase::Implement);
     assert_eq!(run.state.counters.tokens, 600);
@@ -414,6 +416,7 @@ fn a_run_whose_agents_spent_the_token_budget_blocks_before_the_next_launch() {
         launch: retry,
         outcome: AgentOutcome::TimedOut,
         tokens: Some(500),
+        cost_micros: None,
     });
     assert_eq!(run.state.phase, Phase::Blocked);
     assert!(run.last.launches.is_empty());
@@ -432,7 +435,44 @@ fn launches_without_a_token_report_never_touch_an_unset_budget() {
         launch,
         outcome: AgentOutcome::TimedOut,
         tokens: None,
+        cost_micros: None,
     });
     assert_eq!(run.state.counters.tokens, 0);
     assert_eq!(run.state.phase, Phase::Implement);
+}
+
+#[test]
+fn a_run_whose_agents_reached_the_cost_budget_blocks_before_the_next_launch() {
+    let settings = RunSettings {
+        max_cost_micros: Some(2_000_000),
+        ..RunSettings::default()
+    };
+    let mut run = Run::start(settings, None);
+    let launch = run.launch().id;
+    run.apply(Event::AgentFinished {
+        launch,
+        outcome: AgentOutcome::TimedOut,
+        tokens: Some(10),
+        cost_micros: Some(1_500_000),
+    });
+    assert_eq!(
+        run.state.phase,
+        Phase::Implement,
+        "under the budget: retried"
+    );
+    assert_eq!(run.state.counters.cost_micros, 1_500_000);
+    let retry = run.launch().id;
+    run.apply(Event::AgentFinished {
+        launch: retry,
+        outcome: AgentOutcome::TimedOut,
+        tokens: None,
+        cost_micros: Some(600_000),
+    });
+    assert_eq!(run.state.phase, Phase::Blocked);
+    assert!(run.last.launches.is_empty());
+    let reason = &run.state.blocked.as_ref().expect("blocked").reason;
+    assert!(
+        reason.contains("2.10 (estimated cost)") && reason.contains("limits.cost_per_run"),
+        "{reason}"
+    );
 }

@@ -147,6 +147,7 @@ impl Run {
             launch,
             outcome,
             tokens: None,
+            cost_micros: None,
         })
     }
 

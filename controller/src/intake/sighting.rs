@@ -11,7 +11,7 @@ use super::access::GitHubAccess;
 use super::answering::{answer_to, plan_without_run, trigger_refused_answer};
 use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
-use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
+use crate::commands::{Actor, Command, CommandParseError, OperatorDecision, RefusalReason};
 use crate::github::GitHubApi;
 
 /// One change, whoever saw it. Each variant builds the same dedupe key from
@@ -611,6 +611,18 @@ fn plan_commands(
     for (index, parsed) in commands.iter().enumerate() {
         let (command, accepted, reason) = match (parsed, decision) {
             (Err(error), _) => ("malformed".to_owned(), false, error.to_string()),
+            // Help changes nothing and tells what an operator may do: any
+            // person asking gets it (bots and the controller do not).
+            (
+                Ok(command @ Command::Help),
+                OperatorDecision::Refused {
+                    reason: RefusalReason::InsufficientPermission { .. },
+                },
+            ) => (
+                command.verb().to_owned(),
+                true,
+                "help is answered for anyone".to_owned(),
+            ),
             (Ok(command), OperatorDecision::Refused { reason }) => {
                 (command.verb().to_owned(), false, reason.to_string())
             }
@@ -633,10 +645,7 @@ fn plan_commands(
         let signal = match (accepted, parsed) {
             (true, Ok(command)) => RunSignal::Command {
                 verb: command.verb().to_owned(),
-                argument: match command {
-                    Command::Unblock { reason } => Some(reason.clone()),
-                    _ => None,
-                },
+                argument: command.text().map(str::to_owned),
                 comment_id,
                 actor: actor.login.clone(),
                 on_issue: issue,

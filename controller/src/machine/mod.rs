@@ -52,9 +52,9 @@ pub use decision::{
     UnblockRefusal, ValidationRequest,
 };
 pub use event::{
-    AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, MergeReport,
-    MergeableState, NextIssueFacts, OperatorCommand, OperatorRequest, PrFacts, PrState,
-    RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead, ReviewRequirement,
+    AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, HumanFeedback, HumanNote,
+    MergeReport, MergeableState, NextIssueFacts, OperatorCommand, OperatorRequest, PrFacts,
+    PrState, RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead, ReviewRequirement,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, UnknownPhase, check_edge, legal_edge};
 pub use protected::{is_protected, protected_among};
@@ -64,5 +64,6 @@ pub use repository::{
 };
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
-    MergePlan, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
+    MergePlan, OperatorGuidance, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
+    is_human_finding,
 };

@@ -157,8 +157,8 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             comment_id,
             actor,
             on_issue,
-            ..
-        } => match command_without_reads(verb) {
+            argument,
+        } => match command_without_reads(verb, argument.as_deref()) {
             Some(command) => SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
                 thread: *on_issue,
                 comment_id: *comment_id,
@@ -190,13 +190,19 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
     }
 }
 
-/// The commands the machine decides from the command alone.
-fn command_without_reads(verb: &str) -> Option<OperatorRequest> {
+/// The commands the machine decides from the command (and its text) alone.
+fn command_without_reads(verb: &str, argument: Option<&str>) -> Option<OperatorRequest> {
     match verb {
-        "retry" => Some(OperatorRequest::Retry),
+        "retry" => Some(OperatorRequest::Retry {
+            notes: argument.map(str::to_owned),
+        }),
+        "fix" => Some(OperatorRequest::Fix {
+            notes: argument.unwrap_or_default().to_owned(),
+        }),
         "stop" => Some(OperatorRequest::Stop),
         "merge" => Some(OperatorRequest::Merge),
         "status" => Some(OperatorRequest::Status),
+        "help" => Some(OperatorRequest::Help),
         _ => None,
     }
 }

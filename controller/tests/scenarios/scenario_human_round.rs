@@ -94,3 +94,102 @@ async fn human_round_unblock_reason_reaches_the_next_launchs_prompt_as_operator_
     let state = run.reaches(Phase::Blocked).await;
     assert_eq!(state.operator_guidance, None, "used once, then dropped");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn human_round_changes_requested_with_two_inline_comments_is_fixed_and_seen_by_round_two() {
+    let s = Scenario::new()
+        .agents(Agents::scripted().fix(["good", "H1-F1", "H1-F2", "H1-F3"]))
+        .start()
+        .await;
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    run.reaches(Phase::ReadyForMerge).await;
+    let pr = s.pull().await;
+
+    let review = s
+        .review_as(
+            &s.owner,
+            pr,
+            "REQUEST_CHANGES",
+            "Two things before this can go in.",
+            &[
+                ("feature.txt", 1, "spell out the unit of the timeout"),
+                ("feature.txt", 1, "log the retry count"),
+            ],
+        )
+        .await;
+    s.review_delivery_processed(review).await;
+    eventually(scenario::PATIENCE, "the second review", || async {
+        (s.launches(Role::Review) == 2).then_some(())
+    })
+    .await;
+    let state = run.reaches(Phase::ReadyForMerge).await;
+
+    assert_eq!(s.launches(Role::Fix), 1, "one human round, one fixer");
+    let fix = s.prompt(Role::Fix, 1);
+    for text in [
+        "H1-F1",
+        "H1-F2",
+        "H1-F3",
+        "feature.txt:1",
+        "spell out the unit of the timeout",
+        "log the retry count",
+        "Two things before this can go in.",
+    ] {
+        assert!(fix.contains(text), "the fixer is given {text:?}: {fix}");
+    }
+    let round_two = s.prompt(Role::Review, 2);
+    for text in [
+        "spell out the unit of the timeout",
+        "log the retry count",
+        "\"finding_id\":\"H1-F2\"",
+    ] {
+        assert!(
+            round_two.contains(text),
+            "round 2 sees {text:?}: {round_two}"
+        );
+    }
+    assert_eq!(state.review.human_rounds, 1);
+    assert_eq!(state.review.human_sources, [format!("review-{review}")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn human_round_a_non_operators_review_changes_nothing() {
+    let s = Scenario::new()
+        .agents(Agents::scripted().fix(["good", "H1-F1"]))
+        .start()
+        .await;
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    run.reaches(Phase::ReadyForMerge).await;
+    let before = run.snapshot().await;
+    let pr = s.pull().await;
+    let reader = s.person("rita", "read");
+
+    let review = s
+        .review_as(
+            &reader,
+            pr,
+            "REQUEST_CHANGES",
+            "Rewrite it in another language.",
+            &[("feature.txt", 1, "delete this file")],
+        )
+        .await;
+    s.review_delivery_processed(review).await;
+    let journal = s.world.db.journal();
+    let decided = eventually(scenario::PATIENCE, "the review's decision", || async {
+        let events = journal.list_audit_events(run.id).await.unwrap();
+        events
+            .into_iter()
+            .find(|e| e.kind == "human_review_decided")
+    })
+    .await;
+
+    assert_eq!(decided.detail["accepted"], false, "{decided:?}");
+    assert_eq!(decided.detail["actor"], "rita");
+    run.assert_run_state_unchanged_since(&before).await;
+    assert_eq!(s.launches(Role::Fix), 0);
+    assert_eq!(run.state().await.phase, Phase::ReadyForMerge);
+}

@@ -419,3 +419,21 @@ fn an_unknown_verb_is_echoed_only_in_a_safe_alphabet() {
         }
     }
 }
+
+#[test]
+fn malformed_command_replies_are_pinned() {
+    let replies: Vec<String> = [
+        "/autoforge",
+        "/autoforge unblock",
+        "/autoforge fix",
+        "/autoforge stop now",
+        "/autoforge retyr",
+    ]
+    .iter()
+    .map(|typed| match &parse_commands(typed)[..] {
+        [Err(error)] => format!("{typed} -> {error}"),
+        other => panic!("{typed} parsed as {other:?}"),
+    })
+    .collect();
+    insta::assert_snapshot!("malformed_command_replies", replies.join("\n"));
+}

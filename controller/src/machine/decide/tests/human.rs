@@ -254,3 +254,55 @@ fn help_lists_what_the_phase_accepts() {
         "help changes nothing"
     );
 }
+
+#[test]
+fn help_texts_at_two_phases_are_pinned() {
+    let blocked = {
+        let mut run = Run::to_review(RunSettings::default(), None);
+        run.bind(&sha(2));
+        run.finish_agent(AgentOutcome::Result {
+            result: AgentResult::Blocked {
+                message: "unclear".into(),
+            },
+        });
+        run.state
+    };
+    let ready = Run::to_ready(
+        RunSettings {
+            merge_mode: MergeMode::OnCommand,
+            ..RunSettings::default()
+        },
+        None,
+    )
+    .state;
+    insta::assert_snapshot!(
+        "help_when_blocked",
+        crate::machine::decide::help::help_text(&blocked)
+    );
+    insta::assert_snapshot!(
+        "help_at_ready_for_merge",
+        crate::machine::decide::help::help_text(&ready)
+    );
+}
+
+#[test]
+fn retry_notes_are_the_next_launchs_guidance() {
+    let mut run = Run::to_review(
+        RunSettings {
+            max_retries: 0,
+            ..RunSettings::default()
+        },
+        None,
+    );
+    run.bind(&sha(2));
+    run.finish_agent(AgentOutcome::TimedOut);
+    assert!(matches!(run.state.awaiting, Awaiting::OperatorRetry { .. }));
+    run.apply(command(OperatorRequest::Retry {
+        notes: Some("the mirror is back".into()),
+    }));
+    let guidance = run.state.operator_guidance.clone().expect("kept");
+    assert_eq!(
+        (guidance.command.as_str(), guidance.text.as_str()),
+        ("retry", "the mirror is back")
+    );
+}

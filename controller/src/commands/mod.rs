@@ -13,5 +13,5 @@ pub use authorize::{
 pub use local::{LocalCommand, LocalCommandEvent};
 pub use parse::{
     COMMAND_PREFIX, Command, CommandParseError, MAX_UNBLOCK_REASON_CHARS, VERBS,
-    commands_added_by_edit, parse_commands,
+    commands_added_by_edit, parse_commands, usage_of,
 };

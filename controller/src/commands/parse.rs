@@ -13,9 +13,12 @@
 //! - Verbs are lowercase and case-sensitive; a near miss (including a case
 //!   difference) is an error that suggests the intended verb, so a typo is
 //!   answered instead of silently ignored or loosely obeyed.
-//! - `unblock` needs a reason of at most [`MAX_UNBLOCK_REASON_CHARS`]
-//!   characters; longer reasons are refused, never clipped. The other verbs
-//!   take no arguments.
+//! - `unblock` needs a reason and `fix` needs notes, each of at most
+//!   [`MAX_UNBLOCK_REASON_CHARS`] characters; `retry` takes optional notes
+//!   under the same bound. Longer texts are refused, never clipped. The
+//!   other verbs take no arguments.
+//! - Every refusal of a malformed line carries the usage of what was typed
+//!   (or the whole command list), so the reply shows how to write it.
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 use std::collections::BTreeSet;
@@ -24,25 +27,31 @@ use std::fmt;
 /// The literal that opens every command line.
 pub const COMMAND_PREFIX: &str = "/autoforge";
 
-/// Upper bound on an unblock reason, in Unicode scalar values.
+/// Upper bound on an operator's text (an unblock reason, retry or fix
+/// notes), in Unicode scalar values.
 pub const MAX_UNBLOCK_REASON_CHARS: usize = 500;
 
 /// The verbs an operator can use, in the order the help text lists them.
-pub const VERBS: [&str; 5] = ["unblock", "retry", "stop", "merge", "status"];
+pub const VERBS: [&str; 7] = ["unblock", "retry", "fix", "stop", "merge", "status", "help"];
 
 /// One well-formed operator command.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Command {
     /// Leave `BLOCKED`; the controller picks the phase from live GitHub.
     Unblock { reason: String },
-    /// Re-enter the current phase after a transient failure.
-    Retry,
+    /// Re-enter the current phase after a transient failure; the notes, if
+    /// any, are handed to the next launch as the operator's guidance.
+    Retry { notes: Option<String> },
+    /// Start a human round: the notes become a finding for the next FIX.
+    Fix { notes: String },
     /// Stop the run.
     Stop,
     /// Operator approval to merge (`merge.mode = "on-command"`).
     Merge,
     /// Reply with the run's status.
     Status,
+    /// Reply with the commands accepted now and what each does.
+    Help,
 }
 
 impl Command {
@@ -50,12 +59,38 @@ impl Command {
     pub fn verb(&self) -> &'static str {
         match self {
             Command::Unblock { .. } => "unblock",
-            Command::Retry => "retry",
+            Command::Retry { .. } => "retry",
+            Command::Fix { .. } => "fix",
             Command::Stop => "stop",
             Command::Merge => "merge",
             Command::Status => "status",
+            Command::Help => "help",
         }
     }
+
+    /// The operator's text the command carries (unblock reason, notes).
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Command::Unblock { reason } => Some(reason),
+            Command::Retry { notes } => notes.as_deref(),
+            Command::Fix { notes } => Some(notes),
+            Command::Stop | Command::Merge | Command::Status | Command::Help => None,
+        }
+    }
+}
+
+/// How `verb` is written, for the reply to a malformed line.
+pub fn usage_of(verb: &str) -> Option<&'static str> {
+    Some(match verb {
+        "unblock" => "`/autoforge unblock <reason>`",
+        "retry" => "`/autoforge retry [notes]`",
+        "fix" => "`/autoforge fix <notes>`",
+        "stop" => "`/autoforge stop`",
+        "merge" => "`/autoforge merge`",
+        "status" => "`/autoforge status`",
+        "help" => "`/autoforge help`",
+        _ => return None,
+    })
 }
 
 /// Why a `/autoforge` line is not a valid command. The text is meant for the
@@ -69,17 +104,19 @@ pub enum CommandParseError {
         verb: String,
         suggestion: Option<&'static str>,
     },
-    #[error("{}", usage())]
-    HelpRequested,
     #[error(
-        "`/autoforge unblock` needs a reason, e.g. `/autoforge unblock closed the duplicate PR`"
+        "`/autoforge unblock` needs a reason, e.g. `/autoforge unblock closed the duplicate PR`; usage: `/autoforge unblock <reason>`"
     )]
     MissingUnblockReason,
     #[error(
-        "the unblock reason has {chars} characters; at most {MAX_UNBLOCK_REASON_CHARS} are allowed"
+        "`/autoforge fix` needs notes saying what to change, e.g. `/autoforge fix rename the flag to --dry-run`; usage: `/autoforge fix <notes>`"
     )]
-    UnblockReasonTooLong { chars: usize },
-    #[error("`/autoforge {verb}` takes no arguments")]
+    MissingFixNotes,
+    #[error(
+        "the text after `/autoforge {verb}` has {chars} characters; at most {MAX_UNBLOCK_REASON_CHARS} are allowed; usage: {}", usage_of(verb).unwrap_or_default()
+    )]
+    TextTooLong { verb: &'static str, chars: usize },
+    #[error("`/autoforge {verb}` takes no arguments; usage: {}", usage_of(verb).unwrap_or_default())]
     UnexpectedArguments { verb: &'static str },
 }
 
@@ -90,9 +127,8 @@ fn suggestion_text(suggestion: Option<&str>) -> String {
 }
 
 fn usage() -> String {
-    "commands: `/autoforge unblock <reason>`, `/autoforge retry`, `/autoforge stop`, \
-     `/autoforge merge`, `/autoforge status`"
-        .to_owned()
+    let all: Vec<&str> = VERBS.iter().filter_map(|verb| usage_of(verb)).collect();
+    format!("commands: {}", all.join(", "))
 }
 
 /// Every command line of `body`, in order of appearance, each parsed or
@@ -191,9 +227,14 @@ fn parse_line(line: &str) -> Result<Command, CommandParseError> {
     };
     match verb {
         "" => Err(CommandParseError::MissingVerb),
-        "help" => Err(CommandParseError::HelpRequested),
-        "unblock" => parse_unblock_reason(args),
-        "retry" => no_args(Command::Retry),
+        "help" => no_args(Command::Help),
+        "unblock" => bounded_text("unblock", args)
+            .and_then(|reason| reason.ok_or(CommandParseError::MissingUnblockReason))
+            .map(|reason| Command::Unblock { reason }),
+        "fix" => bounded_text("fix", args)
+            .and_then(|notes| notes.ok_or(CommandParseError::MissingFixNotes))
+            .map(|notes| Command::Fix { notes }),
+        "retry" => bounded_text("retry", args).map(|notes| Command::Retry { notes }),
         "stop" => no_args(Command::Stop),
         "merge" => no_args(Command::Merge),
         "status" => no_args(Command::Status),
@@ -204,17 +245,14 @@ fn parse_line(line: &str) -> Result<Command, CommandParseError> {
     }
 }
 
-fn parse_unblock_reason(reason: &str) -> Result<Command, CommandParseError> {
-    let chars = reason.chars().count();
-    if chars == 0 {
-        return Err(CommandParseError::MissingUnblockReason);
-    }
+/// The operator's text after `verb`: `None` when there is none, refused
+/// when longer than [`MAX_UNBLOCK_REASON_CHARS`].
+fn bounded_text(verb: &'static str, text: &str) -> Result<Option<String>, CommandParseError> {
+    let chars = text.chars().count();
     if chars > MAX_UNBLOCK_REASON_CHARS {
-        return Err(CommandParseError::UnblockReasonTooLong { chars });
+        return Err(CommandParseError::TextTooLong { verb, chars });
     }
-    Ok(Command::Unblock {
-        reason: reason.to_owned(),
-    })
+    Ok((chars > 0).then(|| text.to_owned()))
 }
 
 /// The unknown verb is echoed in the reply, which is the controller's own
@@ -290,6 +328,8 @@ impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Command::Unblock { .. } => write!(f, "{COMMAND_PREFIX} unblock <reason>"),
+            Command::Fix { .. } => write!(f, "{COMMAND_PREFIX} fix <notes>"),
+            Command::Retry { notes: Some(_) } => write!(f, "{COMMAND_PREFIX} retry <notes>"),
             other => write!(f, "{COMMAND_PREFIX} {}", other.verb()),
         }
     }

@@ -18,7 +18,10 @@ fn unblock(reason: &str) -> Command {
 #[test]
 fn plain_command_on_its_own_line_is_parsed() {
     assert_eq!(ok("/autoforge stop"), vec![Command::Stop]);
-    assert_eq!(ok("  /autoforge retry  "), vec![Command::Retry]);
+    assert_eq!(
+        ok("  /autoforge retry  "),
+        vec![Command::Retry { notes: None }]
+    );
 }
 
 #[test]
@@ -29,7 +32,7 @@ fn every_verb_is_recognised() {
         ok(body),
         vec![
             unblock("dup closed"),
-            Command::Retry,
+            Command::Retry { notes: None },
             Command::Stop,
             Command::Merge,
             Command::Status
@@ -40,7 +43,10 @@ fn every_verb_is_recognised() {
 #[test]
 fn several_commands_in_one_paragraph_are_all_found_in_order() {
     let body = "Thanks for the report.\n/autoforge status\n/autoforge retry\nmore text";
-    assert_eq!(ok(body), vec![Command::Status, Command::Retry]);
+    assert_eq!(
+        ok(body),
+        vec![Command::Status, Command::Retry { notes: None }]
+    );
 }
 
 #[test]
@@ -186,18 +192,63 @@ fn unrelated_word_gets_no_suggestion_but_the_command_list() {
 }
 
 #[test]
-fn help_and_bare_prefix_answer_with_the_command_list() {
-    assert_eq!(
-        parse_commands("/autoforge help"),
-        vec![Err(CommandParseError::HelpRequested)]
-    );
+fn help_is_a_command_and_a_bare_prefix_answers_with_the_command_list() {
+    assert_eq!(ok("/autoforge help"), vec![Command::Help]);
     assert_eq!(
         parse_commands("/autoforge"),
         vec![Err(CommandParseError::MissingVerb)]
     );
-    let help = CommandParseError::HelpRequested.to_string();
+    let list = CommandParseError::MissingVerb.to_string();
     for verb in VERBS {
-        assert!(help.contains(verb), "{help} lacks {verb}");
+        assert!(
+            list.contains(&format!("/autoforge {verb}")),
+            "{list} lacks {verb}"
+        );
+    }
+}
+
+#[test]
+fn retry_takes_optional_notes_and_fix_requires_them() {
+    assert_eq!(
+        ok("/autoforge retry the registry was down"),
+        vec![Command::Retry {
+            notes: Some("the registry was down".into())
+        }]
+    );
+    assert_eq!(
+        ok("/autoforge fix  rename the flag "),
+        vec![Command::Fix {
+            notes: "rename the flag".into()
+        }]
+    );
+    assert_eq!(
+        parse_commands("/autoforge fix"),
+        vec![Err(CommandParseError::MissingFixNotes)]
+    );
+    let over = "x".repeat(MAX_UNBLOCK_REASON_CHARS + 1);
+    assert_eq!(
+        parse_commands(&format!("/autoforge retry {over}")),
+        vec![Err(CommandParseError::TextTooLong {
+            verb: "retry",
+            chars: MAX_UNBLOCK_REASON_CHARS + 1
+        })]
+    );
+}
+
+#[test]
+fn every_malformed_line_is_answered_with_its_usage() {
+    let cases = [
+        ("/autoforge unblock", "`/autoforge unblock <reason>`"),
+        ("/autoforge fix", "`/autoforge fix <notes>`"),
+        ("/autoforge stop now", "`/autoforge stop`"),
+        ("/autoforge help me", "`/autoforge help`"),
+        ("/autoforge frobnicate", "`/autoforge fix <notes>`"),
+    ];
+    for (typed, usage) in cases {
+        let [Err(error)] = &parse_commands(typed)[..] else {
+            panic!("{typed} parses as malformed");
+        };
+        assert!(error.to_string().contains(usage), "{typed} -> {error}");
     }
 }
 
@@ -231,7 +282,8 @@ fn unblock_reason_at_the_bound_is_accepted_and_over_it_refused() {
     let over = "x".repeat(MAX_UNBLOCK_REASON_CHARS + 1);
     assert_eq!(
         parse_commands(&format!("/autoforge unblock {over}")),
-        vec![Err(CommandParseError::UnblockReasonTooLong {
+        vec![Err(CommandParseError::TextTooLong {
+            verb: "unblock",
             chars: MAX_UNBLOCK_REASON_CHARS + 1
         })]
     );
@@ -271,7 +323,10 @@ fn long_unknown_verb_is_shortened_in_the_error() {
 fn edit_yields_only_commands_the_old_body_lacked() {
     let old = "/autoforge status";
     let new = "/autoforge status\n/autoforge retry";
-    assert_eq!(commands_added_by_edit(old, new), vec![Ok(Command::Retry)]);
+    assert_eq!(
+        commands_added_by_edit(old, new),
+        vec![Ok(Command::Retry { notes: None })]
+    );
 }
 
 #[test]
@@ -284,7 +339,10 @@ fn edit_that_changes_nothing_yields_nothing() {
 fn edit_counts_repeated_commands_as_a_multiset() {
     let old = "/autoforge retry";
     let new = "/autoforge retry\n/autoforge retry";
-    assert_eq!(commands_added_by_edit(old, new), vec![Ok(Command::Retry)]);
+    assert_eq!(
+        commands_added_by_edit(old, new),
+        vec![Ok(Command::Retry { notes: None })]
+    );
 }
 
 #[test]
@@ -334,7 +392,7 @@ fn a_no_break_space_before_the_prefix_is_not_a_command() {
 fn bare_carriage_return_line_endings_separate_commands() {
     assert_eq!(
         ok("hello\r/autoforge status\r/autoforge retry"),
-        vec![Command::Status, Command::Retry]
+        vec![Command::Status, Command::Retry { notes: None }]
     );
 }
 
@@ -356,8 +414,26 @@ fn an_unknown_verb_is_echoed_only_in_a_safe_alphabet() {
         };
         let reply = error.to_string();
         for forbidden in ["<", "@", "#", "&"] {
-            let outside_usage = reply.replace("<reason>", "");
+            let outside_usage = reply.replace("<reason>", "").replace("<notes>", "");
             assert!(!outside_usage.contains(forbidden), "{typed:?} -> {reply}");
         }
     }
+}
+
+#[test]
+fn malformed_command_replies_are_pinned() {
+    let replies: Vec<String> = [
+        "/autoforge",
+        "/autoforge unblock",
+        "/autoforge fix",
+        "/autoforge stop now",
+        "/autoforge retyr",
+    ]
+    .iter()
+    .map(|typed| match &parse_commands(typed)[..] {
+        [Err(error)] => format!("{typed} -> {error}"),
+        other => panic!("{typed} parsed as {other:?}"),
+    })
+    .collect();
+    insta::assert_snapshot!("malformed_command_replies", replies.join("\n"));
 }

@@ -22,7 +22,8 @@ use super::launch_fix::{FixInputs, fix_plan};
 use super::launch_implement::{ImplementInputs, implement_plan};
 use super::launch_review::{ReviewInputs, review_plan};
 use super::launch_sections::{
-    after_validation_failure, append_section, carried_sections, protected_work,
+    after_validation_failure, append_section, carried_sections, operator_guidance_section,
+    protected_work,
 };
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::{ContextDoc, ContextFiles};
@@ -192,6 +193,10 @@ pub(super) async fn run_launch(
     .await?;
     if let Some(correction) = &launch.correction_of {
         add_correction_section(&mut plan.values, correction);
+    }
+    if let Some(guidance) = &state.operator_guidance {
+        let section = operator_guidance_section(guidance, &runtime.redactor);
+        append_section(&mut plan.values, &section);
     }
     let target = LaunchTarget {
         shared,
@@ -390,12 +395,14 @@ async fn phase_plan(
             previous_comment_url,
             prior_findings,
             last_resolutions,
+            human_findings,
         } => {
             let inputs = ReviewInputs {
                 binding,
                 previous_comment_url: previous_comment_url.as_deref(),
                 prior_findings,
                 last_resolutions,
+                human_findings,
             };
             review_plan(
                 shared,

@@ -2,7 +2,7 @@
 //! (PR, HEAD, base, merge base), the previous round's comment, stale
 //! findings carried over, the last FIX resolutions, the follow-up issues
 //! already created for the PR, and the validation records of the bound
-//! HEAD. The reviewer's result is checked against the same binding and
+//! HEAD, and the human findings the last FIX resolved. The reviewer's result is checked against the same binding and
 //! against those records (no "no fix needed" while a command failed).
 
 use std::collections::BTreeMap;
@@ -17,9 +17,11 @@ use super::launch_sections::validation_evidence;
 use super::{RepositoryAccess, Shared};
 use crate::agents::context::ContextDoc;
 use crate::agents::pipeline::Expectations;
-use crate::agents::prompt::{Value, follow_up_issues_value};
+use crate::agents::prompt::{Value, findings_value, follow_up_issues_value};
 use crate::agents::result::ReviewObservations;
-use crate::machine::{AgentPhase, CarriedFindings, LaunchRequest, Resolution, RoundBinding};
+use crate::machine::{
+    AgentPhase, CarriedFindings, Finding, LaunchRequest, Resolution, RoundBinding,
+};
 
 /// The REVIEW inputs of one launch, as the machine planned them.
 pub(super) struct ReviewInputs<'a> {
@@ -27,6 +29,7 @@ pub(super) struct ReviewInputs<'a> {
     pub previous_comment_url: Option<&'a str>,
     pub prior_findings: &'a Option<CarriedFindings>,
     pub last_resolutions: &'a [Resolution],
+    pub human_findings: &'a [Finding],
 }
 
 /// The rendered validation evidence of the bound HEAD, and the index of its
@@ -114,6 +117,8 @@ pub(super) async fn review_plan(
             "PREVIOUS_FIX_RESOLUTIONS",
             Value::untrusted(json_text(inputs.last_resolutions)),
         ),
+        // People's texts: fenced like the agents' (findings_value).
+        ("HUMAN_FINDINGS", findings_value(inputs.human_findings)),
         ("VALIDATION_EVIDENCE", Value::trusted(evidence)),
         ("ADDITIONAL_SECTIONS", Value::trusted(String::new())),
     ]);

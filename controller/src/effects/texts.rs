@@ -96,7 +96,10 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
     if let Some(failure) = &status.failure {
         lines.push(format!("- Failed: {}", shown(failure)));
     }
-    lines.push(format!("- Commands: {}", next_commands(status)));
+    lines.push(format!(
+        "- Commands: {}; comment `/autoforge help` for what each does",
+        next_commands(status)
+    ));
     let text = lines.join("\n");
     check_body("status comment", &text)?;
     Ok(text)

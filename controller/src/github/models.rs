@@ -282,6 +282,19 @@ fn allowed() -> bool {
     true
 }
 
+/// One inline comment of a review (`pulls/{n}/reviews/{id}/comments`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub path: String,
+    /// The line in the diff's new file; `null` on an outdated comment.
+    #[serde(default)]
+    pub line: Option<u64>,
+    #[serde(default)]
+    pub original_line: Option<u64>,
+    pub body: String,
+}
+
 /// One review of a pull request (`pulls/{n}/reviews`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PullRequestReview {

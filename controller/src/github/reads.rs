@@ -7,7 +7,7 @@ use super::error::GitHubError;
 use super::models::{
     Account, BranchRule, CheckRun, CollaboratorPermission, CombinedStatus, Comparison, FileContent,
     HookDelivery, Installation, Issue, IssueComment, IssueEvent, PullRequest, PullRequestFile,
-    PullRequestReview, Repository,
+    PullRequestReview, Repository, ReviewComment,
 };
 use super::paths::{RepoName, encode_component, encode_path};
 use crate::commands::Permission;
@@ -190,6 +190,28 @@ impl GitHubApi {
         number: PullNumber,
     ) -> Result<Vec<PullRequestReview>, GitHubError> {
         self.get_all(&repo.api_path(&format!("/pulls/{number}/reviews")))
+            .await
+    }
+
+    /// One review of pull request `number`.
+    pub async fn pull_request_review(
+        &self,
+        repo: &RepoName,
+        number: PullNumber,
+        review_id: u64,
+    ) -> Result<PullRequestReview, GitHubError> {
+        self.get_json(&repo.api_path(&format!("/pulls/{number}/reviews/{review_id}")))
+            .await
+    }
+
+    /// The inline comments of one review, in GitHub's order.
+    pub async fn review_comments(
+        &self,
+        repo: &RepoName,
+        number: PullNumber,
+        review_id: u64,
+    ) -> Result<Vec<ReviewComment>, GitHubError> {
+        self.get_all(&repo.api_path(&format!("/pulls/{number}/reviews/{review_id}/comments")))
             .await
     }
 

@@ -341,11 +341,16 @@ impl Dispatcher {
                 pr: pr.number,
                 new_base,
             },
-            Classified::PrReviewed { pr, head_sha } => Sighting::PrReviewed {
+            Classified::PrReviewed {
+                pr,
+                head_sha,
+                changes_requested,
+            } => Sighting::PrReviewed {
                 repository: pr.repository,
                 pr: pr.number,
                 head_sha,
                 delivery: delivery.delivery_id.clone(),
+                changes_requested,
             },
             Classified::StatusReported {
                 repository,

@@ -11,8 +11,9 @@ use super::access::GitHubAccess;
 use super::answering::{answer_to, plan_without_run, trigger_refused_answer};
 use super::entries::{ChangeEntries, Entry};
 use super::signal::RunSignal;
-use crate::commands::{Actor, Command, CommandParseError, OperatorDecision};
+use crate::commands::{Actor, Command, CommandParseError, OperatorDecision, RefusalReason};
 use crate::github::GitHubApi;
+use crate::webhook::ReviewBy;
 
 /// One change, whoever saw it. Each variant builds the same dedupe key from
 /// a webhook payload and from a poll read.
@@ -99,12 +100,15 @@ pub enum Sighting {
         head_sha: String,
         delivery: String,
     },
-    /// A review of `pr` was submitted or dismissed.
+    /// A review of `pr` was submitted or dismissed; a submitted review
+    /// requesting changes names itself (a human round if its author is an
+    /// operator) and is keyed by its id, not by the delivery.
     PrReviewed {
         repository: String,
         pr: PullNumber,
         head_sha: String,
         delivery: String,
+        changes_requested: Option<ReviewBy>,
     },
 }
 
@@ -182,8 +186,15 @@ impl Sighting {
             Sighting::PrReviewed {
                 repository,
                 pr,
+                changes_requested: Some(by),
+                ..
+            } => format!("review:{repository}#{pr}:review-{}", by.review_id),
+            Sighting::PrReviewed {
+                repository,
+                pr,
                 head_sha,
                 delivery,
+                ..
             } => format!("review:{repository}#{pr}@{head_sha}:{delivery}"),
         }
     }
@@ -477,6 +488,7 @@ pub async fn entries_for(
             repository,
             pr,
             head_sha,
+            changes_requested,
             ..
         } => {
             let Some(run_id) = run_of(repository, pr.as_issue()).await? else {
@@ -486,7 +498,18 @@ pub async fn entries_for(
                 pr: *pr,
                 head_sha: head_sha.clone(),
             };
-            ChangeEntries::signal(key, run_id, signal)
+            let change = ChangeEntries::signal(key, run_id, signal);
+            match changes_requested {
+                // A review acted on before costs no permission read.
+                Some(_) if journal.observed_change(&change.key).await?.is_some() => {
+                    return Ok(Some(ChangeEntries::new(change.key, "seen")));
+                }
+                Some(by) => {
+                    let decision = access.decide(api, repository, &by.author).await?;
+                    plan_human_review(change, run_id, *pr, by, &decision)
+                }
+                None => change,
+            }
         }
     };
     Ok(Some(change))
@@ -597,6 +620,47 @@ fn plan_removal(
     )
 }
 
+/// A review requesting changes: an operator's starts a human round (the
+/// driver reads the review and its comments); anyone else's is recorded
+/// and changes nothing. Either way the decision is journalled under the
+/// review's own key, so webhook and poller act on it once.
+fn plan_human_review(
+    change: ChangeEntries,
+    run_id: RunId,
+    pr: PullNumber,
+    by: &ReviewBy,
+    decision: &OperatorDecision,
+) -> ChangeEntries {
+    let (accepted, reason) = match decision {
+        OperatorDecision::Allowed { by } => (true, format!("operator ({by:?})")),
+        OperatorDecision::Refused { reason } => (false, reason.to_string()),
+    };
+    let detail = json!({
+        "pr": pr,
+        "review_id": by.review_id,
+        "actor": by.author.login,
+        "accepted": accepted,
+        "reason": reason,
+    });
+    let change = change.with(Entry::Audit {
+        run_id: Some(run_id),
+        kind: "human_review_decided".to_owned(),
+        detail,
+    });
+    if !accepted {
+        return change;
+    }
+    change.with(Entry::Signal {
+        run_id,
+        suffix: ":human-round".to_owned(),
+        signal: RunSignal::HumanReview {
+            pr,
+            review_id: by.review_id,
+            author: by.author.login.clone(),
+        },
+    })
+}
+
 fn plan_commands(
     key: String,
     run_id: RunId,
@@ -611,6 +675,18 @@ fn plan_commands(
     for (index, parsed) in commands.iter().enumerate() {
         let (command, accepted, reason) = match (parsed, decision) {
             (Err(error), _) => ("malformed".to_owned(), false, error.to_string()),
+            // Help changes nothing and tells what an operator may do: any
+            // person asking gets it (bots and the controller do not).
+            (
+                Ok(command @ Command::Help),
+                OperatorDecision::Refused {
+                    reason: RefusalReason::InsufficientPermission { .. },
+                },
+            ) => (
+                command.verb().to_owned(),
+                true,
+                "help is answered for anyone".to_owned(),
+            ),
             (Ok(command), OperatorDecision::Refused { reason }) => {
                 (command.verb().to_owned(), false, reason.to_string())
             }
@@ -633,10 +709,7 @@ fn plan_commands(
         let signal = match (accepted, parsed) {
             (true, Ok(command)) => RunSignal::Command {
                 verb: command.verb().to_owned(),
-                argument: match command {
-                    Command::Unblock { reason } => Some(reason.clone()),
-                    _ => None,
-                },
+                argument: command.text().map(str::to_owned),
                 comment_id,
                 actor: actor.login.clone(),
                 on_issue: issue,
@@ -839,6 +912,59 @@ mod tests {
         // Known only by a delivery: no order, so it counts as it always did.
         assert!(!predates("delivery-abc", start));
         assert!(!predates("event-119", "trigger:a/b#4:delivery-abc"));
+    }
+
+    #[test]
+    fn a_review_requesting_changes_has_one_key_however_often_it_is_delivered() {
+        let sighting = |delivery: &str| Sighting::PrReviewed {
+            repository: "a/b".into(),
+            pr: autoforge_journal::testing::pull(3),
+            head_sha: "abc".into(),
+            delivery: delivery.into(),
+            changes_requested: Some(ReviewBy {
+                review_id: 77,
+                author: alice(),
+            }),
+        };
+        assert_eq!(sighting("d-1").key(), sighting("d-2").key());
+        assert_eq!(sighting("d-1").key(), "review:a/b#3:review-77");
+    }
+
+    #[test]
+    fn only_an_operators_review_signals_a_human_round() {
+        let by = ReviewBy {
+            review_id: 77,
+            author: alice(),
+        };
+        let pr = autoforge_journal::testing::pull(3);
+        let base = || ChangeEntries::new("k", "review");
+        let allowed = OperatorDecision::Allowed {
+            by: AllowedBy::Permission(Permission::Write),
+        };
+        let refused = OperatorDecision::Refused {
+            reason: RefusalReason::InsufficientPermission {
+                login: "alice".into(),
+                actual: Permission::Read,
+                required: Permission::Write,
+            },
+        };
+        let rounds = |change: &ChangeEntries| {
+            signals_of(change)
+                .iter()
+                .filter(|s| matches!(s, RunSignal::HumanReview { review_id: 77, .. }))
+                .count()
+        };
+        assert_eq!(
+            rounds(&plan_human_review(base(), RunId(1), pr, &by, &allowed)),
+            1
+        );
+        let change = plan_human_review(base(), RunId(1), pr, &by, &refused);
+        assert_eq!(rounds(&change), 0);
+        assert!(change.entries.iter().any(|e| matches!(
+            e,
+            Entry::Audit { kind, detail, .. }
+                if kind == "human_review_decided" && detail["accepted"] == false
+        )));
     }
 
     #[test]

@@ -110,6 +110,13 @@ pub enum RunSignal {
         pr: PullNumber,
         head_sha: String,
     },
+    /// An operator's review requesting changes: the driver reads it and
+    /// its inline comments and hands the machine a human round.
+    HumanReview {
+        pr: PullNumber,
+        review_id: u64,
+        author: String,
+    },
 }
 
 impl RunSignal {

@@ -345,6 +345,10 @@ pub enum LaunchInputs {
         previous_comment_url: Option<String>,
         prior_findings: Option<CarriedFindings>,
         last_resolutions: Vec<Resolution>,
+        /// The human findings the last FIX resolved (their resolutions are
+        /// in `last_resolutions`): the reviewer checks them too.
+        #[serde(default)]
+        human_findings: Vec<Finding>,
     },
     Fix {
         binding: RoundBinding,
@@ -449,6 +453,10 @@ pub enum Refusal {
     NothingToRetry,
     #[error("merge is not available: merge.mode is {mode} in {phase}")]
     MergeNotAvailable { mode: MergeMode, phase: Phase },
+    #[error("no human round can start: {reason}")]
+    HumanRoundNotAvailable { reason: String },
+    #[error("{origin} already started a human round")]
+    HumanFeedbackSeen { origin: String },
 }
 
 /// Errors of `decide`: only an edge the table forbids, which is a defect.

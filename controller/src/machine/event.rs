@@ -174,10 +174,40 @@ pub enum OperatorRequest {
         reason: String,
         facts: Box<GitHubFacts>,
     },
-    Retry,
+    /// `notes`, when given, go to the next launch as operator guidance.
+    Retry {
+        #[serde(default)]
+        notes: Option<String>,
+    },
     Stop,
     Merge,
     Status,
+    /// `/autoforge fix <notes>`: a human round with one finding.
+    Fix {
+        notes: String,
+    },
+    /// `/autoforge help`: the commands accepted now.
+    Help,
+}
+
+/// One point a person raised: an inline review comment (with its place in
+/// the diff), a review's body, or the notes of `/autoforge fix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanNote {
+    /// `path:line` of an inline comment; `None` for a body or notes.
+    pub location: Option<String>,
+    pub text: String,
+}
+
+/// Feedback an operator gave that starts a human round, as plain data: the
+/// driver read the review and its comments (or the command) and checked
+/// the author. `source` identifies it (`review-<id>`, `comment-<id>`), so
+/// the same feedback seen twice starts one round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanFeedback {
+    pub source: String,
+    pub author: String,
+    pub notes: Vec<HumanNote>,
 }
 
 /// An operator command with the comment it came from and who sent it.
@@ -349,6 +379,8 @@ pub enum Event {
     LabelRemoved,
     /// See [`RefusedLabelRemoval`].
     LabelRemovalRefused(RefusedLabelRemoval),
+    /// An operator's pull request review requesting changes (SPEC §8a).
+    HumanReview(HumanFeedback),
     /// The run's issue has a title or body other than the one the run
     /// works from. An operator's edit is accepted as the new text; any
     /// other blocks the run until an operator unblocks it.
@@ -389,6 +421,7 @@ impl Event {
             Event::CommandRefused(_) => "command_refused",
             Event::LabelRemoved => "label_removed",
             Event::LabelRemovalRefused(_) => "label_removal_refused",
+            Event::HumanReview(_) => "human_review",
             Event::IssueTextChanged { .. } => "issue_text_changed",
             Event::IssueClosed => "issue_closed",
             Event::RepositoryAccessLost { .. } => "repository_access_lost",

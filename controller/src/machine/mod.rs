@@ -53,7 +53,8 @@ pub use decision::{
     UnblockRefusal, ValidationRequest,
 };
 pub use event::{
-    AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, LocalOperatorCommand,
+    AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, HumanFeedback, HumanNote,
+    LocalOperatorCommand,
     MergeReport, MergeableState, NextIssueFacts, OperatorCommand, OperatorRequest, PrFacts,
     PrState, RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead, ReviewRequirement,
 };
@@ -65,5 +66,6 @@ pub use repository::{
 };
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
-    MergePlan, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
+    MergePlan, OperatorGuidance, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
+    is_human_finding,
 };

@@ -176,7 +176,7 @@ pub fn legal_edge(from: Phase, to: Phase) -> bool {
             | (Implement, Review)
             | (Review, Fix | ReadyForMerge | Review)
             | (Fix, Review)
-            | (ReadyForMerge, Merge | Review | UpdateEpic)
+            | (ReadyForMerge, Merge | Review | UpdateEpic | Fix)
             | (Merge, UpdateEpic | Review)
             | (UpdateEpic, Implement | Done)
             | (
@@ -193,6 +193,9 @@ pub enum Cause {
     Ordinary,
     /// An operator's `/autoforge unblock`, already decided from GitHub facts.
     Unblock,
+    /// An operator's human round (a review requesting changes, `/autoforge
+    /// fix`): it may take a run the pre-merge gate blocked back to FIX.
+    HumanRound,
 }
 
 /// A transition the table forbids.
@@ -206,7 +209,8 @@ pub struct IllegalEdge {
 /// Validates one transition, including the unblock-only rule for `BLOCKED`.
 pub fn check_edge(from: Phase, to: Phase, cause: Cause) -> Result<(), IllegalEdge> {
     let unblock_only = from == Phase::Blocked && to.is_unblock_target();
-    let allowed = legal_edge(from, to) && (!unblock_only || cause == Cause::Unblock);
+    let human_round = cause == Cause::HumanRound && to == Phase::Fix;
+    let allowed = legal_edge(from, to) && (!unblock_only || cause == Cause::Unblock || human_round);
     let unblock_elsewhere = cause == Cause::Unblock && from != Phase::Blocked;
     if allowed && !unblock_elsewhere {
         Ok(())
@@ -261,6 +265,7 @@ mod tests {
             (ReadyForMerge, Merge),
             (ReadyForMerge, Review),
             (ReadyForMerge, UpdateEpic),
+            (ReadyForMerge, Fix),
             (Merge, UpdateEpic),
             (Merge, Review),
             (UpdateEpic, Implement),
@@ -286,6 +291,13 @@ mod tests {
         assert!(check_edge(Blocked, Review, Cause::Ordinary).is_err());
         assert!(check_edge(Blocked, Review, Cause::Unblock).is_ok());
         assert!(check_edge(Blocked, Stopped, Cause::Ordinary).is_ok());
+    }
+
+    #[test]
+    fn a_human_round_leaves_blocked_only_for_fix() {
+        assert!(check_edge(Blocked, Fix, Cause::HumanRound).is_ok());
+        assert!(check_edge(Blocked, Review, Cause::HumanRound).is_err());
+        assert!(check_edge(ReadyForMerge, Fix, Cause::HumanRound).is_ok());
     }
 
     #[test]

@@ -70,6 +70,39 @@ pub struct ReviewState {
     pub history: Vec<RoundRecord>,
     /// The binding of the last clean round: what a merge is allowed to merge.
     pub clean: Option<RoundBinding>,
+    /// Human rounds started on this PR: numbers the next one's `H<n>-F<k>`.
+    #[serde(default)]
+    pub human_rounds: u32,
+    /// Where each human round came from (`review-<id>`, `comment-<id>`):
+    /// the same review seen twice starts one round.
+    #[serde(default)]
+    pub human_sources: Vec<String>,
+    /// Human findings that arrived while an agent round was in progress:
+    /// they join the findings of the round's end and go to the next FIX.
+    #[serde(default)]
+    pub pending_human: Vec<Finding>,
+    /// The human findings the last FIX resolved: the next reviewer is shown
+    /// them beside `last_resolutions`, then they are dropped.
+    #[serde(default)]
+    pub resolved_human: Vec<Finding>,
+}
+
+/// Whether `id` names a finding a person raised (`H<n>-F<k>`), not a reviewer.
+pub fn is_human_finding(id: &str) -> bool {
+    id.strip_prefix('H')
+        .and_then(|rest| rest.split_once("-F"))
+        .is_some_and(|(n, k)| n.parse::<u32>().is_ok() && k.parse::<u32>().is_ok())
+}
+
+/// The text an operator gave with `/autoforge unblock` or `/autoforge retry`:
+/// the next agent launch is shown it as the operator's guidance, and it is
+/// dropped once a launch has answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorGuidance {
+    pub actor: String,
+    /// The verb that carried it (`unblock`, `retry`).
+    pub command: String,
+    pub text: String,
 }
 
 /// EPIC bookkeeping (SPEC §9).
@@ -246,6 +279,9 @@ pub struct RunState {
     /// MERGE, read by MERGE's entry.
     #[serde(default)]
     pub merging: Option<MergePlan>,
+    /// See [`OperatorGuidance`].
+    #[serde(default)]
+    pub operator_guidance: Option<OperatorGuidance>,
 }
 
 /// The merge the gate chose: the method, and the title the PR had when
@@ -299,6 +335,7 @@ impl RunState {
             check_run: None,
             merge_wait: None,
             merging: None,
+            operator_guidance: None,
         }
     }
 

@@ -85,9 +85,12 @@ pub enum Classified {
         new_base: String,
     },
     /// A review was submitted or dismissed: a required review may be met.
+    /// A submitted review requesting changes also names itself and its
+    /// author, for a human round.
     PrReviewed {
         pr: RepoPull,
         head_sha: String,
+        changes_requested: Option<ReviewBy>,
     },
     /// A check run or suite finished: merge readiness may have changed.
     CheckCompleted {
@@ -178,4 +181,11 @@ impl fmt::Display for IgnoreReason {
             IgnoreReason::PendingStatus => f.write_str("the commit status is still pending"),
         }
     }
+}
+
+/// A review requesting changes: its id and who submitted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewBy {
+    pub review_id: u64,
+    pub author: Actor,
 }

@@ -6,10 +6,10 @@
 //! payload lacks a field we read is a [`ClassifyError`], because guessing
 //! would silently drop a label or a command.
 
-use super::classified::{Classified, IgnoreReason, RepoIssue, RepoPull};
+use super::classified::{Classified, IgnoreReason, RepoIssue, RepoPull, ReviewBy};
 use super::payload::{
     Account, ActionOnly, CheckRunEvent, CheckSuiteEvent, Comment, InstallationEvent,
-    IssueCommentEvent, IssuesEvent, PullRequestEvent, StatusEvent,
+    IssueCommentEvent, IssuesEvent, PullRequestEvent, PullRequestReviewEvent, StatusEvent,
 };
 use crate::commands::{Actor, ActorKind, is_own_login};
 use serde::de::DeserializeOwned;
@@ -249,13 +249,25 @@ impl Classifier<'_> {
         if !matches!(self.action, "submitted" | "dismissed") {
             return self.unhandled();
         }
-        let payload: PullRequestEvent = self.parse()?;
+        let payload: PullRequestReviewEvent = self.parse()?;
+        let changes_requested = payload
+            .review
+            .filter(|review| {
+                self.action == "submitted" && review.state.eq_ignore_ascii_case("changes_requested")
+            })
+            .and_then(|review| {
+                Some(ReviewBy {
+                    review_id: review.id,
+                    author: actor(review.user?),
+                })
+            });
         Ok(Classified::PrReviewed {
             pr: RepoPull {
                 repository: payload.repository.full_name,
                 number: payload.pull_request.number,
             },
             head_sha: payload.pull_request.head.sha,
+            changes_requested,
         })
     }
 

@@ -10,7 +10,7 @@ mod ingress;
 mod payload;
 mod signature;
 
-pub use classified::{Classified, IgnoreReason, RepoIssue, RepoPull};
+pub use classified::{Classified, IgnoreReason, RepoIssue, RepoPull, ReviewBy};
 pub use classify::{ClassifyContext, ClassifyError, classify};
 pub use headers::{
     DELIVERY_HEADER, DeliveryHeaders, DeliveryMeta, EVENT_HEADER, HeaderError,

@@ -111,6 +111,22 @@ pub(super) struct PullRequestChanges {
     pub base: Option<BaseChange>,
 }
 
+/// The `review` of a `pull_request_review` event.
+#[derive(Debug, Deserialize)]
+pub(super) struct SubmittedReview {
+    pub id: u64,
+    pub state: String,
+    pub user: Option<Account>,
+}
+
+/// `pull_request_review` event: the PR and the review.
+#[derive(Debug, Deserialize)]
+pub(super) struct PullRequestReviewEvent {
+    pub pull_request: PullRequest,
+    pub repository: Repository,
+    pub review: Option<SubmittedReview>,
+}
+
 /// `pull_request` event.
 #[derive(Debug, Deserialize)]
 pub(super) struct PullRequestEvent {

@@ -255,7 +255,7 @@ fn operator(command: OperatorRequest) -> Event {
 }
 
 /// Number of event families [`event_for`] knows.
-const FAMILIES: u8 = 16;
+const FAMILIES: u8 = 18;
 
 /// A plausible event for `state`: ids, SHAs and rounds mostly match what the
 /// run awaits, so sequences make progress; `flavor` picks the variation.
@@ -341,13 +341,36 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
             identity: "x".into(),
             reason: "refused".into(),
         },
-        12 => operator(OperatorRequest::Retry),
+        12 => operator(OperatorRequest::Retry {
+            notes: flavor
+                .is_multiple_of(2)
+                .then(|| "the registry is back".into()),
+        }),
         13 if flavor.is_multiple_of(2) => operator(OperatorRequest::Merge),
         13 => operator(OperatorRequest::Status),
         14 => operator(OperatorRequest::Unblock {
             reason: "go".into(),
             facts: Box::new(github_facts(state, flavor)),
         }),
+        // Human rounds: a few sources only, so the same review arrives twice.
+        15 if flavor.is_multiple_of(2) => operator(OperatorRequest::Fix {
+            notes: "rename the flag".into(),
+        }),
+        15 => Event::HumanReview(HumanFeedback {
+            source: format!("review-{}", flavor % 4),
+            author: "olivia".into(),
+            notes: vec![
+                HumanNote {
+                    location: Some("src/lib.rs:3".into()),
+                    text: "handle the empty case".into(),
+                },
+                HumanNote {
+                    location: None,
+                    text: "please also document it".into(),
+                },
+            ],
+        }),
+        16 => operator(OperatorRequest::Help),
         _ if flavor < 8 => Event::LabelRemoved,
         _ if flavor < 16 => operator(OperatorRequest::Stop),
         _ => operator(OperatorRequest::Status),
@@ -392,6 +415,39 @@ fn json(state: &RunState) -> String {
     serde_json::to_string(state).expect("state serialises")
 }
 
+/// Human rounds: one per source, and no finding id is ever held twice.
+fn human_round_properties(state: &RunState, event: &Event, decision: &Decision) {
+    if let Event::HumanReview(feedback) = event
+        && state.review.human_sources.contains(&feedback.source)
+    {
+        assert!(
+            decision.refusal.is_some(),
+            "the same review starts one human round"
+        );
+    }
+    let review = &decision.next.review;
+    let mut ids: Vec<&str> = review
+        .open_findings
+        .iter()
+        .chain(&review.pending_human)
+        .map(|f| f.id.as_str())
+        .collect();
+    let held = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), held, "a finding id is held once: {review:?}");
+    assert!(
+        review.human_rounds as usize >= review.human_sources.len(),
+        "every source numbered a round"
+    );
+    if decision.next.phase == Phase::ReadyForMerge {
+        assert!(
+            review.pending_human.is_empty() && review.open_findings.is_empty(),
+            "no human finding is skipped on the way to the merge gate"
+        );
+    }
+}
+
 /// Checks one step; returns the decision for callers that track more.
 fn checked_step(state: &RunState, event: &Event) -> Decision {
     let decision = decide(state, event)
@@ -429,13 +485,25 @@ fn checked_step(state: &RunState, event: &Event) -> Decision {
         assert_eq!(from, at, "transitions chain");
         assert!(legal_edge(from, to), "illegal edge {from} -> {to}");
         if from == Phase::Blocked && to.is_unblock_target() {
-            assert!(matches!(
-                event,
-                Event::Operator(OperatorCommand {
-                    command: OperatorRequest::Unblock { .. },
-                    ..
-                })
-            ));
+            let human_round = to == Phase::Fix
+                && matches!(
+                    event,
+                    Event::HumanReview(_)
+                        | Event::Operator(OperatorCommand {
+                            command: OperatorRequest::Fix { .. },
+                            ..
+                        })
+                );
+            assert!(
+                human_round
+                    || matches!(
+                        event,
+                        Event::Operator(OperatorCommand {
+                            command: OperatorRequest::Unblock { .. },
+                            ..
+                        })
+                    )
+            );
         }
         at = to;
     }
@@ -443,6 +511,8 @@ fn checked_step(state: &RunState, event: &Event) -> Decision {
         at, decision.next.phase,
         "the last edge ends in the next phase"
     );
+
+    human_round_properties(state, event, &decision);
 
     let status_edits_on = |issue: IssueNumber| {
         decision
@@ -760,11 +830,12 @@ fn every_phase_and_event_yields_a_legal_edge_a_stay_or_a_refusal() {
             }
         }
     }
-    // 11 event variants besides operator commands, plus 5 commands.
+    // 12 event variants besides operator commands (the human review
+    // included), plus 7 commands.
     for phase in Phase::ALL {
         assert_eq!(
             fed[&phase].len(),
-            16,
+            19,
             "every event variant and command was fed in {phase}"
         );
     }

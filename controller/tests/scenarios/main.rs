@@ -12,6 +12,8 @@ mod scenario_epic;
 mod scenario_epic_finished;
 mod scenario_epic_scope;
 mod scenario_happy;
+mod scenario_help;
+mod scenario_human_round;
 mod scenario_installations;
 mod scenario_merge;
 mod scenario_merge_rules;

@@ -597,6 +597,7 @@ fn a_submitted_or_dismissed_review_names_its_pull_request_and_head() {
                     number: testing::pull(number),
                 },
                 head_sha: head.to_owned(),
+                changes_requested: None,
             },
             "{name}"
         );

@@ -108,6 +108,7 @@ impl TemplateId {
                 "EXISTING_FOLLOW_UP_ISSUES",
                 "PRIOR_FINDINGS",
                 "PREVIOUS_FIX_RESOLUTIONS",
+                "HUMAN_FINDINGS",
                 "VALIDATION_EVIDENCE",
                 "ADDITIONAL_SECTIONS",
                 "MAX_REVIEW_COMMENT_CHARS",

@@ -18,7 +18,7 @@ use super::wire::{
 };
 use crate::machine::{
     AgentResult, EpicResult, FixResult, ImplementResult, PhaseResult, Resolution, ResolutionKind,
-    ReviewResult,
+    ReviewResult, is_human_finding,
 };
 use crate::publish::IssueRef;
 use autoforge_journal::CommitSha;
@@ -232,7 +232,9 @@ fn fix(r: &WireFix, o: &FixObservations) -> Result<FixResult, CrossCheckError> {
     let mut resolutions = Vec::with_capacity(r.resolutions.len());
     for (index, res) in r.resolutions.iter().enumerate() {
         let id = res.finding_id.as_str();
-        if finding_round(id) != Some(o.round) {
+        // A person's finding (`H<n>-F<k>`) is numbered by its human round,
+        // not the review round; being open is its whole check.
+        if !is_human_finding(id) && finding_round(id) != Some(o.round) {
             return Err(CrossCheckError::FindingOfAnotherRound {
                 field: "resolutions",
                 index,

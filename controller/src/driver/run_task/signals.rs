@@ -3,7 +3,7 @@
 //! carry nothing the machine can use until a fresh read; starting a run, an
 //! unblock and an issue edit read first, the rest are fed as they are.
 
-use autoforge_journal::{IssueNumber, RunEvent};
+use autoforge_journal::{IssueNumber, PullNumber, RunEvent};
 use serde_json::json;
 
 use super::RunTask;
@@ -12,7 +12,8 @@ use crate::commands::{LocalCommand, LocalCommandEvent};
 use crate::driver::error::DriverError;
 use crate::intake::RunSignal;
 use crate::machine::{
-    Awaiting, Event, LocalOperatorCommand, OperatorCommand, OperatorRequest, RefusedCommand,
+    Awaiting, Event, HumanFeedback, HumanNote, LocalOperatorCommand, OperatorCommand,
+    OperatorRequest, RefusedCommand,
     RefusedLabelRemoval,
 };
 
@@ -71,6 +72,14 @@ impl RunTask<'_> {
                 };
                 self.apply(event, Some(stored.id)).await
             }
+            SignalAction::ReadReview {
+                pr,
+                review_id,
+                author,
+            } => {
+                let event = self.human_review_event(pr, review_id, author).await?;
+                self.apply(event, Some(stored.id)).await
+            }
             SignalAction::Start { .. } | SignalAction::Ignore => {
                 let detail = json!({ "run_event": stored.id, "signal": stored.event });
                 self.acknowledge(stored.id, "run_event_not_driven", detail)
@@ -115,6 +124,42 @@ impl RunTask<'_> {
         });
         self.apply(event, Some(run_event)).await
     }
+
+    /// The review and its inline comments as plain data for the machine:
+    /// one note per inline comment (with `path:line`), then the body.
+    async fn human_review_event(
+        &self,
+        pr: PullNumber,
+        review_id: u64,
+        author: String,
+    ) -> Result<Event, DriverError> {
+        let api = &self.access.api;
+        let repo = &self.access.repo;
+        let review = api.pull_request_review(repo, pr, review_id).await?;
+        let comments = api.review_comments(repo, pr, review_id).await?;
+        let mut notes: Vec<HumanNote> = comments
+            .into_iter()
+            .map(|comment| {
+                let line = comment.line.or(comment.original_line);
+                HumanNote {
+                    location: Some(match line {
+                        Some(line) => format!("{}:{line}", comment.path),
+                        None => comment.path,
+                    }),
+                    text: comment.body,
+                }
+            })
+            .collect();
+        notes.extend(review.body.map(|text| HumanNote {
+            location: None,
+            text,
+        }));
+        Ok(Event::HumanReview(HumanFeedback {
+            source: format!("review-{review_id}"),
+            author,
+            notes,
+        }))
+    }
 }
 
 /// What a stored run event asks of the driver.
@@ -140,6 +185,13 @@ pub enum SignalAction {
         issue: IssueNumber,
         editor: Option<String>,
         by_operator: bool,
+    },
+    /// An operator's review requesting changes: read it and its inline
+    /// comments, then feed `HumanReview`.
+    ReadReview {
+        pr: PullNumber,
+        review_id: u64,
+        author: String,
     },
     /// Nothing the machine decides on (yet): acknowledge it.
     Ignore,
@@ -193,8 +245,8 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             comment_id,
             actor,
             on_issue,
-            ..
-        } => match command_without_reads(verb) {
+            argument,
+        } => match command_without_reads(verb, argument.as_deref()) {
             Some(command) => SignalAction::Feed(Box::new(Event::Operator(OperatorCommand {
                 thread: *on_issue,
                 comment_id: *comment_id,
@@ -216,6 +268,15 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             command: verb.clone(),
             reason: reason.clone(),
         }))),
+        RunSignal::HumanReview {
+            pr,
+            review_id,
+            author,
+        } => SignalAction::ReadReview {
+            pr: *pr,
+            review_id: *review_id,
+            author: author.clone(),
+        },
         RunSignal::IssueReopened { .. }
         | RunSignal::PrHeadMoved { .. }
         | RunSignal::PrClosed { .. }
@@ -226,13 +287,19 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
     }
 }
 
-/// The commands the machine decides from the command alone.
-fn command_without_reads(verb: &str) -> Option<OperatorRequest> {
+/// The commands the machine decides from the command (and its text) alone.
+fn command_without_reads(verb: &str, argument: Option<&str>) -> Option<OperatorRequest> {
     match verb {
-        "retry" => Some(OperatorRequest::Retry),
+        "retry" => Some(OperatorRequest::Retry {
+            notes: argument.map(str::to_owned),
+        }),
+        "fix" => Some(OperatorRequest::Fix {
+            notes: argument.unwrap_or_default().to_owned(),
+        }),
         "stop" => Some(OperatorRequest::Stop),
         "merge" => Some(OperatorRequest::Merge),
         "status" => Some(OperatorRequest::Status),
+        "help" => Some(OperatorRequest::Help),
         _ => None,
     }
 }

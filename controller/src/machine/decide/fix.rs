@@ -4,6 +4,7 @@
 //! writes nothing.
 
 use super::common::protected_candidate;
+use super::human::human_only;
 use super::review::open_pr;
 use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{FixResult, PhaseResult, ResolutionKind};
@@ -11,7 +12,9 @@ use crate::machine::decision::{Decision, EffectIntent, LaunchInputs, MachineErro
 use crate::machine::event::{Event, GitHubFacts};
 use crate::machine::phase::{AgentPhase, Cause, Phase};
 use crate::machine::review_rounds::{carry_stale, moved};
-use crate::machine::state::{Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState};
+use crate::machine::state::{
+    Awaiting, EffectStep, FactsPurpose, RoundOutcome, RunState, is_human_finding,
+};
 use std::collections::BTreeMap;
 
 use autoforge_journal::IssueNumber;
@@ -86,7 +89,12 @@ fn entry_check(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
         if let Some(last) = review.history.last_mut().filter(|r| r.round == round) {
             last.outcome = RoundOutcome::Stale;
         }
-        let findings = std::mem::take(&mut review.open_findings);
+        let (human, findings): (Vec<_>, Vec<_>) = std::mem::take(&mut review.open_findings)
+            .into_iter()
+            .partition(|f| is_human_finding(&f.id));
+        // A person's findings are not the stale round's to re-check: they
+        // wait for the next round's end and its FIX.
+        review.pending_human.splice(0..0, human);
         carry_stale(review, round, &binding.head_sha, findings);
         return turn.enter(Phase::Review, Cause::Ordinary);
     }
@@ -234,6 +242,7 @@ fn finish(turn: &mut Turn) -> TurnResult {
     if let Some(PhaseResult::Fix(result)) = turn.state.pending.take() {
         turn.state.review.last_resolutions = result.resolutions;
     }
+    turn.state.review.resolved_human = human_only(&turn.state.review.open_findings);
     turn.state.review.open_findings.clear();
     turn.state.candidate = None;
     turn.state.last_validation_failure = None;

@@ -9,6 +9,8 @@ mod check_run;
 mod common;
 mod epic;
 mod fix;
+mod help;
+mod human;
 mod implement;
 mod merge;
 mod operator;
@@ -39,6 +41,7 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
         Event::LabelRemovalRefused(refused) => {
             return Ok(trust::label_removal_refused(state, refused));
         }
+        Event::HumanReview(feedback) => return human::review(state, feedback),
         _ => {}
     }
     if state.phase.is_terminal() {
@@ -84,7 +87,16 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             );
             let mut counted = state.clone();
             crate::machine::budget::charge(&mut counted.counters, *tokens, *cost_micros);
-            let decision = agent_finished(&counted, *launch, outcome)?;
+            let mut decision = agent_finished(&counted, *launch, outcome)?;
+            // The operator's guidance was for the launch that just answered
+            // (a correction relaunch of it is shown the guidance again).
+            let correcting = matches!(
+                &decision.next.awaiting,
+                Awaiting::Agent { launch } if launch.correction_of.is_some()
+            );
+            if !failed && !correcting && decision.refusal.is_none() {
+                decision.next.operator_guidance = None;
+            }
             return Ok(if failed {
                 decision
             } else {

@@ -1,27 +1,73 @@
 //! Operator commands (SPEC §2, §11), already authorised by the commands
 //! layer. An accepted command gets a 👀 reaction and a reply; a refused one
-//! gets a reply saying why and leaves the state byte-identical.
+//! gets a reply saying why and leaves the state byte-identical. The text of
+//! an accepted unblock or retry becomes the operator's guidance for the
+//! next launch; `fix` starts a human round (see `human`).
 
+use super::help::help_text;
+use super::human::{self, Taken};
 use super::turn::Turn;
 use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{
     Decision, EffectIntent, MachineError, Refusal, Reply, StatusSnapshot,
 };
 use crate::machine::event::{
-    LocalOperatorCommand, OperatorCommand, OperatorRequest, RefusedCommand,
+    HumanFeedback, HumanNote, LocalOperatorCommand, OperatorCommand, OperatorRequest,
+    RefusedCommand,
 };
 use crate::machine::phase::{Cause, Phase};
 use crate::machine::review_rounds::carry_stale;
-use crate::machine::state::{Awaiting, RunState};
+use crate::machine::state::{Awaiting, OperatorGuidance, RunState};
 use crate::machine::unblock::unblock_target;
 
 fn command_name(command: &OperatorRequest) -> &'static str {
     match command {
         OperatorRequest::Unblock { .. } => "unblock",
-        OperatorRequest::Retry => "retry",
+        OperatorRequest::Retry { .. } => "retry",
         OperatorRequest::Stop => "stop",
         OperatorRequest::Merge => "merge",
         OperatorRequest::Status => "status",
+        OperatorRequest::Fix { .. } => "fix",
+        OperatorRequest::Help => "help",
+    }
+}
+
+/// The operator's text, kept for the next launch (empty text is none).
+fn guidance(command: &OperatorCommand, text: Option<&str>) -> Option<OperatorGuidance> {
+    let text = text.map(str::trim).filter(|t| !t.is_empty())?;
+    Some(OperatorGuidance {
+        actor: command.actor.clone(),
+        command: command_name(&command.command).to_owned(),
+        text: text.to_owned(),
+    })
+}
+
+/// `/autoforge fix <notes>`: a human round with one finding from the notes.
+fn fix(state: &RunState, command: &OperatorCommand, notes: &str) -> Decision {
+    let feedback = HumanFeedback {
+        source: format!("comment-{}", command.comment_id),
+        author: command.actor.clone(),
+        notes: vec![HumanNote {
+            location: None,
+            text: notes.to_owned(),
+        }],
+    };
+    let mut turn = Turn::new(state);
+    match human::take(&mut turn, &feedback) {
+        Ok(Taken::Started { round, .. }) => accepted(
+            turn,
+            command,
+            format!("human round {round} started: the fixer resolves `H{round}-F1` next"),
+        ),
+        Ok(Taken::Queued { round, .. }) => accepted(
+            turn,
+            command,
+            format!(
+                "human round {round} recorded: `H{round}-F1` goes to the fixer when the \
+                 agent round in progress ends"
+            ),
+        ),
+        Err(refusal) => refused(state, command, refusal),
     }
 }
 
@@ -81,6 +127,20 @@ pub(super) fn decide(
     state: &RunState,
     command: &OperatorCommand,
 ) -> Result<Decision, MachineError> {
+    if let OperatorRequest::Help = command.command {
+        let mut turn = Turn::new(state);
+        turn.effect(EffectIntent::AddReaction {
+            comment_id: command.comment_id,
+        });
+        turn.effect(reply(
+            command,
+            Reply::Accepted {
+                command: "help".to_owned(),
+                detail: help_text(state),
+            },
+        ));
+        return Ok(turn.finish());
+    }
     if let OperatorRequest::Status = command.command {
         let mut turn = Turn::new(state);
         turn.effect(EffectIntent::AddReaction {
@@ -113,19 +173,29 @@ pub(super) fn decide(
                 "the run is stopped; a running agent is killed".to_owned(),
             ))
         }
-        OperatorRequest::Retry => {
+        OperatorRequest::Retry { notes } => {
             let Awaiting::OperatorRetry { resume } = &state.awaiting else {
                 return Ok(refused(state, command, Refusal::NothingToRetry));
             };
             turn.state.counters.retries = 0;
+            let given = guidance(command, notes.as_deref());
+            let told = given.is_some();
+            if given.is_some() {
+                turn.state.operator_guidance = given;
+            }
             match resume.as_ref() {
                 Awaiting::Agent { launch } => turn.relaunch(launch.as_ref().clone())?,
                 other => turn.wait(other.clone()),
             }
+            let shown = if told {
+                "; the next agent is shown your notes"
+            } else {
+                ""
+            };
             Ok(accepted(
                 turn,
                 command,
-                format!("retrying the current step of {}", state.phase),
+                format!("retrying the current step of {}{shown}", state.phase),
             ))
         }
         OperatorRequest::Merge => match (state.phase, state.settings.merge_mode) {
@@ -149,11 +219,13 @@ pub(super) fn decide(
             )),
         },
         // The reason is recorded by the driver with the actor; it is never
-        // evidence and never echoed into a GitHub body.
-        OperatorRequest::Unblock { facts, .. } => match unblock_target(state, facts) {
+        // evidence and never echoed into a GitHub body. The next agent is
+        // shown it as the operator's guidance.
+        OperatorRequest::Unblock { facts, reason } => match unblock_target(state, facts) {
             Err(refusal) => Ok(refused(state, command, Refusal::Unblock(refusal))),
             Ok(target) => {
                 turn.state.blocked = None;
+                turn.state.operator_guidance = guidance(command, Some(reason));
                 // The operator looked at the issue as it is now: its text
                 // is the one the run works from from here on.
                 if let Some(read) = &facts.issue_text {
@@ -172,11 +244,15 @@ pub(super) fn decide(
                 Ok(accepted(
                     turn,
                     command,
-                    format!("resumed in {target}, chosen from GitHub's current state"),
+                    format!(
+                        "resumed in {target}, chosen from GitHub's current state; \
+                         the next agent is shown your reason"
+                    ),
                 ))
             }
         },
-        OperatorRequest::Status => Ok(turn.finish()),
+        OperatorRequest::Fix { notes } => Ok(fix(state, command, notes)),
+        OperatorRequest::Status | OperatorRequest::Help => Ok(turn.finish()),
     }
 }
 

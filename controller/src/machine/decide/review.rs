@@ -2,6 +2,7 @@
 //! its comment, then re-read the revision to judge the round: stale, clean
 //! or with findings (SPEC §4 REVIEW, §8).
 
+use super::human;
 use super::turn::{Turn, TurnResult};
 use crate::machine::agent_result::{PhaseResult, ReviewResult};
 use crate::machine::bounds::round_allowed;
@@ -97,6 +98,7 @@ fn bind_and_launch(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
         previous_comment_url: review.comment_url.clone(),
         prior_findings: review.prior_findings.clone(),
         last_resolutions: review.last_resolutions.clone(),
+        human_findings: review.resolved_human.clone(),
     };
     let round = review.round + 1;
     turn.launch(AgentPhase::Review, round, inputs)
@@ -169,25 +171,29 @@ fn conclude_round(turn: &mut Turn, facts: &GitHubFacts) -> TurnResult {
         return turn.enter(Phase::Review, Cause::Ordinary);
     }
     review.prior_findings = None;
-    if findings.is_empty() {
-        review.history.push(record(
-            round,
-            &binding.head_sha,
-            RoundOutcome::Clean,
-            &findings,
-        ));
+    // This round's reviewer has seen the resolved human findings.
+    review.resolved_human.clear();
+    let ai_clean = findings.is_empty();
+    review.history.push(record(
+        round,
+        &binding.head_sha,
+        if ai_clean {
+            RoundOutcome::Clean
+        } else {
+            RoundOutcome::NeedsFix
+        },
+        &findings,
+    ));
+    review.open_findings = findings;
+    // Human findings that arrived while the round ran go to this FIX too.
+    let human_waiting = human::join_pending(&mut turn.state);
+    let review = &mut turn.state.review;
+    if ai_clean && !human_waiting {
         review.open_findings.clear();
         review.clean = Some(binding);
         return turn.enter(Phase::ReadyForMerge, Cause::Ordinary);
     }
-    review.history.push(record(
-        round,
-        &binding.head_sha,
-        RoundOutcome::NeedsFix,
-        &findings,
-    ));
-    review.open_findings = findings;
-    if let Some(stuck) = stagnation(&review.history, &turn.state.settings) {
+    if !ai_clean && let Some(stuck) = stagnation(&review.history, &turn.state.settings) {
         return turn.block(stuck.reason());
     }
     if !round_allowed(&turn.state.settings, round) {

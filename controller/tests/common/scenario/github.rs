@@ -29,6 +29,27 @@ impl Running {
             .await
     }
 
+    /// `person` submits a review of `pr` (`event`: `REQUEST_CHANGES`,
+    /// `COMMENT`, `APPROVE`) with `body` and inline comments given as
+    /// `(path, line, text)`; the review id.
+    pub async fn review_as(
+        &self,
+        person: &Person,
+        pr: impl Thread,
+        event: &str,
+        body: &str,
+        comments: &[(&str, u64, &str)],
+    ) -> u64 {
+        let path = format!("/repos/{OWNER}/{REPO}/pulls/{}/reviews", pr.number());
+        let comments: Vec<Value> = comments
+            .iter()
+            .map(|(path, line, text)| json!({"path": path, "line": line, "body": text}))
+            .collect();
+        let body = json!({"event": event, "body": body, "comments": comments});
+        let review = self.world.rest_as(person, Method::POST, &path, body).await;
+        review["id"].as_u64().expect("review id")
+    }
+
     /// An external CI reports a completed check on `sha`.
     pub fn add_check(&self, sha: &str, name: &str, conclusion: &str) {
         self.world.add_check(sha, name, conclusion);

@@ -596,4 +596,31 @@ impl Running {
         )
         .await;
     }
+
+    /// Waits until serve has processed the webhook delivery of review
+    /// `review` (submitted or dismissed).
+    pub async fn review_delivery_processed(&self, review: u64) {
+        let hub = &self.world.hub;
+        let journal = self.world.db.journal();
+        eventually(
+            PATIENCE,
+            &format!("delivery of review {review} processed"),
+            || async move {
+                let guids: Vec<String> = hub
+                    .deliveries()
+                    .into_iter()
+                    .filter(|d| d.payload["review"]["id"].as_u64() == Some(review))
+                    .map(|d| d.guid)
+                    .collect();
+                for guid in guids {
+                    let stored = journal.get_delivery(&guid).await.unwrap();
+                    if stored.is_some_and(|d| d.processed_at.is_some()) {
+                        return Some(());
+                    }
+                }
+                None
+            },
+        )
+        .await;
+    }
 }

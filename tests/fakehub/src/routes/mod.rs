@@ -114,6 +114,14 @@ pub fn router(shared: Arc<Shared>) -> Router {
             get(reviews::list).post(reviews::create),
         )
         .route(
+            &format!("{R}/pulls/{{number}}/reviews/{{review_id}}"),
+            get(reviews::get_one),
+        )
+        .route(
+            &format!("{R}/pulls/{{number}}/reviews/{{review_id}}/comments"),
+            get(reviews::comments),
+        )
+        .route(
             &format!("{R}/rules/branches/{{*branch}}"),
             get(reviews::branch_rules),
         )

@@ -14,7 +14,7 @@ use super::{S, Who, ctx};
 use crate::http::{ApiError, ApiResult, JsonBody, ok, opt_str, paginated};
 use crate::render::{Ctx, node_id, render_pull, render_user, ts};
 use crate::webhooks::{Event, emit};
-use crate::world::{Access, Repo, Review};
+use crate::world::{Access, Repo, Review, ReviewComment};
 
 type PullPath = Path<(String, String, u64)>;
 
@@ -102,6 +102,15 @@ pub async fn create(
         });
     }
     let id = w.alloc_id();
+    let mut comments = Vec::new();
+    for (path, line, body) in inline_comments(&body)? {
+        comments.push(ReviewComment {
+            id: w.alloc_id(),
+            path,
+            line,
+            body,
+        });
+    }
     let review = Review {
         id,
         user_id: actor.0,
@@ -109,6 +118,7 @@ pub async fn create(
         body: text,
         commit_id,
         submitted_at: Utc::now(),
+        comments,
     };
     if let Some(pull) = w.issue_mut(rid, number)?.pull.as_mut() {
         pull.reviews.push(review.clone());
@@ -183,4 +193,91 @@ pub async fn branch_rules(
         }));
     }
     paginated(rules, &uri, &s.base)
+}
+
+/// The `comments` of a review submission: `path`, `line` and `body` each.
+fn inline_comments(body: &Value) -> Result<Vec<(String, u64, String)>, ApiError> {
+    let invalid = || ApiError::validation("PullRequestReview", "comments", "invalid");
+    let Some(list) = body.get("comments") else {
+        return Ok(Vec::new());
+    };
+    let list = list.as_array().ok_or_else(invalid)?;
+    list.iter()
+        .map(|comment| {
+            let path = comment["path"].as_str().ok_or_else(invalid)?;
+            let line = comment["line"].as_u64().ok_or_else(invalid)?;
+            let text = comment["body"].as_str().ok_or_else(invalid)?;
+            Ok((path.to_owned(), line, text.to_owned()))
+        })
+        .collect()
+}
+
+fn render_review_comment(
+    ctx: Ctx<'_>,
+    repo: &Repo,
+    number: u64,
+    review: &Review,
+    comment: &ReviewComment,
+) -> Value {
+    let owner = ctx.world.users.get(&repo.owner_id);
+    let owner_login = owner.map(|o| o.login.as_str()).unwrap_or("ghost");
+    let full = format!("{owner_login}/{}", repo.name);
+    json!({
+        "id": comment.id,
+        "node_id": node_id("PRRC", comment.id),
+        "pull_request_review_id": review.id,
+        "path": comment.path,
+        "line": comment.line,
+        "original_line": comment.line,
+        "side": "RIGHT",
+        "commit_id": review.commit_id,
+        "original_commit_id": review.commit_id,
+        "user": ctx.world.users.get(&review.user_id).map(|u| render_user(ctx, u)),
+        "body": comment.body,
+        "html_url": format!("{}/{full}/pull/{number}#discussion_r{}", ctx.base, comment.id),
+        "pull_request_url": format!("{}/repos/{full}/pulls/{number}", ctx.base),
+        "author_association": crate::render::association(repo, review.user_id),
+        "created_at": ts(review.submitted_at),
+        "updated_at": ts(review.submitted_at),
+    })
+}
+
+/// `GET …/pulls/{n}/reviews/{id}`: one review.
+pub async fn get_one(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, number, review_id)): Path<(String, String, u64, u64)>,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
+    let w = s.lock();
+    let r = w.repo(rid)?;
+    let review = find_review(r, number, review_id)?;
+    ok(render_review(ctx(&s, &w), r, number, review))
+}
+
+/// `GET …/pulls/{n}/reviews/{id}/comments`: that review's inline comments.
+pub async fn comments(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, number, review_id)): Path<(String, String, u64, u64)>,
+    uri: Uri,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
+    let w = s.lock();
+    let r = w.repo(rid)?;
+    let review = find_review(r, number, review_id)?;
+    let items = review
+        .comments
+        .iter()
+        .map(|comment| render_review_comment(ctx(&s, &w), r, number, review, comment))
+        .collect();
+    paginated(items, &uri, &s.base)
+}
+
+fn find_review(repo: &Repo, number: u64, review_id: u64) -> Result<&Review, ApiError> {
+    repo.issues
+        .get(&number)
+        .and_then(|i| i.pull.as_ref())
+        .and_then(|pull| pull.reviews.iter().find(|r| r.id == review_id))
+        .ok_or_else(ApiError::not_found)
 }

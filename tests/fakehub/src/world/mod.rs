@@ -168,6 +168,18 @@ pub struct Review {
     /// The head the review was given at.
     pub commit_id: String,
     pub submitted_at: DateTime<Utc>,
+    /// The inline comments submitted with the review, in order.
+    #[serde(default)]
+    pub comments: Vec<ReviewComment>,
+}
+
+/// One inline comment of a review: a line of a file in the diff.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub path: String,
+    pub line: u64,
+    pub body: String,
 }
 
 /// The merge settings of a repository as GitHub's repository answer and

@@ -171,7 +171,7 @@ fn crash_keeps_the_phase_and_retries_up_to_the_bound_then_waits_for_retry() {
     assert_eq!(run.state.phase, Phase::Implement);
     assert!(run.last.launches.is_empty());
     assert!(matches!(run.state.awaiting, Awaiting::OperatorRetry { .. }));
-    run.apply(command(OperatorRequest::Retry));
+    run.apply(command(OperatorRequest::Retry { notes: None }));
     assert_eq!(run.last.launches.len(), 1);
     assert_eq!(run.state.counters.retries, 0);
 }
@@ -179,7 +179,8 @@ fn crash_keeps_the_phase_and_retries_up_to_the_bound_then_waits_for_retry() {
 #[test]
 fn retry_without_a_parked_failure_is_refused_with_a_reply() {
     let mut run = Run::default_run();
-    let decision = decide(&run.state, &command(OperatorRequest::Retry)).expect("legal");
+    let decision =
+        decide(&run.state, &command(OperatorRequest::Retry { notes: None })).expect("legal");
     assert!(matches!(
         decision.effects[..],
         [EffectIntent::PostCommandReply {
@@ -188,7 +189,7 @@ fn retry_without_a_parked_failure_is_refused_with_a_reply() {
         }]
     ));
     assert_eq!(
-        run.refuse(command(OperatorRequest::Retry)),
+        run.refuse(command(OperatorRequest::Retry { notes: None })),
         Refusal::NothingToRetry
     );
 }

@@ -7,6 +7,7 @@ mod agents;
 mod check_run;
 mod epic;
 mod fix;
+mod human;
 mod local_operator;
 mod merge;
 mod operator;

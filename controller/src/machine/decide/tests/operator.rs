@@ -170,7 +170,8 @@ fn unblock_of_a_run_that_is_not_blocked_is_refused() {
 fn commands_on_a_finished_run_are_refused_with_a_reply() {
     let mut run = Run::default_run();
     run.apply(Event::LabelRemoved);
-    let decision = decide(&run.state, &command(OperatorRequest::Retry)).expect("legal");
+    let decision =
+        decide(&run.state, &command(OperatorRequest::Retry { notes: None })).expect("legal");
     assert_eq!(
         decision.refusal,
         Some(Refusal::Terminal {

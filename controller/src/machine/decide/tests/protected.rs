@@ -139,7 +139,7 @@ fn retry_of_a_run_blocked_by_a_protected_candidate_is_refused() {
     let mut run = Run::default_run();
     run.implement(&sha(2));
     run.validated_protected(&sha(2), &[WORKFLOW]);
-    let refusal = run.refuse(command(OperatorRequest::Retry));
+    let refusal = run.refuse(command(OperatorRequest::Retry { notes: None }));
     assert_eq!(refusal, Refusal::NothingToRetry);
 }
 

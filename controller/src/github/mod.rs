@@ -42,7 +42,7 @@ pub use models::{
     Account, AppRef, BranchRule, BranchTip, CheckRun, CheckRunOutput, CollaboratorPermission,
     CombinedStatus, CommitRef, CommitStatus, Comparison, FileContent, HookDelivery, Installation,
     Issue, IssueComment, IssueEvent, Label, MergeResult, PullRequest, PullRequestFile,
-    PullRequestReview, Reaction, RepoRef, Repository,
+    PullRequestReview, Reaction, RepoRef, Repository, ReviewComment,
 };
 pub use pagination::{LinkError, MAX_PAGES, next_link, relative_next_path};
 pub use paths::{InvalidRepoName, RepoName, encode_component, encode_path};

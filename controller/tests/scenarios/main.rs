@@ -12,6 +12,7 @@ mod scenario_epic;
 mod scenario_epic_finished;
 mod scenario_epic_scope;
 mod scenario_happy;
+mod scenario_inline_review;
 mod scenario_installations;
 mod scenario_merge;
 mod scenario_merge_rules;

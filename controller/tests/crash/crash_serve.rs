@@ -513,7 +513,12 @@ pub(super) async fn cell(family: &Family, point: Point) {
         assert_eq!(status, ["autoforge:ready"], "{cell}: {labels:?}");
     }
     if let Scenario::InlineReviewRounds = scenario {
-        let path = format!("/repos/{}/pulls/1/reviews", world.repository());
+        let pull = effects
+            .iter()
+            .find(|e| e.kind == EffectKind::PostReview)
+            .and_then(|e| e.target.strip_prefix("pull/"))
+            .expect("a planned review");
+        let path = format!("/repos/{}/pulls/{pull}/reviews", world.repository());
         let reviews = get(&world, &owner, &path).await;
         assert_eq!(
             reviews.len(),

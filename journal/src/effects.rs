@@ -82,7 +82,8 @@ text_enum!(
     /// The closed set of GitHub writes (SPEC §6), one enum for the machine,
     /// the executor and the journal; `EffectKind::ALL` lists every kind
     /// (for the crash matrix). Adding one needs a migration of the
-    /// `effects.kind` CHECK constraint, which a test compares with `ALL`.
+    /// `effects.kind` CHECK constraint (the latest is
+    /// `0005_post_review.sql`), which a test compares with `ALL`.
     EffectKind, "effect kind" {
         Push => "push",
         CreatePr => "create_pr",
@@ -96,6 +97,7 @@ text_enum!(
         SetLabels => "set_labels",
         MergePr => "merge_pr",
         CheckRun => "check_run",
+        PostReview => "post_review",
     }
 );
 
@@ -481,14 +483,14 @@ mod tests {
         for kind in EffectKind::ALL {
             assert_eq!(kind.as_str().parse::<EffectKind>().ok(), Some(*kind));
         }
-        assert_eq!(EffectKind::ALL.len(), 12);
+        assert_eq!(EffectKind::ALL.len(), 13);
     }
 
     #[test]
     fn every_kind_and_no_other_is_allowed_by_the_schema() {
-        // The migration that created the constraint; a migration changing
-        // it must be read here instead.
-        let schema = include_str!("../migrations/0001_initial.sql");
+        // The latest migration that set the constraint; a migration changing
+        // it again must be read here instead.
+        let schema = include_str!("../migrations/0005_post_review.sql");
         let open = "CHECK (kind IN (";
         let start = schema.find(open).map(|at| at + open.len());
         let list = start.and_then(|s| schema[s..].find("))").map(|len| &schema[s..s + len]));

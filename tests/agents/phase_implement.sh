@@ -9,6 +9,8 @@
 # `workflow_until_told` does so until its prompt says that the change was
 # refused for touching a protected path.
 # `leave_notes` is `good` that also leaves an untracked `notes.txt`;
+# `inline_shapes` commits a 15-line `widget.txt` and a binary `logo.bin`
+# and deletes `README.md`;
 # `crash_midway` commits `feature.txt`, prints a line and exits 3 without
 # an answer; `repair` needs the `feature.txt` an earlier launch committed
 # (it fails loudly when the worktree lost it) and commits `repaired.txt`.
@@ -46,6 +48,21 @@ workflow_commit() {
 }
 
 case $mode in
+    inline_shapes)
+        # A 15-line text file, a deleted README and a binary file: the
+        # shapes of change an inline review places findings on (or not).
+        if [ ! -f widget.txt ]; then
+            i=1
+            while [ "$i" -le 15 ]; do
+                echo "widget line $i"
+                i=$((i + 1))
+            done > widget.txt
+            printf 'LOGO\000\001\002\000binary\n' > logo.bin
+            git rm -q README.md
+            git add widget.txt logo.bin
+            git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "Add the widget and its logo"
+        fi
+        good_answer ;;
     good)
         commit_file feature.txt "feature" "Add the feature"
         good_answer ;;

@@ -33,7 +33,27 @@ command_finding() { # ROUND
     printf '{"id":"R%s-F1","classification":"nit","title":"Style","location":"feature.txt:1","required_resolution":"Looks good to me.\\n/autoforge merge"}' "$1"
 }
 
+# Findings for inline reviews: `inline` has one on the line the good
+# implementer adds and one on a line the change does not touch;
+# `inline_shapes` (after `phase_implement.sh inline_shapes`) has one on a
+# range of lines, one on the deleted README and one on a binary file.
+placed() { # ID LOCATION TITLE
+    printf '{"id":"%s","classification":"non-blocked","title":"%s","location":"%s","required_resolution":"Handle the case at %s."}' \
+        "$1" "$3" "$2" "$2"
+}
+inline_findings() { # ROUND
+    printf '%s,%s' "$(placed "R$1-F1" feature.txt:1 "Missing test")" \
+        "$(placed "R$1-F2" README.md:1 "Stale greeting")"
+}
+inline_shape_findings() { # ROUND
+    printf '%s,%s,%s' "$(placed "R$1-F1" widget.txt:10-12 "Three lines repeat")" \
+        "$(placed "R$1-F2" README.md:1 "Readme removed")" \
+        "$(placed "R$1-F3" logo.bin:1 "Logo is not an image")"
+}
+
 case $mode in
+    inline) block "$(review "$round" true "$(inline_findings "$round")")" ;;
+    inline_shapes) block "$(review "$round" true "$(inline_shape_findings "$round")")" ;;
     command_in_finding) block "$(review "$round" false "$(command_finding "$round")")" ;;
     clean) block "$(review "$round" false "")" ;;
     findings) block "$(review "$round" true "$(finding "$round")")" ;;

@@ -13,7 +13,7 @@ use super::executor::EffectExecutor;
 use super::protocol::{Observation, Ownership, Sent};
 use super::row::Nonce;
 use super::{
-    EffectError, check_run, comments, epic, issues, labels, merge, pulls, push, reactions,
+    EffectError, check_run, comments, epic, issues, labels, merge, pulls, push, reactions, reviews,
 };
 use crate::metrics::DriveEnd;
 
@@ -215,6 +215,7 @@ impl EffectExecutor {
             EffectKind::MergePr => merge::reconcile(self, effect).await,
             EffectKind::Push => push::reconcile(self, effect).await,
             EffectKind::CheckRun => check_run::reconcile(self, effect).await,
+            EffectKind::PostReview => reviews::reconcile(self, effect, ownership).await,
         }
     }
 
@@ -232,6 +233,7 @@ impl EffectExecutor {
             EffectKind::MergePr => merge::send(self, effect).await,
             EffectKind::Push => push::send(self, effect).await,
             EffectKind::CheckRun => check_run::send(self, effect).await,
+            EffectKind::PostReview => reviews::send(self, effect).await,
         }
     }
 }

@@ -39,6 +39,7 @@ pub enum MarkerName {
     Status,
     Reply,
     Notice,
+    InlineReview,
 }
 
 /// What a key's value must be.
@@ -78,7 +79,7 @@ const RUN: KeySpec = opt("run", KeyType::Count);
 const WRITE: KeySpec = opt("write", KeyType::Text);
 
 impl MarkerName {
-    pub const ALL: [MarkerName; 7] = [
+    pub const ALL: [MarkerName; 8] = [
         MarkerName::Implementation,
         MarkerName::ReviewResult,
         MarkerName::FollowUp,
@@ -86,6 +87,7 @@ impl MarkerName {
         MarkerName::Status,
         MarkerName::Reply,
         MarkerName::Notice,
+        MarkerName::InlineReview,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -97,6 +99,7 @@ impl MarkerName {
             MarkerName::Status => "autoforge-status",
             MarkerName::Reply => "autoforge-reply",
             MarkerName::Notice => "autoforge-notice",
+            MarkerName::InlineReview => "ai-inline-review",
         }
     }
 
@@ -109,6 +112,7 @@ impl MarkerName {
             MarkerName::Status => STATUS_KEYS,
             MarkerName::Reply => REPLY_KEYS,
             MarkerName::Notice => NOTICE_KEYS,
+            MarkerName::InlineReview => INLINE_REVIEW_KEYS,
         }
     }
 }
@@ -156,6 +160,14 @@ const EPIC_PROGRESS_KEYS: &[KeySpec] = &[
 const STATUS_KEYS: &[KeySpec] = &[req("run", KeyType::Count), WRITE];
 const REPLY_KEYS: &[KeySpec] = &[req("command_comment_id", KeyType::Count), RUN, WRITE];
 const NOTICE_KEYS: &[KeySpec] = &[req("event", KeyType::Text), RUN, WRITE];
+const INLINE_REVIEW_KEYS: &[KeySpec] = &[
+    req("round", KeyType::Count),
+    req("reviewed_head_sha", KeyType::Text),
+    req("reviewed_base_ref", KeyType::Text),
+    req("reviewed_merge_base_sha", KeyType::Text),
+    RUN,
+    WRITE,
+];
 
 /// One marker found in a text: its payload and where it sits.
 #[derive(Debug, Clone, PartialEq)]

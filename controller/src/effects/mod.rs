@@ -13,7 +13,8 @@
 //!   reconcile in between.
 //!
 //! Each kind family lives in its own file (`comments`, `issues`, `pulls`,
-//! `epic`, `merge`, `push`, `reactions`, `labels`, `check_run`) with its row's column
+//! `epic`, `merge`, `push`, `reactions`, `labels`, `check_run`, `reviews`;
+//! `diff_lines` places a review's findings on its diff) with its row's column
 //! types, its planner, a `reconcile` (what GitHub shows for the effect's
 //! identity) and a `send` (the one write). What they share: `protocol`
 //! (what a reconcile and a send may conclude), `row` (the typed columns),
@@ -26,6 +27,7 @@
 
 #[cfg(feature = "crash-points")]
 pub mod crashpoint;
+mod diff_lines;
 mod drive;
 mod executor;
 pub mod markers;
@@ -44,6 +46,7 @@ mod merge;
 mod pulls;
 mod push;
 mod reactions;
+mod reviews;
 mod texts;
 
 #[cfg(feature = "crash-points")]
@@ -56,7 +59,7 @@ pub use epic::{outside_digest, splice_roadmap};
 pub use executor::{EffectExecutor, PushTransport};
 pub use issues::{RecordedFollowUp, recorded_follow_up};
 pub use plan::plan;
-pub use planning::{PlanContext, PlanError};
+pub use planning::{NO_DIFFS, PlanContext, PlanError, ReviewDiffs};
 pub use push::{PUSH_NAMESPACE, refused_ref};
 pub use texts::{check_run_text, notice_text, reply_text, status_text};
 

@@ -15,7 +15,7 @@
 use autoforge_journal::NewEffect;
 
 use super::planning::{Draft, PlanContext, PlanError};
-use super::{check_run, comments, epic, issues, labels, merge, pulls, push, reactions};
+use super::{check_run, comments, epic, issues, labels, merge, pulls, push, reactions, reviews};
 use crate::machine::EffectIntent;
 use crate::publish::{ReviewRender, render_review_comment};
 
@@ -113,6 +113,12 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
             view,
             status,
         } => check_run::plan(draft, *issue, view, status),
+        EffectIntent::PostReview {
+            pr,
+            round,
+            binding,
+            findings,
+        } => reviews::plan(draft, *pr, *round, binding, findings),
     }
 }
 
@@ -138,6 +144,7 @@ mod tests {
             html_base: "https://github.com/",
             default_branch: "main",
             bodies,
+            diffs: &crate::effects::NO_DIFFS,
         }
     }
 

@@ -5,13 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use autoforge_journal::{EffectKind, IssueNumber, NewEffect, PullNumber, RunId};
+use autoforge_journal::{CommitSha, EffectKind, IssueNumber, NewEffect, PullNumber, RunId};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::markers::{self, MarkerName};
 use super::row::{Marked, Row};
-use crate::github::RepoName;
+use crate::github::{PullRequestFile, RepoName};
 use crate::publish::{IssueRef, PolicyViolation};
 
 /// What `plan` needs besides the intent.
@@ -26,7 +26,17 @@ pub struct PlanContext<'a> {
     /// that `adopt_pr`, `append_issue_markers` and `splice_epic_roadmap`
     /// append to, and whose digest guards the write.
     pub bodies: &'a BTreeMap<IssueNumber, String>,
+    /// The files each reviewed range changes, with their patches, read
+    /// just before planning: what `post_review` places its inline comments
+    /// on. Keyed by a round binding's (merge base, head).
+    pub diffs: &'a ReviewDiffs,
 }
+
+/// The diffs `post_review` is planned on, by (merge base, head).
+pub type ReviewDiffs = BTreeMap<(CommitSha, CommitSha), Vec<PullRequestFile>>;
+
+/// No diffs read: for planning anything but `post_review`.
+pub static NO_DIFFS: ReviewDiffs = BTreeMap::new();
 
 /// Why an intent cannot become a journal row. Nothing is journalled.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +49,11 @@ pub enum PlanError {
     Refused(String),
     #[error("the body of #{0} as read at phase start was not provided")]
     MissingBody(IssueNumber),
+    #[error("the diff of {head} since {merge_base} was not read before planning")]
+    MissingDiff {
+        merge_base: CommitSha,
+        head: CommitSha,
+    },
     /// A row type that does not encode as a JSON object (a defect here).
     #[error("the journal row cannot be encoded: {0}")]
     Encode(#[from] serde_json::Error),
@@ -67,6 +82,20 @@ impl PlanContext<'_> {
             repo: self.repo.name().to_owned(),
             number,
         }
+    }
+
+    pub(crate) fn diff_of(
+        &self,
+        merge_base: &CommitSha,
+        head: &CommitSha,
+    ) -> Result<&[PullRequestFile], PlanError> {
+        self.diffs
+            .get(&(merge_base.clone(), head.clone()))
+            .map(Vec::as_slice)
+            .ok_or_else(|| PlanError::MissingDiff {
+                merge_base: merge_base.clone(),
+                head: head.clone(),
+            })
     }
 
     pub(crate) fn body_of(&self, number: IssueNumber) -> Result<&str, PlanError> {

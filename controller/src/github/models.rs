@@ -167,6 +167,10 @@ pub struct Comparison {
     pub behind_by: u64,
     pub total_commits: u64,
     pub merge_base_commit: CommitRef,
+    /// The files the comparison changes, with their patches: on the first
+    /// page only, and at most 300 of them (GitHub's cap).
+    #[serde(default)]
+    pub files: Vec<PullRequestFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -181,6 +185,10 @@ pub struct PullRequestFile {
     pub status: String,
     #[serde(default)]
     pub previous_filename: Option<String>,
+    /// The unified diff hunks (from the first `@@`); absent for a binary
+    /// file and for one whose diff GitHub finds too large to show.
+    #[serde(default)]
+    pub patch: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -282,19 +290,6 @@ fn allowed() -> bool {
     true
 }
 
-/// One inline comment of a review (`pulls/{n}/reviews/{id}/comments`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ReviewComment {
-    pub id: u64,
-    pub path: String,
-    /// The line in the diff's new file; `null` on an outdated comment.
-    #[serde(default)]
-    pub line: Option<u64>,
-    #[serde(default)]
-    pub original_line: Option<u64>,
-    pub body: String,
-}
-
 /// One review of a pull request (`pulls/{n}/reviews`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PullRequestReview {
@@ -313,6 +308,28 @@ pub struct PullRequestReview {
     pub submitted_at: Option<String>,
     #[serde(default)]
     pub author_association: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+/// One inline comment of a pull request review
+/// (`pulls/{n}/reviews/{id}/comments`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub path: String,
+    pub body: String,
+    /// The last line the comment is on; `null` once outdated.
+    #[serde(default)]
+    pub line: Option<u32>,
+    /// The line it was written on, kept when it is outdated.
+    #[serde(default)]
+    pub original_line: Option<u32>,
+    /// The first line of a multi-line comment.
+    #[serde(default)]
+    pub start_line: Option<u32>,
+    #[serde(default)]
+    pub side: Option<String>,
 }
 
 /// One rule that applies to a branch (`rules/branches/{branch}`), from any

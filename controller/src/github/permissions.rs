@@ -96,12 +96,13 @@ pub const APP_PERMISSIONS: &[Grant] = &[
         permission: "pull_requests",
         title: "Pull requests",
         access: PermissionLevel::Write,
-        purpose: "open, edit and merge the run's PR; read PRs and their files",
+        purpose: "open, edit and merge the run's PR; read PRs and their files; post each review round's inline review",
         endpoints: &[
             "GET POST /repos/{owner}/{repo}/pulls",
             "GET PATCH /repos/{owner}/{repo}/pulls/{number}",
             "GET /repos/{owner}/{repo}/pulls/{number}/files",
-            "GET /repos/{owner}/{repo}/pulls/{number}/reviews",
+            "GET POST /repos/{owner}/{repo}/pulls/{number}/reviews",
+            "GET /repos/{owner}/{repo}/pulls/{number}/reviews/{id}/comments",
         ],
     },
     Grant {

@@ -204,14 +204,30 @@ impl GitHubApi {
             .await
     }
 
-    /// The inline comments of one review, in GitHub's order.
+    /// The files `head` changes since `base` (both SHAs, so the answer
+    /// never changes), with their patches: what an inline review comment
+    /// can be placed on. GitHub lists at most 300 files, on the first page.
+    pub async fn compare_files(
+        &self,
+        repo: &RepoName,
+        base: &CommitSha,
+        head: &CommitSha,
+    ) -> Result<Vec<PullRequestFile>, GitHubError> {
+        // One commit per page: the files come with the first page whatever
+        // its size, and the commit list is not needed.
+        let path = repo.api_path(&format!("/compare/{base}...{head}?per_page=1"));
+        let comparison: Comparison = self.get_json(&path).await?;
+        Ok(comparison.files)
+    }
+
+    /// The inline comments of review `review` on pull request `number`.
     pub async fn review_comments(
         &self,
         repo: &RepoName,
         number: PullNumber,
-        review_id: u64,
+        review: u64,
     ) -> Result<Vec<ReviewComment>, GitHubError> {
-        self.get_all(&repo.api_path(&format!("/pulls/{number}/reviews/{review_id}/comments")))
+        self.get_all(&repo.api_path(&format!("/pulls/{number}/reviews/{review}/comments")))
             .await
     }
 

@@ -15,7 +15,9 @@
 
 use super::client::{GitHubApi, decode};
 use super::error::GitHubError;
-use super::models::{CheckRun, Issue, IssueComment, Label, MergeResult, PullRequest, Reaction};
+use super::models::{
+    CheckRun, Issue, IssueComment, Label, MergeResult, PullRequest, PullRequestReview, Reaction,
+};
 use super::paths::{RepoName, encode_component};
 use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use http::Method;
@@ -215,4 +217,16 @@ pub async fn update_check_run(
 pub async fn redeliver_hook_delivery(api: &GitHubApi, delivery_id: u64) -> Result<(), GitHubError> {
     let path = format!("/app/hook/deliveries/{delivery_id}/attempts");
     api.write(Method::POST, &path, None).await.map(|_| ())
+}
+
+/// Submits a pull request review: `review` is GitHub's create request
+/// (`commit_id`, `body`, `event`, `comments`), sent as journalled.
+pub async fn create_review(
+    api: &GitHubApi,
+    repo: &RepoName,
+    pr: PullNumber,
+    review: &Value,
+) -> Result<PullRequestReview, GitHubError> {
+    let path = repo.api_path(&format!("/pulls/{pr}/reviews"));
+    send(api, Method::POST, path, Some(review.clone())).await
 }

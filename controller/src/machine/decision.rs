@@ -170,6 +170,17 @@ pub enum EffectIntent {
         findings: Vec<Finding>,
         sections: ReviewSections,
     },
+    /// The round's pull request review (event `COMMENT`) at the bound head:
+    /// an inline comment at each finding whose location is a line of the
+    /// diff there, every other finding listed in its body. The review
+    /// comment above stays the round's record; this one shows the findings
+    /// where the code is.
+    PostReview {
+        pr: PullNumber,
+        round: u32,
+        binding: RoundBinding,
+        findings: Vec<Finding>,
+    },
     PostEpicProgress {
         epic: IssueNumber,
         issue: IssueNumber,
@@ -258,6 +269,7 @@ impl EffectIntent {
             EffectIntent::SetLabels { .. } => EffectKind::SetLabels,
             EffectIntent::MergePr { .. } => EffectKind::MergePr,
             EffectIntent::CheckRun { .. } => EffectKind::CheckRun,
+            EffectIntent::PostReview { .. } => EffectKind::PostReview,
         }
     }
 
@@ -315,6 +327,12 @@ impl EffectIntent {
             EffectIntent::CheckRun { view, .. } => {
                 format!("check_run:pr={}:head={}", view.pr, view.head_sha)
             }
+            EffectIntent::PostReview {
+                pr, round, binding, ..
+            } => format!(
+                "ai-inline-review:pr={pr}:round={round}:head={}:base={}:merge_base={}",
+                binding.head_sha, binding.base_ref, binding.merge_base_sha
+            ),
         }
     }
 }
@@ -498,6 +516,7 @@ mod tests {
             (EffectKind::SetLabels, "set_labels"),
             (EffectKind::MergePr, "merge_pr"),
             (EffectKind::CheckRun, "check_run"),
+            (EffectKind::PostReview, "post_review"),
         ];
         for (kind, name) in kinds {
             assert_eq!(

@@ -5,6 +5,7 @@
 
 pub mod bodies;
 pub mod commit;
+pub mod inline_review;
 pub mod issue_ref;
 pub mod markdown;
 pub mod marker;
@@ -14,6 +15,7 @@ pub mod review;
 pub mod squash;
 
 pub use commit::{CommitMessageViolation, check_commit_message};
+pub use inline_review::{InlineReviewRender, render_inline_comment, render_inline_review_body};
 pub use issue_ref::{IssueRef, html_base};
 pub use marker::render_marker;
 pub use policy::{FieldKind, PolicyViolation, check_body, check_field};

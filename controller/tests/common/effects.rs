@@ -92,6 +92,7 @@ impl World {
             html_base: "https://github.com",
             default_branch: "main",
             bodies,
+            diffs: &autoforge::effects::NO_DIFFS,
         }
     }
 

@@ -4,7 +4,7 @@
 //! serve` starts on the same database and state directory, and the test
 //! checks what a crash-free run would show: the phase it reaches, every
 //! effect observed, and each intended object on fakehub exactly once with
-//! the bytes the journal planned.
+//! the bytes the journal planned (comments, check runs, inline reviews).
 //!
 //! The cells are generated, not listed: the matrix (`matrix.rs`) names
 //! the families of objects it crashes around — an effect kind, narrowed to
@@ -57,6 +57,11 @@ pub(super) enum Scenario {
     /// No run at all: someone who is not an operator adds the trigger
     /// label and is answered once (`answer_crash.rs`).
     AnswerWithoutRun,
+    /// Issue #1: round 1 has a finding on the line the implementer added
+    /// and one outside the diff (one inline comment, one finding in the
+    /// review's body), the fixer fixes both, a clean round 2 posts its own
+    /// review; READY_FOR_MERGE.
+    InlineReviewRounds,
 }
 
 impl Scenario {
@@ -88,6 +93,38 @@ timeout_seconds = 60
                     &["good", "{hub}/octo/widgets/issues/1"]
                 ),
                 review = agent_command("phase_review.sh", &["clean", "1"]),
+            ),
+            Scenario::InlineReviewRounds => format!(
+                r#"{DRIVER}
+[agents.profiles.implementer]
+command = {implement}
+
+[agents.profiles.r1]
+command = {r1}
+
+[agents.profiles.r2]
+command = {r2}
+
+[agents.profiles.fixer]
+command = {fix}
+
+[agents.roles]
+implement = "implementer"
+review = [{{ rounds = "1", profile = "r1" }}, {{ rounds = "2+", profile = "r2" }}]
+fix = "fixer"
+update_epic = "implementer"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+                implement = agent_command(
+                    "phase_implement.sh",
+                    &["good", "{hub}/octo/widgets/issues/1"]
+                ),
+                r1 = agent_command("phase_review.sh", &["inline", "1"]),
+                r2 = agent_command("phase_review.sh", &["clean", "2"]),
+                fix = agent_command("phase_fix.sh", &["good", "R1-F1", "R1-F2"]),
             ),
             Scenario::FullLoop => format!(
                 r#"{DRIVER}
@@ -173,7 +210,8 @@ timeout_seconds = 60
             Scenario::StartAndStatusCommand => "IMPLEMENT",
             Scenario::PublishAndReview
             | Scenario::AdoptPersonsPr
-            | Scenario::PublishWithStatusLabels => "READY_FOR_MERGE",
+            | Scenario::PublishWithStatusLabels
+            | Scenario::InlineReviewRounds => "READY_FOR_MERGE",
             Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
             Scenario::AnswerWithoutRun => "no run",
         }
@@ -328,6 +366,71 @@ async fn checks_exactly_once(world: &World, owner: &Person, effects: &[Effect], 
     }
 }
 
+/// Every review the journal planned is on its PR exactly once, with the
+/// journalled body and as many inline comments as it sent, and no other
+/// review carries the inline-review marker.
+async fn reviews_exactly_once(world: &World, owner: &Person, effects: &[Effect], cell: &str) {
+    let planned: Vec<&Effect> = effects
+        .iter()
+        .filter(|e| e.kind == EffectKind::PostReview)
+        .collect();
+    let mut pulls: Vec<&str> = planned
+        .iter()
+        .filter_map(|e| e.target.strip_prefix("pull/"))
+        .collect();
+    pulls.sort_unstable();
+    pulls.dedup();
+    let repository = world.repository();
+    let mut marked = 0;
+    for pull in pulls {
+        let reviews = get(
+            world,
+            owner,
+            &format!("/repos/{repository}/pulls/{pull}/reviews"),
+        )
+        .await;
+        marked += reviews
+            .iter()
+            .filter(|r| {
+                r["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("<!-- ai-inline-review")
+            })
+            .count();
+        for effect in planned
+            .iter()
+            .filter(|e| e.target == format!("pull/{pull}"))
+        {
+            let request: Value = serde_json::from_slice(&effect.payload).expect("payload is JSON");
+            let same: Vec<&Value> = reviews
+                .iter()
+                .filter(|r| r["body"] == request["body"])
+                .collect();
+            assert_eq!(same.len(), 1, "{cell}: one review for {}", effect.identity);
+            let path = format!(
+                "/repos/{repository}/pulls/{pull}/reviews/{}/comments",
+                same[0]["id"]
+            );
+            let comments = get(world, owner, &path).await;
+            let sent = request["comments"].as_array().map_or(0, Vec::len);
+            assert_eq!(
+                comments.len(),
+                sent,
+                "{cell}: inline comments of {}",
+                effect.identity
+            );
+        }
+    }
+    let identities: std::collections::BTreeSet<&str> =
+        planned.iter().map(|e| e.identity.as_str()).collect();
+    assert_eq!(
+        marked,
+        identities.len(),
+        "{cell}: no duplicate inline review"
+    );
+}
+
 /// Runs one cell: crash at `point` for the family's objects, restart,
 /// check.
 pub(super) async fn cell(family: &Family, point: Point) {
@@ -384,6 +487,7 @@ pub(super) async fn cell(family: &Family, point: Point) {
     assert_eq!(phase(&world, run).await, scenario.final_phase(), "{cell}");
     comments_exactly_once(&world, &owner, &effects, &cell).await;
     checks_exactly_once(&world, &owner, &effects, &cell).await;
+    reviews_exactly_once(&world, &owner, &effects, &cell).await;
 
     if let Some(comment) = command_comment {
         let path = format!(
@@ -407,6 +511,28 @@ pub(super) async fn cell(family: &Family, point: Point) {
             .filter(|name| name.starts_with("autoforge:"))
             .collect();
         assert_eq!(status, ["autoforge:ready"], "{cell}: {labels:?}");
+    }
+    if let Scenario::InlineReviewRounds = scenario {
+        let pull = effects
+            .iter()
+            .find(|e| e.kind == EffectKind::PostReview)
+            .and_then(|e| e.target.strip_prefix("pull/"))
+            .expect("a planned review");
+        let path = format!("/repos/{}/pulls/{pull}/reviews", world.repository());
+        let reviews = get(&world, &owner, &path).await;
+        assert_eq!(
+            reviews.len(),
+            2,
+            "{cell}: one review per round: {reviews:?}"
+        );
+        let first = format!("{path}/{}/comments", reviews[0]["id"]);
+        let comments = get(&world, &owner, &first).await;
+        assert_eq!(comments.len(), 1, "{cell}: {comments:?}");
+        assert_eq!(
+            (comments[0]["path"].as_str(), comments[0]["line"].as_u64()),
+            (Some("feature.txt"), Some(1)),
+            "{cell}"
+        );
     }
     if let Scenario::PublishAndReview
     | Scenario::AdoptPersonsPr

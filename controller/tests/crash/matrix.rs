@@ -185,6 +185,8 @@ const STATUS_LABELS: Family = family(
     S::PublishWithStatusLabels,
 );
 
+const INLINE_REVIEW: Family = family("inline review", K::PostReview, None, S::InlineReviewRounds);
+
 const ANSWER: Family = family(
     "answer outside a run",
     K::PostComment,
@@ -208,6 +210,7 @@ families! {
     status_labels_survive_a_crash_at_every_point => STATUS_LABELS,
     check_run_survives_a_crash_at_every_point => CHECK_RUN,
     answer_survives_a_crash_at_every_point => ANSWER,
+    inline_review_posted_once_across_a_crash_at_every_point => INLINE_REVIEW,
 }
 
 #[test]

@@ -88,6 +88,7 @@ async fn recovery_drives_a_crashed_holders_pending_effect_before_any_new_event()
         html_base: "https://github.com",
         default_branch: "main",
         bodies: &bodies,
+        diffs: &autoforge::effects::NO_DIFFS,
     };
     let reply = plan(
         &EffectIntent::PostCommandReply {

@@ -14,6 +14,7 @@ mod scenario_epic_scope;
 mod scenario_happy;
 mod scenario_help;
 mod scenario_human_round;
+mod scenario_inline_review;
 mod scenario_installations;
 mod scenario_merge;
 mod scenario_merge_rules;

@@ -354,6 +354,45 @@ pub async fn diff(repo: &Path, base: &str, head: &str) -> anyhow::Result<Vec<Fil
     Ok(changes)
 }
 
+/// GitHub's `patch` of each text file changed between two commits, by
+/// path: the unified diff from its first `@@` hunk header on, without a
+/// trailing newline. A binary file, or a change without hunks (an empty
+/// file, a mode change), has none. One `git diff` for the whole range.
+pub async fn patches(
+    repo: &Path,
+    base: &str,
+    head: &str,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut cmd = git(repo);
+    cmd.args([
+        "diff",
+        "--no-renames",
+        "--no-color",
+        "--no-ext-diff",
+        "-U3",
+        base,
+        head,
+    ]);
+    let text = run(cmd).await?;
+    let mut patches = BTreeMap::new();
+    let sections = text.split("\ndiff --git ");
+    for section in sections {
+        let section = section.strip_prefix("diff --git ").unwrap_or(section);
+        let header = section.lines().next().unwrap_or_default();
+        // Without renames both sides name one path: `a/P b/P`.
+        let path_len = header.len().saturating_sub(5) / 2;
+        let Some(path) = header.get(2..2 + path_len) else {
+            continue;
+        };
+        let Some(at) = section.find("\n@@ ") else {
+            continue;
+        };
+        let patch = section[at + 1..].trim_end_matches('\n');
+        patches.insert(path.to_string(), patch.to_string());
+    }
+    Ok(patches)
+}
+
 /// File bytes and blob sha at a revision, or `None` when absent.
 pub async fn read_file(
     repo: &Path,

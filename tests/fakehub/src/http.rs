@@ -14,6 +14,10 @@ pub enum ApiError {
     Plain { status: StatusCode, message: String },
     #[error("validation failed")]
     Validation { errors: Vec<Value> },
+    /// GitHub's other 422: `Unprocessable Entity` with plain-text errors
+    /// (a review comment on a line outside the diff, for one).
+    #[error("unprocessable entity")]
+    Unprocessable { errors: Vec<String> },
 }
 
 impl ApiError {
@@ -49,7 +53,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Plain { status, .. } => *status,
-            ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Validation { .. } | ApiError::Unprocessable { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
         }
     }
 }
@@ -63,6 +69,12 @@ impl IntoResponse for ApiError {
             }
             ApiError::Validation { errors } => json!({
                 "message": "Validation Failed",
+                "errors": errors,
+                "documentation_url": DOCS,
+                "status": "422",
+            }),
+            ApiError::Unprocessable { errors } => json!({
+                "message": "Unprocessable Entity",
                 "errors": errors,
                 "documentation_url": DOCS,
                 "status": "422",

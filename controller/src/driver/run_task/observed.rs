@@ -18,8 +18,8 @@ pub struct ObservedShapeError {
 }
 
 /// The machine's view of one observed effect; `None` for kinds the machine
-/// does not wait on (status comment, reactions, labels, check runs, merge —
-/// the merge outcome is read back separately).
+/// does not wait on (status comment, reactions, labels, check runs, inline
+/// reviews, merge — the merge outcome is read back separately).
 pub fn observed_for_machine(
     effect: &Effect,
     observed: &Value,
@@ -70,7 +70,9 @@ pub fn observed_for_machine(
         | EffectKind::AddReaction
         | EffectKind::SetLabels
         | EffectKind::MergePr
-        | EffectKind::CheckRun => return Ok(None),
+        | EffectKind::CheckRun
+        // The round's review comment is what the machine waits on.
+        | EffectKind::PostReview => return Ok(None),
     }))
 }
 

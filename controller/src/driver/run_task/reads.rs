@@ -2,7 +2,8 @@
 //! wait asks for (`Awaiting::Facts`: the issue, the issue branch, the run's
 //! pull request with its checks and mergeability, and unmarked PRs on the
 //! branch that could be adopted), the start of a run (its issue and EPIC),
-//! the bodies that append-kind effects are planned on, and the journal's
+//! the bodies that append-kind effects are planned on, the diffs inline
+//! reviews are placed on, and the journal's
 //! record of the clean review the merge gate checks.
 //!
 //! A read that fails is a transient failure of the step (the driver backs
@@ -20,6 +21,7 @@ use serde_json::Value;
 use crate::driver::clean_review::{CleanReviewRecord, comment_intact, find_clean_review};
 use crate::driver::error::DriverError;
 use crate::driver::{epic_scope, repo_settings};
+use crate::effects::ReviewDiffs;
 use crate::effects::markers::{MarkerName, scan};
 use crate::github::{GitHubApi, GitHubError, PullRequest, RepoName};
 use crate::machine::{
@@ -160,6 +162,35 @@ impl RunTask<'_> {
             }
         }
         Ok(bodies)
+    }
+
+    /// The files each `post_review` intent's round changed, with their
+    /// patches, read at the round's bound SHAs (so the read is the same
+    /// whenever it is made): what the review's inline comments are placed on.
+    pub(super) async fn diffs_for(
+        &self,
+        intents: &[EffectIntent],
+    ) -> Result<ReviewDiffs, DriverError> {
+        let mut diffs = ReviewDiffs::new();
+        for intent in intents {
+            let EffectIntent::PostReview { binding, .. } = intent else {
+                continue;
+            };
+            let range = (binding.merge_base_sha.clone(), binding.head_sha.clone());
+            if let std::collections::btree_map::Entry::Vacant(slot) = diffs.entry(range) {
+                let files = self
+                    .access
+                    .api
+                    .compare_files(
+                        &self.access.repo,
+                        &binding.merge_base_sha,
+                        &binding.head_sha,
+                    )
+                    .await?;
+                slot.insert(files);
+            }
+        }
+        Ok(diffs)
     }
 }
 

@@ -12,7 +12,7 @@ use super::RunTask;
 use crate::driver::error::DriverError;
 #[cfg(feature = "crash-points")]
 use crate::effects::crashpoint::{Point, crash_point};
-use crate::effects::{PlanContext, plan};
+use crate::effects::{PlanContext, ReviewDiffs, plan};
 use crate::machine::{EffectIntent, Event, RunState, decide};
 
 impl RunTask<'_> {
@@ -54,7 +54,8 @@ impl RunTask<'_> {
             self.recheck_after = None;
         }
         let bodies = self.bodies_for(&decision.effects).await?;
-        let planned = self.plan_all(&decision.next, &decision.effects, &bodies)?;
+        let diffs = self.diffs_for(&decision.effects).await?;
+        let planned = self.plan_all(&decision.next, &decision.effects, &bodies, &diffs)?;
         let changed = decision.next != self.state || !planned.is_empty();
         self.moved |= changed;
         let mut tx: JournalTx = self.shared.journal.begin().await?;
@@ -124,6 +125,7 @@ impl RunTask<'_> {
         next: &RunState,
         intents: &[EffectIntent],
         bodies: &BTreeMap<IssueNumber, String>,
+        diffs: &ReviewDiffs,
     ) -> Result<Vec<NewEffect>, DriverError> {
         let context = PlanContext {
             run_id: self.lease.run_id,
@@ -131,6 +133,7 @@ impl RunTask<'_> {
             html_base: &self.access.html_base,
             default_branch: &next.base_branch,
             bodies,
+            diffs,
         };
         Ok(intents
             .iter()

@@ -132,9 +132,17 @@ pub(super) fn on_result(turn: &mut Turn, result: &ReviewResult) -> TurnResult {
     turn.effect(EffectIntent::PostReviewComment {
         pr: binding.pr,
         round,
-        binding,
+        binding: binding.clone(),
         findings: result.findings.clone(),
         sections: result.sections.clone(),
+    });
+    // After the comment, which is the round's record: a conflict on the
+    // comment leaves the review unsent.
+    turn.effect(EffectIntent::PostReview {
+        pr: binding.pr,
+        round,
+        binding,
+        findings: result.findings.clone(),
     });
     turn.wait(Awaiting::Effects {
         step: EffectStep::ReviewComment,

@@ -420,7 +420,7 @@ impl RunRef<'_> {
             loop {
                 let current = journal.get_run(run).await.unwrap().expect("the run");
                 let effects = journal.list_effects(run).await.unwrap();
-                if current.phase == phase.as_str() && effects.iter().all(settled) {
+                if current.phase == phase.as_str() && effects.iter().all(|e| settled(e, &effects)) {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -429,12 +429,10 @@ impl RunRef<'_> {
         .await;
         if reached.is_err() {
             let state = self.state().await;
-            let unsettled: Vec<String> = journal
-                .list_effects(run)
-                .await
-                .unwrap()
+            let effects_now = journal.list_effects(run).await.unwrap();
+            let unsettled: Vec<String> = effects_now
                 .iter()
-                .filter(|e| !settled(e))
+                .filter(|e| !settled(e, &effects_now))
                 .map(|e| format!("{:?} {:?}: {:?}", e.kind, e.stage, e.reason))
                 .collect();
             panic!(
@@ -534,8 +532,14 @@ impl RunRef<'_> {
 
 /// Whether an effect is done being driven: observed, or a conflict (a
 /// voided splice stays one after its re-request, by design).
-fn settled(effect: &autoforge_journal::Effect) -> bool {
+/// Observed or in conflict, or left alone for good because an effect of
+/// its own transition ended in conflict (the driver never drives the rest
+/// of such a transition: it was planned on the conflicted write landing).
+fn settled(effect: &autoforge_journal::Effect, all: &[autoforge_journal::Effect]) -> bool {
     matches!(effect.stage, Stage::Observed | Stage::Conflict)
+        || all
+            .iter()
+            .any(|e| e.phase_entry == effect.phase_entry && e.stage == Stage::Conflict)
 }
 
 impl Running {

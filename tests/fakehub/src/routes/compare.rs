@@ -7,6 +7,7 @@ use serde_json::json;
 use super::pulls::locate;
 use super::{S, Who, ctx};
 use crate::git;
+use crate::git::FileChange;
 use crate::http::{ApiError, ApiResult, ok, page_of, paginated};
 use crate::render::{render_commit, render_file};
 use crate::world::Access;
@@ -16,6 +17,21 @@ fn internal(e: anyhow::Error) -> ApiError {
         axum::http::StatusCode::INTERNAL_SERVER_ERROR,
         format!("git: {e:#}"),
     )
+}
+
+/// [`render_file`] with GitHub's `patch` of the change, when it has one
+/// (not for a binary file); `patches` from [`git::patches`].
+fn render_with_patch(
+    (api, html): (&str, &str),
+    head: &str,
+    change: &FileChange,
+    patches: &std::collections::BTreeMap<String, String>,
+) -> serde_json::Value {
+    let mut file = render_file(api, html, head, change);
+    if let Some(patch) = patches.get(&change.path) {
+        file["patch"] = json!(patch);
+    }
+    file
 }
 
 /// `(head_sha, merge base or base tip)` of a pull request.
@@ -38,6 +54,9 @@ fn pull_range(s: &crate::Shared, rid: u64, number: u64) -> Result<(String, Strin
 /// it changes (its `changed_files` still counts them all).
 pub const PULL_FILES_CAP: usize = 3000;
 
+/// GitHub lists at most this many files of a comparison.
+pub const COMPARE_FILES_CAP: usize = 300;
+
 pub async fn files(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
@@ -47,15 +66,13 @@ pub async fn files(
     let (rid, path, api, html) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
     let (head, from) = pull_range(&s, rid, number)?;
     let changes = git::diff(&path, &from, &head).await.map_err(internal)?;
-    paginated(
-        changes
-            .iter()
-            .take(PULL_FILES_CAP)
-            .map(|ch| render_file(&api, &html, &head, ch))
-            .collect(),
-        &uri,
-        &s.base,
-    )
+    let patches = git::patches(&path, &from, &head).await.map_err(internal)?;
+    let files = changes
+        .iter()
+        .take(PULL_FILES_CAP)
+        .map(|ch| render_with_patch((&api, &html), &head, ch, &patches))
+        .collect();
+    paginated(files, &uri, &s.base)
 }
 
 pub async fn commits(
@@ -129,6 +146,14 @@ pub async fn compare(
     let changes = git::diff(&path, &merge_base, &head_sha)
         .await
         .map_err(internal)?;
+    let patches = git::patches(&path, &merge_base, &head_sha)
+        .await
+        .map_err(internal)?;
+    let files: Vec<serde_json::Value> = changes
+        .iter()
+        .take(COMPARE_FILES_CAP)
+        .map(|ch| render_with_patch((&api, &html), &head_sha, ch, &patches))
+        .collect();
     let w = s.lock();
     let cx = ctx(&s, &w);
     ok(json!({
@@ -144,6 +169,6 @@ pub async fn compare(
         "behind_by": behind.len(),
         "total_commits": ahead.len(),
         "commits": infos.iter().map(|i| render_commit(cx, &api, &html, i)).collect::<Vec<_>>(),
-        "files": changes.iter().map(|ch| render_file(&api, &html, &head_sha, ch)).collect::<Vec<_>>(),
+        "files": files,
     }))
 }

@@ -11,6 +11,7 @@ pub mod issues;
 pub mod merge;
 pub mod pulls;
 pub mod repos;
+pub mod review_lines;
 pub mod reviews;
 
 use std::sync::Arc;
@@ -118,8 +119,12 @@ pub fn router(shared: Arc<Shared>) -> Router {
             get(reviews::get_one),
         )
         .route(
-            &format!("{R}/pulls/{{number}}/reviews/{{review_id}}/comments"),
-            get(reviews::comments),
+            &format!("{R}/pulls/{{number}}/reviews/{{id}}/comments"),
+            get(reviews::review_comments),
+        )
+        .route(
+            &format!("{R}/pulls/{{number}}/comments"),
+            get(reviews::pull_comments),
         )
         .route(
             &format!("{R}/rules/branches/{{*branch}}"),

@@ -1,8 +1,11 @@
-//! Pull-request reviews (`GET`/`POST …/pulls/{n}/reviews`) and the rules
-//! that apply to a branch (`GET …/rules/branches/{branch}`): what a
-//! ruleset requiring approving reviews needs. A submitted review sends
-//! `pull_request_review` `submitted`, and the PR's `mergeable_state`
-//! follows the approvals that count (see [`crate::render::approvals`]).
+//! Pull-request reviews (`GET`/`POST …/pulls/{n}/reviews`) with their
+//! inline comments (`GET …/reviews/{id}/comments`, `GET …/pulls/{n}/comments`;
+//! a comment must sit on a line of the diff at the review's `commit_id`,
+//! see [`super::review_lines`]) and the rules that apply to a branch
+//! (`GET …/rules/branches/{branch}`): what a ruleset requiring approving
+//! reviews needs. A submitted review sends `pull_request_review`
+//! `submitted`, and the PR's `mergeable_state` follows the approvals that
+//! count (see [`crate::render::approvals`]).
 
 use axum::extract::Path;
 use axum::http::Uri;
@@ -11,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::pulls::locate;
 use super::{S, Who, ctx};
+use crate::git;
 use crate::http::{ApiError, ApiResult, JsonBody, ok, opt_str, paginated};
 use crate::render::{Ctx, node_id, render_pull, render_user, ts};
 use crate::webhooks::{Event, emit};
@@ -78,23 +82,76 @@ fn review_state(event: &str) -> Result<&'static str, ApiError> {
     }
 }
 
+/// Each file the pull request changes at `commit_id` (since its merge base
+/// with the base branch), with GitHub's patch of it; 422 when the commit is
+/// not part of the pull request.
+async fn patches_at(
+    path: &std::path::Path,
+    base_ref: &str,
+    head: &str,
+    commit_id: &str,
+) -> Result<Vec<(String, Option<String>)>, ApiError> {
+    let internal = |e: anyhow::Error| {
+        ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("git: {e:#}"),
+        )
+    };
+    let not_part = || ApiError::Unprocessable {
+        errors: vec![format!(
+            "Commit {commit_id} is not part of the pull request"
+        )],
+    };
+    let commit = git::rev_parse(path, commit_id).await.ok_or_else(not_part)?;
+    if !git::is_ancestor(path, &commit, head).await {
+        return Err(not_part());
+    }
+    let base = git::rev_parse(path, &format!("refs/heads/{base_ref}"))
+        .await
+        .ok_or_else(not_part)?;
+    let from = git::merge_base(path, &base, &commit)
+        .await
+        .ok_or_else(not_part)?;
+    let mut patches = git::patches(path, &from, &commit).await.map_err(internal)?;
+    let changes = git::diff(path, &from, &commit).await.map_err(internal)?;
+    Ok(changes
+        .into_iter()
+        .map(|change| {
+            let patch = patches.remove(&change.path);
+            (change.path, patch)
+        })
+        .collect())
+}
+
 pub async fn create(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
     Path((owner, repo, number)): PullPath,
     JsonBody(body): JsonBody,
 ) -> ApiResult {
-    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Participate("pull_requests"))?;
+    let (rid, path, ..) = locate(&s, &c, &owner, &repo, Access::Participate("pull_requests"))?;
     let event = opt_str(&body, "event", "PullRequestReview")?.unwrap_or_default();
     let state = review_state(&event)?;
     let text = opt_str(&body, "body", "PullRequestReview")?.unwrap_or_default();
+    let (head, base_ref) = {
+        let w = s.lock();
+        let pull = w
+            .issue(rid, number)?
+            .pull
+            .as_ref()
+            .ok_or_else(ApiError::not_found)?;
+        (pull.head_sha.clone(), pull.base_ref.clone())
+    };
+    let commit_id =
+        opt_str(&body, "commit_id", "PullRequestReview")?.unwrap_or_else(|| head.clone());
+    // Read from git before the world is locked; the lock is not held
+    // across an await.
+    let patches = patches_at(&path, &base_ref, &head, &commit_id).await?;
     let mut w = s.lock();
+    let comments = super::review_lines::checked_comments(&body, &patches, || w.alloc_id())?;
     let actor = w.actor(&c)?;
     let issue = w.issue(rid, number)?;
     let author = issue.user_id;
-    let pull = issue.pull.as_ref().ok_or_else(ApiError::not_found)?;
-    let commit_id =
-        opt_str(&body, "commit_id", "PullRequestReview")?.unwrap_or_else(|| pull.head_sha.clone());
     if state == "APPROVED" && author == actor.0 {
         return Err(ApiError::Validation {
             errors: vec![json!({"resource": "PullRequestReview", "code": "custom",
@@ -102,15 +159,6 @@ pub async fn create(
         });
     }
     let id = w.alloc_id();
-    let mut comments = Vec::new();
-    for (path, line, body) in inline_comments(&body)? {
-        comments.push(ReviewComment {
-            id: w.alloc_id(),
-            path,
-            line,
-            body,
-        });
-    }
     let review = Review {
         id,
         user_id: actor.0,
@@ -144,6 +192,104 @@ pub async fn create(
     );
     s.mark_dirty();
     ok(rendered)
+}
+
+fn render_comment(
+    ctx: Ctx<'_>,
+    repo: &Repo,
+    number: u64,
+    review: &Review,
+    comment: &ReviewComment,
+) -> Value {
+    let owner = ctx.world.users.get(&repo.owner_id);
+    let owner_login = owner.map(|o| o.login.as_str()).unwrap_or("ghost");
+    let full = format!("{owner_login}/{}", repo.name);
+    let html = format!(
+        "{}/{full}/pull/{number}#discussion_r{}",
+        ctx.base, comment.id
+    );
+    let api = format!("{}/repos/{full}/pulls/comments/{}", ctx.base, comment.id);
+    let pull_url = format!("{}/repos/{full}/pulls/{number}", ctx.base);
+    json!({
+        "id": comment.id,
+        "node_id": node_id("PRRC", comment.id),
+        "url": api,
+        "pull_request_review_id": review.id,
+        "diff_hunk": comment.diff_hunk,
+        "path": comment.path,
+        "position": null,
+        "original_position": null,
+        "commit_id": review.commit_id,
+        "original_commit_id": review.commit_id,
+        "user": ctx.world.users.get(&review.user_id).map(|u| render_user(ctx, u)),
+        "body": comment.body,
+        "created_at": ts(review.submitted_at),
+        "updated_at": ts(review.submitted_at),
+        "html_url": html,
+        "pull_request_url": pull_url,
+        "author_association": crate::render::association(repo, review.user_id),
+        "_links": {"self": {"href": api}, "html": {"href": html},
+            "pull_request": {"href": pull_url}},
+        "start_line": comment.start_line,
+        "original_start_line": comment.start_line,
+        "start_side": comment.start_side,
+        "line": comment.line,
+        "original_line": comment.line,
+        "side": comment.side,
+        "subject_type": "line",
+    })
+}
+
+/// `GET …/pulls/{n}/reviews/{id}/comments`: one review's inline comments.
+pub async fn review_comments(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, number, id)): Path<(String, String, u64, u64)>,
+    uri: Uri,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
+    let w = s.lock();
+    let r = w.repo(rid)?;
+    let review = r
+        .issues
+        .get(&number)
+        .and_then(|i| i.pull.as_ref())
+        .and_then(|p| p.reviews.iter().find(|review| review.id == id))
+        .ok_or_else(ApiError::not_found)?;
+    let items = review
+        .comments
+        .iter()
+        .map(|comment| render_comment(ctx(&s, &w), r, number, review, comment))
+        .collect();
+    paginated(items, &uri, &s.base)
+}
+
+/// `GET …/pulls/{n}/comments`: every review's inline comments, oldest first.
+pub async fn pull_comments(
+    axum::extract::State(s): S,
+    axum::Extension(c): Who,
+    Path((owner, repo, number)): PullPath,
+    uri: Uri,
+) -> ApiResult {
+    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
+    let w = s.lock();
+    let r = w.repo(rid)?;
+    let pull = r
+        .issues
+        .get(&number)
+        .and_then(|i| i.pull.as_ref())
+        .ok_or_else(ApiError::not_found)?;
+    let items = pull
+        .reviews
+        .iter()
+        .flat_map(|review| {
+            review
+                .comments
+                .iter()
+                .map(|comment| render_comment(ctx(&s, &w), r, number, review, comment))
+        })
+        .collect();
+    paginated(items, &uri, &s.base)
 }
 
 /// The rules active on `branch`: on the default branch, a `pull_request`
@@ -195,52 +341,7 @@ pub async fn branch_rules(
     paginated(rules, &uri, &s.base)
 }
 
-/// The `comments` of a review submission: `path`, `line` and `body` each.
-fn inline_comments(body: &Value) -> Result<Vec<(String, u64, String)>, ApiError> {
-    let invalid = || ApiError::validation("PullRequestReview", "comments", "invalid");
-    let Some(list) = body.get("comments") else {
-        return Ok(Vec::new());
-    };
-    let list = list.as_array().ok_or_else(invalid)?;
-    list.iter()
-        .map(|comment| {
-            let path = comment["path"].as_str().ok_or_else(invalid)?;
-            let line = comment["line"].as_u64().ok_or_else(invalid)?;
-            let text = comment["body"].as_str().ok_or_else(invalid)?;
-            Ok((path.to_owned(), line, text.to_owned()))
-        })
-        .collect()
-}
 
-fn render_review_comment(
-    ctx: Ctx<'_>,
-    repo: &Repo,
-    number: u64,
-    review: &Review,
-    comment: &ReviewComment,
-) -> Value {
-    let owner = ctx.world.users.get(&repo.owner_id);
-    let owner_login = owner.map(|o| o.login.as_str()).unwrap_or("ghost");
-    let full = format!("{owner_login}/{}", repo.name);
-    json!({
-        "id": comment.id,
-        "node_id": node_id("PRRC", comment.id),
-        "pull_request_review_id": review.id,
-        "path": comment.path,
-        "line": comment.line,
-        "original_line": comment.line,
-        "side": "RIGHT",
-        "commit_id": review.commit_id,
-        "original_commit_id": review.commit_id,
-        "user": ctx.world.users.get(&review.user_id).map(|u| render_user(ctx, u)),
-        "body": comment.body,
-        "html_url": format!("{}/{full}/pull/{number}#discussion_r{}", ctx.base, comment.id),
-        "pull_request_url": format!("{}/repos/{full}/pulls/{number}", ctx.base),
-        "author_association": crate::render::association(repo, review.user_id),
-        "created_at": ts(review.submitted_at),
-        "updated_at": ts(review.submitted_at),
-    })
-}
 
 /// `GET …/pulls/{n}/reviews/{id}`: one review.
 pub async fn get_one(
@@ -253,25 +354,6 @@ pub async fn get_one(
     let r = w.repo(rid)?;
     let review = find_review(r, number, review_id)?;
     ok(render_review(ctx(&s, &w), r, number, review))
-}
-
-/// `GET …/pulls/{n}/reviews/{id}/comments`: that review's inline comments.
-pub async fn comments(
-    axum::extract::State(s): S,
-    axum::Extension(c): Who,
-    Path((owner, repo, number, review_id)): Path<(String, String, u64, u64)>,
-    uri: Uri,
-) -> ApiResult {
-    let (rid, ..) = locate(&s, &c, &owner, &repo, Access::Read("pull_requests"))?;
-    let w = s.lock();
-    let r = w.repo(rid)?;
-    let review = find_review(r, number, review_id)?;
-    let items = review
-        .comments
-        .iter()
-        .map(|comment| render_review_comment(ctx(&s, &w), r, number, review, comment))
-        .collect();
-    paginated(items, &uri, &s.base)
 }
 
 fn find_review(repo: &Repo, number: u64, review_id: u64) -> Result<&Review, ApiError> {

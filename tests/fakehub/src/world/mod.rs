@@ -168,18 +168,26 @@ pub struct Review {
     /// The head the review was given at.
     pub commit_id: String,
     pub submitted_at: DateTime<Utc>,
-    /// The inline comments submitted with the review, in order.
+    /// The inline comments submitted with it.
     #[serde(default)]
     pub comments: Vec<ReviewComment>,
 }
 
-/// One inline comment of a review: a line of a file in the diff.
+/// One inline comment of a review, on lines its diff shows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReviewComment {
     pub id: u64,
     pub path: String,
-    pub line: u64,
     pub body: String,
+    /// The last line the comment is on, on `side`.
+    pub line: u32,
+    /// `RIGHT` (the head's lines) or `LEFT` (the base's).
+    pub side: String,
+    /// The first line of a multi-line comment.
+    pub start_line: Option<u32>,
+    pub start_side: Option<String>,
+    /// The diff hunk the comment sits in, as GitHub shows it.
+    pub diff_hunk: String,
 }
 
 /// The merge settings of a repository as GitHub's repository answer and

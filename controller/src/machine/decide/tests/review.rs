@@ -32,11 +32,18 @@ fn review_comment_is_an_effect_intent_bound_to_the_round() {
     }));
     assert!(matches!(
         run.last.effects[..],
-        [EffectIntent::PostReviewComment {
-            round: 1,
-            pr: PR,
-            ..
-        }]
+        [
+            EffectIntent::PostReviewComment {
+                round: 1,
+                pr: PR,
+                ..
+            },
+            EffectIntent::PostReview {
+                round: 1,
+                pr: PR,
+                ..
+            }
+        ]
     ));
 }
 

@@ -4,7 +4,6 @@
 //! fails here), and the backup and restore commands `docs/operations.md`
 //! gives are run against a real journal.
 
-
 use autoforge_tests::{read_repo_file as read, repo_root};
 use serde_json::Value;
 

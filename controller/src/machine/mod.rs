@@ -54,9 +54,9 @@ pub use decision::{
 };
 pub use event::{
     AllowedMergeMethods, ChecksState, EffectReadBack, Event, GitHubFacts, HumanFeedback, HumanNote,
-    LocalOperatorCommand,
-    MergeReport, MergeableState, NextIssueFacts, OperatorCommand, OperatorRequest, PrFacts,
-    PrState, RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead, ReviewRequirement,
+    LocalOperatorCommand, MergeReport, MergeableState, NextIssueFacts, OperatorCommand,
+    OperatorRequest, PrFacts, PrState, RefusedCommand, RefusedLabelRemoval, RepositorySettingsRead,
+    ReviewRequirement,
 };
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, UnknownPhase, check_edge, legal_edge};
 pub use protected::{is_protected, protected_among};

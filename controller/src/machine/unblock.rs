@@ -88,13 +88,20 @@ fn target_from_facts(state: &RunState, facts: &GitHubFacts) -> Result<Phase, Unb
         }
         PrState::Open => {
             let at_reviewed = review.binding.as_ref().is_some_and(|b| !moved(b, pr));
-            if at_reviewed && review.clean.is_some() && review.clean == review.binding {
+            // Human findings that waited for an agent round are still to be
+            // fixed: a clean AI verdict does not let the run skip them.
+            let human_waiting = !review.pending_human.is_empty();
+            if at_reviewed
+                && review.clean.is_some()
+                && review.clean == review.binding
+                && !human_waiting
+            {
                 Ok(Phase::ReadyForMerge)
             } else if !round_allowed(&state.settings, review.round) {
                 // FIX would be followed by a round past the cap, and any
                 // other revision needs a new round.
                 Err(cap_refusal)
-            } else if at_reviewed && !review.open_findings.is_empty() {
+            } else if at_reviewed && (!review.open_findings.is_empty() || human_waiting) {
                 Ok(Phase::Fix)
             } else {
                 Ok(Phase::Review)

@@ -32,6 +32,7 @@ fn now_ns() -> u128 {
 struct HoldingLog {
     file: Mutex<std::fs::File>,
     entered: Mutex<HashMap<RunId, u128>>,
+    count: std::sync::atomic::AtomicUsize,
 }
 
 impl RunHooks for HoldingLog {
@@ -43,6 +44,7 @@ impl RunHooks for HoldingLog {
         let left = now_ns();
         let entered = self.entered.lock().unwrap().remove(&run).unwrap();
         writeln!(self.file.lock().unwrap(), "{} {entered} {left}", run.0).unwrap();
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -78,11 +80,22 @@ async fn process_child_runs_the_driver_loop() {
     let log = Arc::new(HoldingLog {
         file: Mutex::new(std::fs::File::create(var("LOG")).unwrap()),
         entered: Mutex::new(HashMap::new()),
+        count: std::sync::atomic::AtomicUsize::new(0),
     });
     let (stop_tx, stop) = watch::channel(false);
-    let driver = Driver::new(config, journal, [access]).with_hooks(log);
+    let driver = Driver::new(config, journal, [access]).with_hooks(log.clone());
     let running = tokio::spawn(driver.run(stop));
     tokio::time::sleep(Duration::from_millis(var("MILLIS").parse().unwrap())).await;
+    // On a loaded machine the runs change hands less often: go on until
+    // this process has held runs often enough for the overlap check to
+    // mean something (bounded, so a broken driver still ends the test).
+    let wanted: usize = var("MIN_HOLDINGS").parse().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while log.count.load(std::sync::atomic::Ordering::SeqCst) < wanted
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     stop_tx.send(true).unwrap();
     running.await.unwrap();
 }
@@ -130,6 +143,9 @@ async fn two_driver_processes_never_hold_one_run_at_once() {
             .env(format!("{CHILD}_WORKER"), worker)
             .env(format!("{CHILD}_LOG"), logs.path().join(worker))
             .env(format!("{CHILD}_MILLIS"), "3000")
+            // Each process holds runs more than RUNS times, so together
+            // they hand runs over more than twice per run.
+            .env(format!("{CHILD}_MIN_HOLDINGS"), (RUNS + 1).to_string())
             .output();
         children.push(tokio::spawn(child));
     }
@@ -147,8 +163,8 @@ async fn two_driver_processes_never_hold_one_run_at_once() {
     let b = holdings(&logs.path().join("process-b"));
     assert!(!a.is_empty() && !b.is_empty(), "both processes drove runs");
     // Idle runs are due again every 20ms, so the runs change hands often;
-    // how often depends on the machine's load, so only require that the
-    // runs were taken more than once each on average (overlaps need handoffs).
+    // each process ran until it held runs more than RUNS times, so the runs
+    // were taken more than twice each on average (overlaps need handoffs).
     assert!(
         a.len() + b.len() > 2 * RUNS as usize,
         "{} holdings",

@@ -598,10 +598,25 @@ fn check_bounds(next: &RunState) {
         "roadmap re-request bound"
     );
     if let Some(carried) = &next.review.prior_findings {
+        // A reviewer reports at most two findings here and each human round
+        // two notes: carried findings are one round's, never accumulated.
+        let (human, reviewer): (Vec<_>, Vec<_>) = carried
+            .findings
+            .iter()
+            .partition(|f| autoforge::machine::is_human_finding(&f.id));
         assert!(
-            carried.findings.len() <= 2,
+            reviewer.len() <= 2,
             "carried findings are replaced, never accumulated"
         );
+        assert!(
+            human.len() <= 2 * next.review.human_rounds as usize,
+            "carried human findings come from the run's human rounds"
+        );
+        let mut ids: Vec<&str> = human.iter().map(|f| f.id.as_str()).collect();
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "a human finding is carried once");
     }
 }
 

@@ -13,8 +13,7 @@ use crate::driver::error::DriverError;
 use crate::intake::RunSignal;
 use crate::machine::{
     Awaiting, Event, HumanFeedback, HumanNote, LocalOperatorCommand, OperatorCommand,
-    OperatorRequest, RefusedCommand,
-    RefusedLabelRemoval,
+    OperatorRequest, RefusedCommand, RefusedLabelRemoval,
 };
 
 impl RunTask<'_> {

@@ -10,6 +10,10 @@
 //!   end, so the running agent is never cut short and no work is lost.
 //! - Anywhere else (no PR yet, merging, an EPIC update): refused.
 //!
+//! Findings that wait are never skipped on the way to the merge gate: an
+//! unblock at the reviewed head goes to FIX for them. Only a merge someone
+//! else made while they waited drops them (the merge decided).
+//!
 //! Each source (review id, command comment) starts at most one round.
 
 use super::turn::Turn;

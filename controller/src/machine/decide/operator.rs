@@ -231,6 +231,19 @@ pub(super) fn decide(
                 if let Some(read) = &facts.issue_text {
                     turn.state.issue_text = Some(read.clone());
                 }
+                if target == Phase::Fix && human::join_pending(&mut turn.state) {
+                    // The waiting human findings are this FIX's to resolve.
+                    turn.state.review.clean = None;
+                }
+                let merged = facts
+                    .pr
+                    .as_ref()
+                    .is_some_and(|pr| pr.state == crate::machine::event::PrState::Merged);
+                if merged {
+                    // Someone merged the pull request while human findings
+                    // waited: that merge decided, there is nothing left to fix.
+                    turn.state.review.pending_human.clear();
+                }
                 let review = &mut turn.state.review;
                 let bound_head = review.binding.as_ref().map(|b| b.head_sha.clone());
                 if let (Phase::Review, Some(head)) = (target, bound_head)

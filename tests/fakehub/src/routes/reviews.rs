@@ -341,8 +341,6 @@ pub async fn branch_rules(
     paginated(rules, &uri, &s.base)
 }
 
-
-
 /// `GET …/pulls/{n}/reviews/{id}`: one review.
 pub async fn get_one(
     axum::extract::State(s): S,

@@ -3,9 +3,12 @@
 
 use super::*;
 
+/// The same person as the comment commands' author, so that the state a
+/// local command leaves can be compared with the comment's byte for byte
+/// (the operator's guidance names who gave it).
 fn local(command: OperatorRequest) -> Event {
     Event::LocalOperator(LocalOperatorCommand {
-        actor: "alice".into(),
+        actor: "op".into(),
         command,
     })
 }

@@ -21,20 +21,36 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 const BIN: &str = env!("CARGO_BIN_EXE_autoforge");
 
-/// Where the browser driver is, or why the test cannot run here.
+/// Where the browser driver is: `PLAYWRIGHT_CORE_PATH` (as `.ci/run` sets
+/// it), else the pinned package the install script puts in its cache
+/// outside the repository (installed on first use, like the agent CLIs).
 fn playwright_core() -> PathBuf {
-    let path = std::env::var_os("PLAYWRIGHT_CORE_PATH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            panic!(
-                "PLAYWRIGHT_CORE_PATH is not set: run `source scripts/install-browser-tools.sh` \
-             (and install Debian's chromium) before the tests, as .ci/run does"
-            )
-        });
+    let path = match std::env::var_os("PLAYWRIGHT_CORE_PATH") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let script =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-browser-tools.sh");
+            let output = std::process::Command::new("bash")
+                .arg(&script)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{} failed (it needs npm): {}",
+                script.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+        }
+    };
     assert!(
         path.join("package.json").is_file(),
         "{} holds no playwright-core",
         path.display()
+    );
+    assert!(
+        Path::new("/usr/bin/chromium").is_file() || std::env::var_os("CHROMIUM").is_some(),
+        "the browser tests need Debian's chromium (apt-get install chromium) or CHROMIUM=<path>"
     );
     path
 }

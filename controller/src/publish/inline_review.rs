@@ -85,15 +85,7 @@ pub fn render_inline_review_body(
     if !review.unplaced.is_empty() {
         parts.push("## Not on a line of the diff".to_owned());
         for finding in review.unplaced {
-            parts.push(format!(
-                "### {} [{}] {} — {}",
-                finding.id,
-                finding.classification.as_str(),
-                code_span(&finding.location),
-                finding.title
-            ));
-            parts.push("Required resolution:".to_owned());
-            parts.push(finding.required_resolution.trim_end().to_owned());
+            parts.extend(super::review::finding_lines(finding));
         }
     }
     let body = parts.join("\n\n");

@@ -58,15 +58,7 @@ pub fn render_review_comment(review: &ReviewRender<'_>) -> Result<String, Policy
         parts.push("None.".to_owned());
     }
     for finding in review.findings {
-        parts.push(format!(
-            "### {} [{}] {} — {}",
-            finding.id,
-            finding.classification.as_str(),
-            code_span(&finding.location),
-            finding.title
-        ));
-        parts.push("Required resolution:".to_owned());
-        parts.push(finding.required_resolution.trim_end().to_owned());
+        parts.extend(finding_lines(finding));
     }
     for (_, heading, text) in review.sections.iter() {
         parts.push(format!("## {heading}"));
@@ -94,4 +86,20 @@ pub fn render_review_comment(review: &ReviewRender<'_>) -> Result<String, Policy
     let comment = format!("{body}\n\n{marker}");
     policy::check_size(BODY_FIELD, &comment, GITHUB_BODY_MAX_CHARS)?;
     Ok(comment)
+}
+
+/// A finding as the review comment and the inline review's body show it:
+/// its heading, then what must be done about it.
+pub(crate) fn finding_lines(finding: &Finding) -> [String; 3] {
+    [
+        format!(
+            "### {} [{}] {} — {}",
+            finding.id,
+            finding.classification.as_str(),
+            code_span(&finding.location),
+            finding.title
+        ),
+        "Required resolution:".to_owned(),
+        finding.required_resolution.trim_end().to_owned(),
+    ]
 }

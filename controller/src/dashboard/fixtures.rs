@@ -177,5 +177,6 @@ pub fn epic_run() -> RunDetail {
                 recorded_at: at(790),
             },
         ],
+        running: None,
     }
 }

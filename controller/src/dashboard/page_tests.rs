@@ -172,3 +172,27 @@ fn a_finished_single_issue_run_has_one_lane_and_no_commands() {
     assert!(!html.contains("Commands it accepts now"), "{html}");
     assert_eq!(arrange(&detail, at(5_000)).sections.len(), 1);
 }
+
+#[test]
+fn a_running_launch_shows_its_heartbeat_figures_on_the_run_page() {
+    let mut detail = epic_run();
+    detail.summary.active = true;
+    detail.running = Some(super::view::LiveLaunch {
+        role: "review".into(),
+        profile: "codex-review".into(),
+        attempt: 1,
+        started_at: at(900),
+        heartbeat_at: Some(at(960)),
+        elapsed_ms: Some(12 * 60_000 + 5_000),
+        output_bytes: Some(40 * 1024),
+        tokens: Some(5_120),
+    });
+    let html = run(&detail, &site(SandboxMode::Bubblewrap), at(1_000)).into_string();
+    assert!(
+        html.contains("Running: review with `codex-review` (attempt 2) for 12 min, 40 KB output, 5120 tokens so far; last heartbeat"),
+        "{html}"
+    );
+    detail.running = None;
+    let html = run(&detail, &site(SandboxMode::Bubblewrap), at(1_000)).into_string();
+    assert!(!html.contains("last heartbeat"));
+}

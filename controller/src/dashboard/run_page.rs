@@ -11,7 +11,7 @@ use super::Site;
 use super::pages::{age, duration, page};
 use super::story::{IssueSection, Story, accepted_commands, arrange, awaiting_words};
 use super::svg;
-use super::view::{LaunchRow, RunDetail};
+use super::view::{LaunchRow, LiveLaunch, RunDetail};
 
 /// `/runs/{id}`.
 pub fn run(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
@@ -63,7 +63,9 @@ fn live(detail: &RunDetail) -> Markup {
         }
         @if detail.summary.active {
             div.live {
-                @if let Some(launch) = running {
+                @if let Some(live) = &detail.running {
+                    p.running { (live_words(live)) }
+                } @else if let Some(launch) = running {
                     p { "Running: " (launch.role) " with " (launch.profile) " since "
                         (launch.started_at.format("%H:%M:%S")) }
                 } @else if let Some(awaiting) = &detail.awaiting {
@@ -76,6 +78,35 @@ fn live(detail: &RunDetail) -> Markup {
             }
         }
     }
+}
+
+/// "Running: review with `codex` (attempt 2) for 12 min, 40 KB output,
+/// 5120 tokens so far; last heartbeat 10:42:05".
+pub(super) fn live_words(live: &LiveLaunch) -> String {
+    let mut words = format!(
+        "Running: {} with `{}` (attempt {})",
+        live.role,
+        live.profile,
+        live.attempt + 1
+    );
+    if let Some(ms) = live.elapsed_ms {
+        let minutes = ms / 60_000;
+        words.push_str(&match minutes {
+            0 => format!(" for {} s", ms / 1_000),
+            m => format!(" for {m} min"),
+        });
+    }
+    if let Some(bytes) = live.output_bytes {
+        words.push_str(&format!(", {} KB output", (bytes + 1023) / 1024));
+    }
+    if let Some(tokens) = live.tokens {
+        words.push_str(&format!(", {tokens} tokens so far"));
+    }
+    match live.heartbeat_at {
+        Some(at) => words.push_str(&format!("; last heartbeat {}", at.format("%H:%M:%S"))),
+        None => words.push_str(&format!("; started {}", live.started_at.format("%H:%M:%S"))),
+    }
+    words
 }
 
 fn issue_section(detail: &RunDetail, section: &IssueSection<'_>, site: &Site) -> Markup {

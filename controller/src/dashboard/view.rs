@@ -183,6 +183,21 @@ pub struct RunDetail {
     pub effects: Vec<EffectRow>,
     pub launches: Vec<LaunchRow>,
     pub validations: Vec<ValidationRow>,
+    /// The launch still running, as its last heartbeat left it.
+    pub running: Option<LiveLaunch>,
+}
+
+/// A running launch's progress, from its heartbeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveLaunch {
+    pub role: String,
+    pub profile: String,
+    pub attempt: i32,
+    pub started_at: DateTime<Utc>,
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    pub elapsed_ms: Option<i64>,
+    pub output_bytes: Option<i64>,
+    pub tokens: Option<i64>,
 }
 
 /// One page of the index, newest first.
@@ -269,8 +284,22 @@ pub async fn load_run(journal: &Journal, id: RunId) -> Result<Option<RunDetail>,
             recorded_at: record.recorded_at,
         })
         .collect();
+    let running = match run.active {
+        true => journal.running_launch(id).await?.map(|launch| LiveLaunch {
+            role: launch.role,
+            profile: launch.profile,
+            attempt: launch.attempt,
+            started_at: launch.started_at,
+            heartbeat_at: launch.heartbeat_at,
+            elapsed_ms: launch.elapsed_ms,
+            output_bytes: launch.output_bytes,
+            tokens: launch.tokens,
+        }),
+        false => None,
+    };
     let state = &run.state;
     Ok(Some(RunDetail {
+        running,
         summary: RunSummary::from(&row),
         awaiting: run
             .active

@@ -250,6 +250,16 @@ impl Classifier<'_> {
             return self.unhandled();
         }
         let payload: PullRequestReviewEvent = self.parse()?;
+        // The controller's own inline review of a round tells the run
+        // nothing it does not know: it wrote it.
+        let own = payload
+            .review
+            .as_ref()
+            .and_then(|review| review.user.as_ref())
+            .and_then(|user| self.non_human(user, None));
+        if let Some(why @ IgnoreReason::CommentByTheApp) = own {
+            return Ok(ignored(why));
+        }
         let changes_requested = payload
             .review
             .filter(|review| {

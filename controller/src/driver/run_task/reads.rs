@@ -172,11 +172,20 @@ impl RunTask<'_> {
         intents: &[EffectIntent],
     ) -> Result<ReviewDiffs, DriverError> {
         let mut diffs = ReviewDiffs::new();
+        // A verdict that arrives while the installation is suspended is
+        // committed with no diff lines (GitHub would refuse the read): its
+        // review then lists every finding in its body. The round's summary
+        // comment is the record either way, and the verdict is kept.
+        let suspended = self.ensure_not_suspended().is_err();
         for intent in intents {
             let EffectIntent::PostReview { binding, .. } = intent else {
                 continue;
             };
             let range = (binding.merge_base_sha.clone(), binding.head_sha.clone());
+            if suspended {
+                diffs.insert(range, Vec::new());
+                continue;
+            }
             if let std::collections::btree_map::Entry::Vacant(slot) = diffs.entry(range) {
                 let files = self
                     .access

@@ -55,7 +55,6 @@ fn facts(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
 
 /// What the run does now, and what an operator can do about it.
 fn live(detail: &RunDetail) -> Markup {
-    let running: Option<&LaunchRow> = detail.launches.iter().find(|l| l.ended_at.is_none());
     let commands = accepted_commands(detail);
     html! {
         @if let Some(reason) = &detail.blocked_reason {
@@ -65,9 +64,6 @@ fn live(detail: &RunDetail) -> Markup {
             div.live {
                 @if let Some(live) = &detail.running {
                     p.running { (live_words(live)) }
-                } @else if let Some(launch) = running {
-                    p { "Running: " (launch.role) " with " (launch.profile) " since "
-                        (launch.started_at.format("%H:%M:%S")) }
                 } @else if let Some(awaiting) = &detail.awaiting {
                     p { "Waiting for " (awaiting_words(awaiting)) "." }
                 }

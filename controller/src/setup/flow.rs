@@ -17,9 +17,10 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 
 use super::credentials::{self, NewCredentials, WrittenCredentials};
-use super::manifest::{app_manifest, default_events, default_permissions};
+use super::manifest::app_manifest;
 use super::pages::{self, DonePage, StartPage};
 use crate::github::convert_manifest_code;
+use crate::github::permissions::{APP_EVENTS, APP_PERMISSIONS};
 
 /// GitHub.com's API, after which the env file needs no API URL.
 const GITHUB_COM_API: &str = "https://api.github.com";
@@ -129,14 +130,16 @@ fn render_start(options: &SetupOptions, local: &str, state: &str) -> anyhow::Res
         owner: options.org.as_deref(),
         manifest: &manifest,
         webhook_url: webhook.as_deref(),
-        permissions: default_permissions()
-            .into_iter()
-            .map(|(name, level)| (name, level.as_str().unwrap_or_default().to_owned()))
-            .collect(),
-        events: default_events()
+        permissions: APP_PERMISSIONS
             .iter()
-            .filter_map(|e| e.as_str().map(str::to_owned))
+            .map(|grant| {
+                (
+                    grant.permission.to_owned(),
+                    grant.access.as_str().to_owned(),
+                )
+            })
             .collect(),
+        events: APP_EVENTS.iter().map(|event| (*event).to_owned()).collect(),
     };
     Ok(pages::start(&page).into_string())
 }

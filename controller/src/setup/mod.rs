@@ -12,4 +12,4 @@ mod pages;
 
 pub use credentials::{ENV_FILE, KEY_FILE, SECRET_FILE, WrittenCredentials};
 pub use flow::{SetupOptions, SetupOutcome, run};
-pub use manifest::{app_manifest, default_events, default_permissions};
+pub use manifest::app_manifest;

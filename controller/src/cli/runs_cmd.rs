@@ -239,8 +239,18 @@ fn list_text(rows: &[RunListRow], now: DateTime<Utc>) -> String {
 }
 
 fn show_text(detail: &RunDetail, now: DateTime<Utc>) -> String {
-    let run = &detail.summary;
     let mut out = String::new();
+    write_run_header(&mut out, detail, now);
+    write_timeline(&mut out, detail);
+    write_effects(&mut out, detail);
+    write_launches(&mut out, detail);
+    write_validations(&mut out, detail);
+    out
+}
+
+/// The run's identity, where it stands and why it stopped, if it did.
+fn write_run_header(out: &mut String, detail: &RunDetail, now: DateTime<Utc>) {
+    let run = &detail.summary;
     let _ = writeln!(
         out,
         "Run {} · {} · {}#{}",
@@ -267,6 +277,9 @@ fn show_text(detail: &RunDetail, now: DateTime<Utc>) -> String {
     if let Some(failure) = &detail.failure {
         let _ = writeln!(out, "Failure: {failure}");
     }
+}
+
+fn write_timeline(out: &mut String, detail: &RunDetail) {
     let _ = writeln!(out, "\nTimeline");
     for entry in &detail.timeline {
         let _ = writeln!(
@@ -277,6 +290,9 @@ fn show_text(detail: &RunDetail, now: DateTime<Utc>) -> String {
             entry.text
         );
     }
+}
+
+fn write_effects(out: &mut String, detail: &RunDetail) {
     let _ = writeln!(out, "\nGitHub writes");
     for effect in &detail.effects {
         let _ = writeln!(
@@ -292,6 +308,9 @@ fn show_text(detail: &RunDetail, now: DateTime<Utc>) -> String {
                 .map_or(String::new(), |r| format!("  ({r})"))
         );
     }
+}
+
+fn write_launches(out: &mut String, detail: &RunDetail) {
     let _ = writeln!(out, "\nAgent launches");
     for launch in &detail.launches {
         let _ = writeln!(
@@ -311,6 +330,9 @@ fn show_text(detail: &RunDetail, now: DateTime<Utc>) -> String {
             launch.outcome.as_deref().unwrap_or("")
         );
     }
+}
+
+fn write_validations(out: &mut String, detail: &RunDetail) {
     let _ = writeln!(out, "\nValidations");
     for record in &detail.validations {
         let _ = writeln!(
@@ -322,5 +344,4 @@ fn show_text(detail: &RunDetail, now: DateTime<Utc>) -> String {
             record.command
         );
     }
-    out
 }

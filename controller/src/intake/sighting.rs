@@ -115,6 +115,9 @@ pub enum Sighting {
 impl Sighting {
     /// The dedupe key of the change. Trigger removals are keyed per run
     /// (see [`entries_for`]), so they have none here.
+    ///
+    /// Long by design: one arm per kind of sighting, each naming the fields
+    /// that make two sightings the same change.
     fn key(&self) -> String {
         match self {
             Sighting::TriggerLabeled {

@@ -199,6 +199,9 @@ pub enum SignalAction {
 /// What the machine needs to hear about a signal. Signals that only say
 /// "something on GitHub changed" need a fresh read, which is done when the
 /// run awaits facts; until then they carry nothing the machine can use.
+///
+/// Long by design: one arm per kind of run signal, so the whole contract
+/// between intake and the machine is read in one place.
 pub fn signal_action(signal: &RunSignal) -> SignalAction {
     match signal {
         RunSignal::Started { issue, labeled_by } => SignalAction::Start {

@@ -86,15 +86,12 @@ async fn held_by(world: &World, pid: u32) -> Vec<(RunId, i64)> {
 }
 
 /// Waits until `pid`'s driver holds at least one run in the middle of its
-/// work; `act` is then applied to the process (SIGKILL, SIGSTOP) and the
-/// runs it held at that moment are returned. A holding released between
-/// the look and the signal does not count: the look is repeated after it.
-async fn signal_while_holding(
-    world: &World,
-    pid: u32,
-    signal: Signal,
-    undo: Option<Signal>,
-) -> Vec<(RunId, i64)> {
+/// work and SIGSTOPs it there; returns the runs it holds, which a stopped
+/// process can no longer let go of. A holding released between the look
+/// and the signal does not count: the process is resumed and the look
+/// repeated.
+async fn stop_while_holding(world: &World, pid: u32) -> Vec<(RunId, i64)> {
+    let process = Pid::from_raw(i32::try_from(pid).unwrap());
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         assert!(Instant::now() < deadline, "pid {pid} never held a run");
@@ -102,16 +99,12 @@ async fn signal_while_holding(
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         }
-        kill(Pid::from_raw(pid as i32), signal).unwrap();
+        kill(process, Signal::SIGSTOP).unwrap();
         let held = held_by(world, pid).await;
         if !held.is_empty() {
             return held;
         }
-        if let Some(undo) = undo {
-            kill(Pid::from_raw(pid as i32), undo).unwrap();
-        } else {
-            panic!("pid {pid} let go of its runs just before {signal}");
-        }
+        kill(process, Signal::SIGCONT).unwrap();
     }
 }
 
@@ -230,13 +223,14 @@ async fn replica_three_serve_processes_finish_every_run_once_through_a_kill_and_
     }
 
     // A SIGKILL no code of the replica sees, while it holds runs mid-work.
-    let killed_runs = signal_while_holding(&world, killed_pid, Signal::SIGKILL, None).await;
+    let killed_runs = stop_while_holding(&world, killed_pid).await;
+    replicas[0].child.kill().unwrap();
     replicas[0].child.wait().unwrap();
     // A pause past the lease, then the replica goes on as if nothing happened.
-    let paused_runs =
-        signal_while_holding(&world, paused_pid, Signal::SIGSTOP, Some(Signal::SIGCONT)).await;
+    let paused_runs = stop_while_holding(&world, paused_pid).await;
     taken_over(&world, &paused_runs).await;
-    kill(Pid::from_raw(paused_pid as i32), Signal::SIGCONT).unwrap();
+    let paused = Pid::from_raw(i32::try_from(paused_pid).unwrap());
+    kill(paused, Signal::SIGCONT).unwrap();
 
     all_ready(&world, runs, Duration::from_secs(1800)).await;
     let took = started.elapsed();

@@ -11,6 +11,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 
 use crate::error::{JournalError, Result};
+use crate::holdings::refused;
 use crate::ids::{EffectId, RunId};
 use crate::journal::{Journal, JournalTx};
 use crate::runs::{Lease, lease_is_current, stale};
@@ -257,7 +258,7 @@ impl JournalTx {
         .await?;
 
         match row {
-            None => Err(stale(lease)),
+            None => Err(refused(self.pool(), stale(lease)).await),
             Some(TransitionRow {
                 new_version: Some(version),
                 effect_ids,
@@ -306,7 +307,10 @@ impl JournalTx {
         .await?;
         match reopened {
             Some(_) => Ok(()),
-            None => Err(diagnose(self.conn(), lease, id, Stage::Intended).await),
+            None => {
+                let error = diagnose(self.conn(), lease, id, Stage::Intended).await;
+                Err(refused(self.pool(), error).await)
+            }
         }
     }
 }
@@ -336,7 +340,10 @@ impl Journal {
         .await?;
         match attempts {
             Some(attempts) => Ok(attempts),
-            None => Err(diagnose(&mut conn, lease, id, Stage::Attempted).await),
+            None => {
+                let error = diagnose(&mut conn, lease, id, Stage::Attempted).await;
+                Err(refused(&self.pool, error).await)
+            }
         }
     }
 
@@ -382,7 +389,10 @@ impl Journal {
         .await?;
         match moved {
             Some(_) => Ok(()),
-            None => Err(diagnose(&mut conn, lease, id, to).await),
+            None => {
+                let error = diagnose(&mut conn, lease, id, to).await;
+                Err(refused(&self.pool, error).await)
+            }
         }
     }
 

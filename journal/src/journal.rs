@@ -100,6 +100,7 @@ impl Journal {
     pub async fn begin(&self) -> Result<JournalTx> {
         Ok(JournalTx {
             tx: self.pool.begin().await?,
+            pool: self.pool.clone(),
         })
     }
 
@@ -124,6 +125,8 @@ impl Journal {
 #[derive(Debug)]
 pub struct JournalTx {
     tx: Transaction<'static, Postgres>,
+    /// For what must outlive a rollback (counting a refused write).
+    pool: PgPool,
 }
 
 impl JournalTx {
@@ -142,6 +145,10 @@ impl JournalTx {
 
     pub(crate) fn conn(&mut self) -> &mut PgConnection {
         &mut self.tx
+    }
+
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
     }
 }
 

@@ -11,6 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::Result;
+use crate::holdings::refused;
 use crate::ids::{LaunchId, RunId};
 use crate::journal::Journal;
 use crate::records::NewLaunch;
@@ -114,7 +115,10 @@ impl Journal {
         .bind(pid)
         .fetch_optional(&self.pool)
         .await?;
-        id.ok_or_else(|| stale(lease))
+        match id {
+            Some(id) => Ok(id),
+            None => Err(refused(&self.pool, stale(lease)).await),
+        }
     }
 
     /// Refreshes a running launch's progress. A launch that already ended
@@ -154,7 +158,10 @@ impl Journal {
         .bind(usage.cost_micros)
         .fetch_optional(&self.pool)
         .await?;
-        held.map(|_| ()).ok_or_else(|| stale(lease))
+        match held {
+            Some(_) => Ok(()),
+            None => Err(refused(&self.pool, stale(lease)).await),
+        }
     }
 
     /// Ends, as `lost`, every launch of the leased run that has no end.
@@ -186,7 +193,7 @@ impl Journal {
         .map(LostRow::split)
         .collect();
         if rows.is_empty() {
-            return Err(stale(lease));
+            return Err(refused(&self.pool, stale(lease)).await);
         }
         Ok(rows.into_iter().filter_map(|(_, lost)| lost).collect())
     }

@@ -31,6 +31,7 @@ mod deliveries;
 mod effects;
 mod error;
 mod github_ids;
+mod holdings;
 mod ids;
 mod journal;
 mod launches;
@@ -50,6 +51,7 @@ pub use effects::{
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
+pub use holdings::LeaseHolding;
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};
 pub use launches::{

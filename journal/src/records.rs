@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::effects::text_enum;
 use crate::error::{JournalError, Result, unique_violation};
+use crate::holdings::refused;
 use crate::ids::{LaunchId, RunId};
 use crate::journal::{Journal, JournalTx};
 use crate::runs::{Lease, lease_is_current, stale};
@@ -148,7 +149,10 @@ impl Journal {
         .bind(&launch.log_dir)
         .fetch_optional(&self.pool)
         .await?;
-        id.ok_or_else(|| stale(lease))
+        match id {
+            Some(id) => Ok(id),
+            None => Err(refused(&self.pool, stale(lease)).await),
+        }
     }
 
     /// Records how a launch ended. A launch already ended is left as is.
@@ -194,7 +198,7 @@ impl Journal {
                 id: id.0,
             }),
             Some(true) => Ok(()),
-            Some(false) => Err(stale(lease)),
+            Some(false) => Err(refused(&self.pool, stale(lease)).await),
         }
     }
 
@@ -234,7 +238,7 @@ impl Journal {
         .await;
         match inserted {
             Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(stale(lease)),
+            Ok(None) => Err(refused(&self.pool, stale(lease)).await),
             Err(error) if unique_violation(&error).is_some() => {
                 Err(JournalError::ValidationAlreadyRecorded {
                     sha: record.sha.clone(),

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::error::{JournalError, Result};
 use crate::github_ids::{IssueNumber, PullNumber};
+use crate::holdings::refused;
 use crate::ids::{DeliveryId, RunId};
 use crate::journal::{Journal, JournalTx};
 use crate::runs::{Lease, NewRun, check_new_run, lease_is_current, run_insert_error, stale};
@@ -140,7 +141,7 @@ impl JournalTx {
         .fetch_optional(self.conn())
         .await?;
         if held.is_none() {
-            return Err(stale(lease));
+            return Err(refused(self.pool(), stale(lease)).await);
         }
         let done = sqlx::query(
             "UPDATE run_events SET consumed_at = now() \

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::{ActiveRunScope, JournalError, Result, unique_violation};
 use crate::github_ids::IssueNumber;
+use crate::holdings::refused;
 use crate::ids::RunId;
 use crate::journal::{Journal, JournalTx};
 
@@ -87,6 +88,21 @@ macro_rules! lease_is_current {
 }
 pub(crate) use lease_is_current;
 
+/// The rest of an acquiring statement after its `taken` CTE (the runs row
+/// just leased): records the holding, prunes the run's holdings older than
+/// its last 200 acquisitions, and returns the lease.
+macro_rules! record_holding {
+    () => {
+        "held AS (INSERT INTO lease_holdings \
+             (run_id, fencing_token, owner, acquired_at, expires_at) \
+             SELECT id, fencing_token, lease_owner, now(), lease_expires_at FROM taken), \
+         pruned AS (DELETE FROM lease_holdings h USING taken \
+             WHERE h.run_id = taken.id AND h.fencing_token <= taken.fencing_token - 200) \
+         SELECT id AS run_id, lease_owner AS owner, fencing_token, \
+             lease_expires_at AS expires_at FROM taken"
+    };
+}
+
 impl Journal {
     /// Creates a run in its first phase. Refused with
     /// [`JournalError::ActiveRunExists`] if the issue or the EPIC already has
@@ -156,8 +172,8 @@ impl Journal {
         owner: &str,
         ttl: std::time::Duration,
     ) -> Result<Option<Lease>> {
-        Ok(sqlx::query_as::<_, Lease>(
-            "UPDATE runs SET lease_owner = $1, \
+        Ok(sqlx::query_as::<_, Lease>(concat!(
+            "WITH taken AS (UPDATE runs SET lease_owner = $1, \
                  lease_expires_at = now() + make_interval(secs => $2), \
                  fencing_token = fencing_token + 1 \
              WHERE id = (SELECT id FROM runs \
@@ -168,9 +184,9 @@ impl Journal {
                    AND wake_at <= now() \
                    AND (lease_expires_at IS NULL OR lease_expires_at <= now()) \
                  ORDER BY wake_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             RETURNING id AS run_id, lease_owner AS owner, fencing_token, \
-                 lease_expires_at AS expires_at",
-        )
+             RETURNING id, lease_owner, fencing_token, lease_expires_at), ",
+            record_holding!()
+        ))
         .bind(owner)
         .bind(ttl.as_secs_f64())
         .fetch_optional(&self.pool)
@@ -185,16 +201,16 @@ impl Journal {
         owner: &str,
         ttl: std::time::Duration,
     ) -> Result<Option<Lease>> {
-        Ok(sqlx::query_as::<_, Lease>(
-            "UPDATE runs SET lease_owner = $2, \
+        Ok(sqlx::query_as::<_, Lease>(concat!(
+            "WITH taken AS (UPDATE runs SET lease_owner = $2, \
                  lease_expires_at = now() + make_interval(secs => $3), \
                  fencing_token = fencing_token + 1 \
              WHERE id = (SELECT id FROM runs WHERE id = $1 AND active \
                  AND (lease_expires_at IS NULL OR lease_expires_at <= now()) \
                  FOR UPDATE SKIP LOCKED) \
-             RETURNING id AS run_id, lease_owner AS owner, fencing_token, \
-                 lease_expires_at AS expires_at",
-        )
+             RETURNING id, lease_owner, fencing_token, lease_expires_at), ",
+            record_holding!()
+        ))
         .bind(run_id)
         .bind(owner)
         .bind(ttl.as_secs_f64())
@@ -207,10 +223,14 @@ impl Journal {
     /// fencing token is unchanged). Returns the lease with its new expiry.
     pub async fn renew_lease(&self, lease: &Lease, ttl: std::time::Duration) -> Result<Lease> {
         let renewed = sqlx::query_as::<_, Lease>(
-            "UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4) \
-             WHERE id = $1 AND lease_owner = $2 AND fencing_token = $3 \
-             RETURNING id AS run_id, lease_owner AS owner, fencing_token, \
-                 lease_expires_at AS expires_at",
+            "WITH renewed AS (UPDATE runs SET lease_expires_at = now() + make_interval(secs => $4) \
+                 WHERE id = $1 AND lease_owner = $2 AND fencing_token = $3 \
+                 RETURNING id, lease_owner, fencing_token, lease_expires_at), \
+             noted AS (UPDATE lease_holdings h SET expires_at = renewed.lease_expires_at \
+                 FROM renewed \
+                 WHERE h.run_id = renewed.id AND h.fencing_token = renewed.fencing_token) \
+             SELECT id AS run_id, lease_owner AS owner, fencing_token, \
+                 lease_expires_at AS expires_at FROM renewed",
         )
         .bind(lease.run_id)
         .bind(&lease.owner)
@@ -218,15 +238,21 @@ impl Journal {
         .bind(ttl.as_secs_f64())
         .fetch_optional(&self.pool)
         .await?;
-        renewed.ok_or_else(|| stale(lease))
+        match renewed {
+            Some(renewed) => Ok(renewed),
+            None => Err(refused(&self.pool, stale(lease)).await),
+        }
     }
 
     /// Gives a run back. The fencing token is kept so the next holder gets a
     /// higher one.
     pub async fn release_lease(&self, lease: &Lease) -> Result<()> {
         let released = sqlx::query(
-            "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL \
-             WHERE id = $1 AND lease_owner = $2 AND fencing_token = $3",
+            "WITH released AS (UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL \
+                 WHERE id = $1 AND lease_owner = $2 AND fencing_token = $3 RETURNING id), \
+             noted AS (UPDATE lease_holdings h SET released_at = now() FROM released \
+                 WHERE h.run_id = released.id AND h.fencing_token = $3) \
+             SELECT id FROM released",
         )
         .bind(lease.run_id)
         .bind(&lease.owner)
@@ -236,7 +262,7 @@ impl Journal {
         if released.rows_affected() == 1 {
             Ok(())
         } else {
-            Err(stale(lease))
+            Err(refused(&self.pool, stale(lease)).await)
         }
     }
 
@@ -256,7 +282,7 @@ impl Journal {
         if done.rows_affected() == 1 {
             Ok(())
         } else {
-            Err(stale(lease))
+            Err(refused(&self.pool, stale(lease)).await)
         }
     }
 
@@ -319,7 +345,7 @@ impl JournalTx {
         .await;
         let scope = match done {
             Ok(done) if done.rows_affected() == 1 => return Ok(()),
-            Ok(_) => return Err(stale(lease)),
+            Ok(_) => return Err(refused(self.pool(), stale(lease)).await),
             Err(error) => match unique_violation(&error) {
                 Some("runs_one_active_per_issue") => ActiveRunScope::Issue(issue),
                 // The per-EPIC index covers only rows with an EPIC.

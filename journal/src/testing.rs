@@ -48,9 +48,22 @@ impl TestDatabase {
         }
     }
 
+    /// Like [`TestDatabase::fresh`], on the server at `server` (a cluster
+    /// of the test's own that it stops and starts).
+    pub async fn fresh_on(server: &SecretString) -> TestDatabase {
+        match Self::try_fresh_on(Some(server)).await {
+            Ok(database) => database,
+            Err(error) => panic!("cannot create a test database: {error:#}"),
+        }
+    }
+
     async fn try_fresh() -> anyhow::Result<TestDatabase> {
+        Self::try_fresh_on(None).await
+    }
+
+    async fn try_fresh_on(server: Option<&SecretString>) -> anyhow::Result<TestDatabase> {
         use anyhow::Context as _;
-        let database = Self::try_fresh_unmigrated().await?;
+        let database = Self::try_fresh_unmigrated_on(server).await?;
         database
             .journal
             .migrate()
@@ -60,8 +73,17 @@ impl TestDatabase {
     }
 
     async fn try_fresh_unmigrated() -> anyhow::Result<TestDatabase> {
+        Self::try_fresh_unmigrated_on(None).await
+    }
+
+    async fn try_fresh_unmigrated_on(
+        server: Option<&SecretString>,
+    ) -> anyhow::Result<TestDatabase> {
         use anyhow::Context as _;
-        let server = server_url().await?;
+        let server = match server {
+            Some(server) => server.clone(),
+            None => server_url().await?,
+        };
         let name = format!("aft_{}", uuid::Uuid::new_v4().simple());
         create_database(&server, &name).await?;
         let mut url = url::Url::parse(server.expose_secret()).context("parse the server URL")?;

@@ -4,14 +4,16 @@
 //! stops them (SPEC §14).
 //!
 //! Start-up order: the webhook secret is required before anything else;
-//! then the database (the managed local Postgres when no URL is set) is
-//! opened and migrated, both listeners are bound, the GitHub client learns
+//! then both listeners are bound, the database (the managed local Postgres
+//! when no URL is set) is opened — an external one that does not answer
+//! yet is waited for (`waiting`) — and migrated, the GitHub client learns
 //! the App's identity and the dispatcher and poller start. On SIGTERM/SIGINT
 //! both listeners stop accepting, in-flight requests finish, the loops stop
 //! after the item in hand, and the database is closed (and the managed
 //! cluster stopped).
 
 mod http;
+mod waiting;
 
 pub use http::{admin_listener_router, webhook_listener_router};
 
@@ -28,9 +30,15 @@ use crate::intake::{Dispatcher, GitHubAccess, Poller};
 /// Runs the server until SIGTERM or SIGINT.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let secret = config.require_webhook_secret()?.clone();
-    let database =
-        OpenDatabase::open(&config.database, config.settings.database.max_connections).await?;
-    let outcome = run_with_database(config, &database, secret).await;
+    // Bound first, so that while the database is awaited the probes say why
+    // serve is not ready and deliveries are refused rather than lost.
+    let listeners = Listeners::bind(&config.settings.server).await?;
+    let Some(database) = waiting::open_database(config, &listeners, shutdown_signal()).await?
+    else {
+        tracing::info!("stopped while waiting for the database");
+        return Ok(());
+    };
+    let outcome = run_with_database(config, &database, secret, listeners).await;
     database.shutdown().await;
     outcome
 }
@@ -39,13 +47,13 @@ async fn run_with_database(
     config: &Config,
     database: &OpenDatabase,
     secret: secrecy::SecretString,
+    listeners: Listeners,
 ) -> anyhow::Result<()> {
     let journal = database.journal.clone();
     journal
         .migrate()
         .await
         .context("applying the database migrations failed")?;
-    let listeners = Listeners::bind(&config.settings.server).await?;
     serve_on(config, journal, secret, listeners, shutdown_signal()).await
 }
 

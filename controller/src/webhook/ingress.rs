@@ -32,6 +32,10 @@ use tokio::sync::Semaphore;
 /// default, and the largest `webhook.max_body_bytes` may be.
 pub const MAX_WEBHOOK_BODY_BYTES: usize = 25 * 1024 * 1024;
 
+/// The longest a delivery waits for the inbox before it is refused with
+/// 503 (GitHub gives up on an answer after 10 s).
+pub const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Where deliveries are posted unless `webhook.path` says otherwise.
 pub const DEFAULT_WEBHOOK_PATH: &str = "/webhook";
 
@@ -218,7 +222,19 @@ async fn receive<I: DeliveryInbox>(
         meta,
         body: body.to_vec(),
     };
-    match state.inbox.store(delivery).await {
+    // Bounded well inside GitHub's 10 s: a database that does not answer
+    // (a TCP connect the pool retries while the server restarts) must
+    // give GitHub a 503 it records as failed, not a timeout. A row that
+    // lands after the bound is only answered 503; its redelivery is then
+    // a duplicate.
+    let stored = tokio::time::timeout(STORE_TIMEOUT, state.inbox.store(delivery))
+        .await
+        .unwrap_or_else(|_elapsed| {
+            Err(anyhow::anyhow!(
+                "the inbox did not answer within {STORE_TIMEOUT:?}"
+            ))
+        });
+    match stored {
         Ok(StoreOutcome::Stored) => (StatusCode::ACCEPTED, "stored").into_response(),
         Ok(StoreOutcome::Duplicate) => {
             metrics::delivery_duplicate(event_header);

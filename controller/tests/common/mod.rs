@@ -9,10 +9,12 @@
 // Each binary uses only part of the harness.
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cluster;
 pub mod driving;
 pub mod effects;
 pub mod exposition;
 pub mod git;
+pub mod relay;
 pub mod scenario;
 pub mod serve;
 pub mod sources;

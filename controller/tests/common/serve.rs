@@ -52,10 +52,26 @@ pub struct WorldOptions {
     /// Extra environment for the first serve process only (a restart
     /// names its own), e.g. `AUTOFORGE_CRASH_AT`.
     pub env: Vec<(String, String)>,
+    /// Where GitHub sends the App's webhooks when that is not the first
+    /// serve process (a relay in front of several replicas).
+    pub webhook_url: Option<String>,
+    /// The Postgres server the world's database is created on, when not
+    /// the tests' shared one (a cluster the test stops and starts).
+    pub database_server: Option<secrecy::SecretString>,
+}
+
+/// A further `autoforge serve` process started by
+/// [`World::start_replica_at`].
+pub struct Replica {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT` of its webhook listener.
+    pub url: String,
+    /// `http://127.0.0.1:PORT` of its admin listener.
+    pub admin_url: String,
 }
 
 /// A port nobody listens on right now; the serve process binds it next.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a probe port");
     listener.local_addr().expect("probe address").port()
 }
@@ -67,7 +83,7 @@ impl World {
     }
 
     pub async fn start_with(options: WorldOptions) -> World {
-        let mut world = World::empty().await;
+        let mut world = World::empty_on(options.database_server.as_ref()).await;
         let hub = &world.hub;
         let port = free_port();
         let url = format!("http://127.0.0.1:{port}");
@@ -75,7 +91,12 @@ impl World {
             .create_app(&fakehub::NewApp {
                 slug: APP_SLUG.into(),
                 owner: Some(OWNER.into()),
-                webhook_url: Some(format!("{url}/webhook")),
+                webhook_url: Some(
+                    options
+                        .webhook_url
+                        .clone()
+                        .unwrap_or_else(|| format!("{url}/webhook")),
+                ),
                 webhook_secret: Some(WEBHOOK_SECRET.into()),
                 permissions: [
                     ("issues", "write"),
@@ -158,6 +179,12 @@ impl World {
         self.served().app_key.clone()
     }
 
+    /// The process id of the first serve process (its driver's lease
+    /// owner is `driver-<pid>-…`).
+    pub fn serve_pid(&self) -> u32 {
+        self.served().child.id()
+    }
+
     /// serve's state directory.
     pub fn state_dir(&self) -> &Path {
         self.served().state.path()
@@ -185,6 +212,12 @@ impl World {
     /// replica), on its own ports and state directory; GitHub's webhooks
     /// still go to the first. The caller ends it.
     pub async fn start_replica(&self, state_dir: &Path) -> Child {
+        self.start_replica_at(state_dir).await.child
+    }
+
+    /// [`Self::start_replica`], also saying where the replica listens; it
+    /// returns once the replica's `/readyz` answers 200.
+    pub async fn start_replica_at(&self, state_dir: &Path) -> Replica {
         let served = self.served();
         std::fs::copy(
             served.state.path().join("app.pem"),
@@ -195,15 +228,47 @@ impl World {
         if config.exists() {
             std::fs::copy(&config, state_dir.join("autoforge.toml")).expect("copy the config");
         }
+        let port = free_port();
         let command = full_serve_command(
             &self.hub,
             &self.db,
             &served.options,
             state_dir,
             served.app_id,
-            free_port(),
+            port,
         );
-        spawn_and_wait_for_listening(command).0
+        let (child, admin_url) = spawn_and_wait_for_listening(command);
+        let url = format!("http://127.0.0.1:{port}");
+        self.wait_ready_at(&url).await;
+        Replica {
+            child,
+            url,
+            admin_url,
+        }
+    }
+
+    /// The command that starts one more `autoforge serve` of this world on
+    /// `port` with `state_dir` (the App key and the configuration copied
+    /// there), for a test that runs it its own way.
+    pub fn serve_command_at(&self, state_dir: &Path, port: u16) -> Command {
+        let served = self.served();
+        std::fs::copy(
+            served.state.path().join("app.pem"),
+            state_dir.join("app.pem"),
+        )
+        .expect("copy the App key");
+        let config = served.state.path().join("autoforge.toml");
+        if config.exists() {
+            std::fs::copy(&config, state_dir.join("autoforge.toml")).expect("copy the config");
+        }
+        full_serve_command(
+            &self.hub,
+            &self.db,
+            &served.options,
+            state_dir,
+            served.app_id,
+            port,
+        )
     }
 
     /// Starts serve again on the same port, database and state directory
@@ -231,11 +296,15 @@ impl World {
     }
 
     async fn wait_ready(&self) {
+        self.wait_ready_at(self.serve_url()).await;
+    }
+
+    async fn wait_ready_at(&self, url: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let ready = self
                 .http
-                .get(format!("{}/readyz", self.serve_url()))
+                .get(format!("{url}/readyz"))
                 .send()
                 .await
                 .is_ok_and(|r| r.status() == 200);

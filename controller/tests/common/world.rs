@@ -82,7 +82,15 @@ impl World {
 
     /// The owner, the repository with a README, and a fresh database.
     pub(super) async fn empty() -> World {
-        let db = TestDatabase::fresh().await;
+        Self::empty_on(None).await
+    }
+
+    /// [`Self::empty`] with its database on `server` when given.
+    pub(super) async fn empty_on(server: Option<&SecretString>) -> World {
+        let db = match server {
+            Some(server) => TestDatabase::fresh_on(server).await,
+            None => TestDatabase::fresh().await,
+        };
         let hub = fakehub::start(fakehub::Config::default()).await.unwrap();
         let owner = hub.create_user(OWNER, UserKind::User).unwrap();
         let files = BTreeMap::from([("README.md".to_owned(), "hello\n".to_owned())]);

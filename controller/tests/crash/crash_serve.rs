@@ -231,7 +231,7 @@ async fn phase(world: &World, run: RunId) -> String {
 
 /// Waits until the run is in `phase` with every effect observed and an
 /// effect whose identity contains `expected` (empty: any) among them.
-async fn settled(
+pub(super) async fn settled(
     world: &World,
     run: RunId,
     phase: &str,
@@ -253,7 +253,7 @@ async fn settled(
     .await
 }
 
-async fn get(world: &World, owner: &Person, path: &str) -> Vec<Value> {
+pub(super) async fn get(world: &World, owner: &Person, path: &str) -> Vec<Value> {
     world
         .rest_as(owner, reqwest::Method::GET, path, Value::Null)
         .await
@@ -270,7 +270,12 @@ fn planned_body(effect: &Effect) -> String {
 
 /// Every comment-like effect is on fakehub exactly once, with the bytes of
 /// the last write the journal planned for its identity.
-async fn comments_exactly_once(world: &World, owner: &Person, effects: &[Effect], cell: &str) {
+pub(super) async fn comments_exactly_once(
+    world: &World,
+    owner: &Person,
+    effects: &[Effect],
+    cell: &str,
+) {
     let mut threads: Vec<u64> = Vec::new();
     for effect in effects {
         // Comments live on issue and PR threads; a reaction's target is a

@@ -1,11 +1,15 @@
 //! Crashes at every window of the write-ahead protocol: in the effect
-//! executor, in the driver, and in the real `autoforge serve` binary.
+//! executor, in the driver, and in the real `autoforge serve` binary;
+//! replicas killed and paused (`replica_serve`) and the database down at
+//! start or restarted under load (`db_serve`).
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod answer_crash;
 mod crash_serve;
+mod db_serve;
 mod driver_crash;
 mod effects_crash;
 mod matrix;
+mod replica_serve;

@@ -25,12 +25,17 @@ const DELIVERY: &str = "0b989ba4-242f-11e5-81e1-c7b6966d2516";
 struct MemoryInbox {
     rows: Arc<Mutex<HashMap<String, ReceivedDelivery>>>,
     down: Arc<AtomicBool>,
+    /// The store never answers (a database the pool keeps dialling).
+    hangs: Arc<AtomicBool>,
 }
 
 impl DeliveryInbox for MemoryInbox {
     async fn store(&self, delivery: ReceivedDelivery) -> anyhow::Result<StoreOutcome> {
         if self.down.load(Ordering::SeqCst) {
             anyhow::bail!("database unreachable");
+        }
+        if self.hangs.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
         }
         let mut rows = self.rows.lock().unwrap();
         if rows.contains_key(&delivery.delivery_id) {
@@ -225,6 +230,22 @@ async fn inbox_failure_is_not_acknowledged() {
     )
     .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn an_inbox_that_does_not_answer_is_refused_with_503() {
+    let inbox = MemoryInbox::default();
+    inbox.hangs.store(true, Ordering::SeqCst);
+    let answered = send(
+        &inbox,
+        signed("ping", DELIVERY, fixture_body("ping.event.0.json")),
+    );
+    // Without a bound of its own the route would wait for ever.
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), answered)
+        .await
+        .expect("the route answers although the inbox does not");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(inbox.len(), 0);
 }
 
 #[tokio::test]

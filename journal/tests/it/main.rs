@@ -6,6 +6,7 @@
 
 mod deliveries;
 mod effects;
+mod holdings;
 mod launches;
 mod leases;
 mod records;

@@ -19,8 +19,10 @@ use common::{NAME, OWNER, REPOSITORY, World, agent_runtime, git_access};
 use secrecy::{ExposeSecret, SecretString};
 
 const CHILD: &str = "DRIVER_CRASH_CHILD";
-/// The dead child's lease must expire before the parent can recover.
-const CHILD_LEASE: Duration = Duration::from_millis(800);
+/// The dead child's lease must expire before the parent can recover. Long
+/// enough that a child starved of CPU on a loaded machine still renews it
+/// before its crash point (at 800 ms such a child lost the run instead).
+const CHILD_LEASE: Duration = Duration::from_secs(3);
 
 /// The windows of the write-ahead protocol the driver passes for every
 /// effect it sends (`after_observed` only exists where the run awaits its

@@ -12,6 +12,7 @@ pub use authorize::{
 };
 pub use local::{LocalCommand, LocalCommandEvent};
 pub use parse::{
-    COMMAND_PREFIX, Command, CommandParseError, MAX_UNBLOCK_REASON_CHARS, VERBS,
-    commands_added_by_edit, parse_commands, usage_of,
+    AnswerProblem, COMMAND_PREFIX, Command, CommandParseError, MAX_ANSWERS,
+    MAX_UNBLOCK_REASON_CHARS, VERBS, commands_added_by_edit, parse_answers, parse_commands,
+    usage_of,
 };

@@ -13,10 +13,11 @@
 //! - Verbs are lowercase and case-sensitive; a near miss (including a case
 //!   difference) is an error that suggests the intended verb, so a typo is
 //!   answered instead of silently ignored or loosely obeyed.
-//! - `unblock` needs a reason and `fix` needs notes, each of at most
-//!   [`MAX_UNBLOCK_REASON_CHARS`] characters; `retry` takes optional notes
-//!   under the same bound. Longer texts are refused, never clipped. The
-//!   other verbs take no arguments.
+//! - `unblock` needs a reason and `fix` and `replan` need notes, each of at
+//!   most [`MAX_UNBLOCK_REASON_CHARS`] characters; `retry` takes optional
+//!   notes under the same bound, `approve` optional answers (see
+//!   [`parse_answers`]). Longer texts are refused, never clipped. The other
+//!   verbs take no arguments.
 //! - Every refusal of a malformed line carries the usage of what was typed
 //!   (or the whole command list), so the reply shows how to write it.
 
@@ -32,7 +33,13 @@ pub const COMMAND_PREFIX: &str = "/autoforge";
 pub const MAX_UNBLOCK_REASON_CHARS: usize = 500;
 
 /// The verbs an operator can use, in the order the help text lists them.
-pub const VERBS: [&str; 7] = ["unblock", "retry", "fix", "stop", "merge", "status", "help"];
+pub const VERBS: [&str; 9] = [
+    "unblock", "retry", "fix", "approve", "replan", "stop", "merge", "status", "help",
+];
+
+/// The most answers one `/autoforge approve` may carry (a plan asks at most
+/// ten questions).
+pub const MAX_ANSWERS: usize = 10;
 
 /// One well-formed operator command.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -44,6 +51,15 @@ pub enum Command {
     Retry { notes: Option<String> },
     /// Start a human round: the notes become a finding for the next FIX.
     Fix { notes: String },
+    /// Approve the posted plan; `answers` are `(question id, answer)` in
+    /// the order typed, `text` the line's argument as typed (it travels to
+    /// the run as it is and is parsed again there).
+    Approve {
+        answers: Vec<(String, String)>,
+        text: Option<String>,
+    },
+    /// Ask for a new plan; the notes go to the planner.
+    Replan { notes: String },
     /// Stop the run.
     Stop,
     /// Operator approval to merge (`merge.mode = "on-command"`).
@@ -61,6 +77,8 @@ impl Command {
             Command::Unblock { .. } => "unblock",
             Command::Retry { .. } => "retry",
             Command::Fix { .. } => "fix",
+            Command::Approve { .. } => "approve",
+            Command::Replan { .. } => "replan",
             Command::Stop => "stop",
             Command::Merge => "merge",
             Command::Status => "status",
@@ -73,7 +91,8 @@ impl Command {
         match self {
             Command::Unblock { reason } => Some(reason),
             Command::Retry { notes } => notes.as_deref(),
-            Command::Fix { notes } => Some(notes),
+            Command::Fix { notes } | Command::Replan { notes } => Some(notes),
+            Command::Approve { text, .. } => text.as_deref(),
             Command::Stop | Command::Merge | Command::Status | Command::Help => None,
         }
     }
@@ -85,6 +104,8 @@ pub fn usage_of(verb: &str) -> Option<&'static str> {
         "unblock" => "`/autoforge unblock <reason>`",
         "retry" => "`/autoforge retry [notes]`",
         "fix" => "`/autoforge fix <notes>`",
+        "approve" => "`/autoforge approve [answers]`",
+        "replan" => "`/autoforge replan <notes>`",
         "stop" => "`/autoforge stop`",
         "merge" => "`/autoforge merge`",
         "status" => "`/autoforge status`",
@@ -113,11 +134,79 @@ pub enum CommandParseError {
     )]
     MissingFixNotes,
     #[error(
+        "`/autoforge replan` needs notes saying what the new plan should change, e.g. `/autoforge replan keep the old flag name`; usage: `/autoforge replan <notes>`"
+    )]
+    MissingReplanNotes,
+    #[error(
+        "{problem}; answers name a question of the plan by number, e.g. `/autoforge approve 1=b 3=use tokio`, and a question left out takes its default; usage: `/autoforge approve [answers]`"
+    )]
+    MalformedAnswers { problem: AnswerProblem },
+    #[error(
         "the text after `/autoforge {verb}` has {chars} characters; at most {MAX_UNBLOCK_REASON_CHARS} are allowed; usage: {}", usage_of(verb).unwrap_or_default()
     )]
     TextTooLong { verb: &'static str, chars: usize },
     #[error("`/autoforge {verb}` takes no arguments; usage: {}", usage_of(verb).unwrap_or_default())]
     UnexpectedArguments { verb: &'static str },
+}
+
+/// What is wrong with the answers of an approve, without echoing them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum AnswerProblem {
+    #[error("the text after `/autoforge approve` does not start with `<number>=`")]
+    NoQuestionNumber,
+    #[error("question {0} is answered twice")]
+    AnsweredTwice(u32),
+    #[error("the answer to question {0} is empty")]
+    EmptyAnswer(u32),
+    #[error("at most {MAX_ANSWERS} questions can be answered")]
+    TooMany,
+}
+
+/// `1=b 3=use tokio` as `[("1", "b"), ("3", "use tokio")]`: a word
+/// `<n>=…` (n from 1 to 99) starts the answer to question n, the words up
+/// to the next such word are its text. Empty text is no answers.
+pub fn parse_answers(text: &str) -> Result<Vec<(String, String)>, AnswerProblem> {
+    let mut answers: Vec<(String, String)> = Vec::new();
+    for word in text.split_whitespace() {
+        match question_of(word) {
+            Some((id, first)) => {
+                if answers.iter().any(|(seen, _)| *seen == id.to_string()) {
+                    return Err(AnswerProblem::AnsweredTwice(id));
+                }
+                if answers.len() == MAX_ANSWERS {
+                    return Err(AnswerProblem::TooMany);
+                }
+                answers.push((id.to_string(), first.to_owned()));
+            }
+            None => {
+                let Some((_, answer)) = answers.last_mut() else {
+                    return Err(AnswerProblem::NoQuestionNumber);
+                };
+                if !answer.is_empty() {
+                    answer.push(' ');
+                }
+                answer.push_str(word);
+            }
+        }
+    }
+    for (id, answer) in &answers {
+        if answer.is_empty() {
+            return Err(AnswerProblem::EmptyAnswer(id.parse().unwrap_or_default()));
+        }
+    }
+    Ok(answers)
+}
+
+/// `(n, rest)` of a word `n=rest` whose `n` is a question number.
+fn question_of(word: &str) -> Option<(u32, &str)> {
+    let (number, rest) = word.split_once('=')?;
+    let plain = !number.is_empty()
+        && number.len() <= 2
+        && !number.starts_with('0')
+        && number.bytes().all(|b| b.is_ascii_digit());
+    plain
+        .then(|| number.parse().ok().map(|n| (n, rest)))
+        .flatten()
 }
 
 fn suggestion_text(suggestion: Option<&str>) -> String {
@@ -235,6 +324,14 @@ fn parse_line(line: &str) -> Result<Command, CommandParseError> {
             .and_then(|notes| notes.ok_or(CommandParseError::MissingFixNotes))
             .map(|notes| Command::Fix { notes }),
         "retry" => bounded_text("retry", args).map(|notes| Command::Retry { notes }),
+        "replan" => bounded_text("replan", args)
+            .and_then(|notes| notes.ok_or(CommandParseError::MissingReplanNotes))
+            .map(|notes| Command::Replan { notes }),
+        "approve" => bounded_text("approve", args).and_then(|text| {
+            let answers = parse_answers(text.as_deref().unwrap_or_default())
+                .map_err(|problem| CommandParseError::MalformedAnswers { problem })?;
+            Ok(Command::Approve { answers, text })
+        }),
         "stop" => no_args(Command::Stop),
         "merge" => no_args(Command::Merge),
         "status" => no_args(Command::Status),
@@ -329,6 +426,10 @@ impl fmt::Display for Command {
         match self {
             Command::Unblock { .. } => write!(f, "{COMMAND_PREFIX} unblock <reason>"),
             Command::Fix { .. } => write!(f, "{COMMAND_PREFIX} fix <notes>"),
+            Command::Replan { .. } => write!(f, "{COMMAND_PREFIX} replan <notes>"),
+            Command::Approve { text: Some(_), .. } => {
+                write!(f, "{COMMAND_PREFIX} approve <answers>")
+            }
             Command::Retry { notes: Some(_) } => write!(f, "{COMMAND_PREFIX} retry <notes>"),
             other => write!(f, "{COMMAND_PREFIX} {}", other.verb()),
         }

@@ -236,6 +236,76 @@ fn retry_takes_optional_notes_and_fix_requires_them() {
 }
 
 #[test]
+fn approve_takes_numbered_answers_whose_text_runs_to_the_next_number() {
+    let answers = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(id, text)| ((*id).to_owned(), (*text).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        ok("/autoforge approve"),
+        vec![Command::Approve {
+            answers: Vec::new(),
+            text: None
+        }]
+    );
+    assert_eq!(
+        ok("/autoforge approve 1=b 3=use tokio"),
+        vec![Command::Approve {
+            answers: answers(&[("1", "b"), ("3", "use tokio")]),
+            text: Some("1=b 3=use tokio".into())
+        }]
+    );
+    assert_eq!(
+        parse_answers("2=keep a=b as is"),
+        Ok(answers(&[("2", "keep a=b as is")]))
+    );
+}
+
+#[test]
+fn a_malformed_approve_is_refused_with_its_usage_and_never_echoed() {
+    for (typed, problem) in [
+        (
+            "/autoforge approve looks good",
+            AnswerProblem::NoQuestionNumber,
+        ),
+        (
+            "/autoforge approve 1=a 1=b",
+            AnswerProblem::AnsweredTwice(1),
+        ),
+        ("/autoforge approve 2=", AnswerProblem::EmptyAnswer(2)),
+        ("/autoforge approve 0=a", AnswerProblem::NoQuestionNumber),
+    ] {
+        let parsed = parse_commands(typed);
+        assert_eq!(
+            parsed,
+            vec![Err(CommandParseError::MalformedAnswers {
+                problem: problem.clone()
+            })],
+            "{typed}"
+        );
+        let reply = CommandParseError::MalformedAnswers { problem }.to_string();
+        assert!(reply.contains("`/autoforge approve [answers]`"), "{reply}");
+        assert!(!reply.contains("looks good"), "{reply}");
+    }
+}
+
+#[test]
+fn replan_requires_notes() {
+    assert_eq!(
+        ok("/autoforge replan keep the old name"),
+        vec![Command::Replan {
+            notes: "keep the old name".into()
+        }]
+    );
+    assert_eq!(
+        parse_commands("/autoforge replan"),
+        vec![Err(CommandParseError::MissingReplanNotes)]
+    );
+}
+
+#[test]
 fn every_malformed_line_is_answered_with_its_usage() {
     let cases = [
         ("/autoforge unblock", "`/autoforge unblock <reason>`"),

@@ -164,6 +164,8 @@ impl Serialize for EnvChange {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentRoles {
+    /// The planner (SPEC §4 PLAN); needed when `plan.mode` is not off.
+    pub plan: Option<String>,
     pub implement: Option<String>,
     pub fix: Option<String>,
     pub update_epic: Option<String>,
@@ -259,7 +261,8 @@ impl AgentSettings {
             roles.update_epic.clone(),
             roles.review.as_ref(),
             review_rounds,
-        );
+        )
+        .map(|routing| routing.with_plan(roles.plan.clone()));
         let routing = match routing {
             Ok(routing) => routing,
             Err(error) => {

@@ -10,7 +10,7 @@ use super::agents::pointer_to_key;
 use super::env::Provenance;
 use super::problem::Problem;
 use super::schema::dotted_key;
-use super::settings::{ServerSettings, Settings};
+use super::settings::{PlanMode, ServerSettings, Settings};
 use crate::agents::profile::{OutputFormat, OutputKind, RoundRange, UsagePattern};
 
 /// Values that must parse as something richer than the schema knows.
@@ -127,6 +127,17 @@ pub(crate) fn check_cross_references(settings: &Settings, provenance: &Provenanc
         .catalog_pointed(settings.limits.review_rounds)
     {
         found.extend(problems);
+    }
+    if settings.plan.mode != PlanMode::Off && settings.agents.roles.plan.is_none() {
+        found.push((
+            "/agents/roles/plan".to_owned(),
+            "plan-role",
+            format!(
+                "plan.mode is `{}` but no profile plays the plan role; name a read-only \
+                 profile in agents.roles.plan, or set plan.mode = \"off\"",
+                settings.plan.mode
+            ),
+        ));
     }
     found
         .into_iter()
@@ -437,6 +448,20 @@ mod tests {
         }));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].key, "agents.roles.review[1].profile");
+    }
+
+    #[test]
+    fn a_plan_mode_without_a_plan_profile_is_refused_naming_the_role() {
+        let problems = cross(json!({"plan": {"mode": "approve"}}));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].key, "agents.roles.plan");
+        assert_eq!(problems[0].rule, "plan-role");
+        let planned = cross(json!({
+            "plan": {"mode": "post"},
+            "agents": {"profiles": {"a": {"command": ["a"]}}, "roles": {"plan": "a"}}
+        }));
+        assert!(planned.is_empty(), "{planned:?}");
+        assert!(cross(json!({"plan": {"mode": "off"}})).is_empty());
     }
 
     #[test]

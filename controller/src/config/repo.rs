@@ -39,6 +39,7 @@ pub use crate::machine::{
 impl RepositoryAgents {
     fn chosen(&self) -> impl Iterator<Item = (&'static str, &str)> {
         [
+            ("plan", &self.plan),
             ("implement", &self.implement),
             ("review", &self.review),
             ("fix", &self.fix),

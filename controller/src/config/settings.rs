@@ -29,6 +29,7 @@ pub struct Settings {
     pub labels: LabelSettings,
     pub operators: OperatorSettings,
     pub merge: MergeSettings,
+    pub plan: PlanSettings,
     pub epic: EpicSettings,
     pub limits: Limits,
     pub validation: ValidationSettings,
@@ -277,6 +278,16 @@ impl Default for MergeSettings {
     }
 }
 
+/// `plan.mode`: the machine's own type, frozen into each run.
+pub use crate::machine::PlanMode;
+
+/// `[plan]`: whether runs write a plan before the code (SPEC §4 PLAN).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanSettings {
+    pub mode: PlanMode,
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EpicSettings {
@@ -377,6 +388,7 @@ impl Settings {
             max_tokens: self.limits.tokens_per_run,
             max_cost_micros: self.limits.cost_per_run_micros(),
             max_merge_checks: self.merge.inconclusive_checks,
+            plan_mode: self.plan.mode,
             ..crate::machine::RunSettings::default()
         }
     }

@@ -20,6 +20,7 @@ use super::launch_context::{ContextReader, conventions_doc};
 use super::launch_epic::{EpicInputs, epic_plan};
 use super::launch_fix::{FixInputs, fix_plan};
 use super::launch_implement::{ImplementInputs, implement_plan};
+use super::launch_plan::{approved_plan_section, plan_plan};
 use super::launch_review::{ReviewInputs, review_plan};
 use super::launch_sections::{
     after_validation_failure, append_section, carried_sections, operator_guidance_section,
@@ -240,7 +241,7 @@ async fn prepare_worktree(
         .map_err(workspace)?;
     let mode = match plan.phase {
         AgentPhase::Implement | AgentPhase::Fix => WorkMode::Continue,
-        AgentPhase::Review | AgentPhase::UpdateEpic => WorkMode::ReadOnly,
+        AgentPhase::Plan | AgentPhase::Review | AgentPhase::UpdateEpic => WorkMode::ReadOnly,
     };
     let mut prepared = worktree
         .prepare(&plan.start, mode)
@@ -367,11 +368,25 @@ async fn phase_plan(
     (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
 ) -> Result<PhasePlan, DriverError> {
     Ok(match &launch.inputs {
+        LaunchInputs::Plan {
+            base_sha, version, ..
+        } => {
+            plan_plan(
+                shared,
+                access,
+                state,
+                (base_sha, *version),
+                issue_url,
+                (issue_doc, reader),
+            )
+            .await?
+        }
         LaunchInputs::Implement {
             branch,
             base_sha,
             start_sha,
             validation_failure,
+            plan: approved,
             ..
         } => {
             let inputs = ImplementInputs {
@@ -380,7 +395,7 @@ async fn phase_plan(
                 start: start_sha,
                 validation_failure: validation_failure.as_deref(),
             };
-            implement_plan(
+            let mut plan = implement_plan(
                 shared,
                 access,
                 state,
@@ -388,7 +403,12 @@ async fn phase_plan(
                 inputs,
                 (issue_doc, reader),
             )
-            .await?
+            .await?;
+            if let (Some(approved), Some(runtime)) = (approved, shared.agents.as_ref()) {
+                let section = approved_plan_section(&runtime.prompts, &runtime.redactor, approved)?;
+                append_section(&mut plan.values, &section);
+            }
+            plan
         }
         LaunchInputs::Review {
             binding,

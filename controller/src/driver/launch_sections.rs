@@ -321,7 +321,9 @@ pub(super) fn after_validation_failure(inputs: &LaunchInputs) -> bool {
         | LaunchInputs::Fix {
             validation_failure, ..
         } => validation_failure.is_some(),
-        LaunchInputs::Review { .. } | LaunchInputs::UpdateEpic { .. } => false,
+        LaunchInputs::Plan { .. }
+        | LaunchInputs::Review { .. }
+        | LaunchInputs::UpdateEpic { .. } => false,
     }
 }
 

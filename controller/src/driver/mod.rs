@@ -50,6 +50,7 @@ mod launch_context;
 mod launch_epic;
 mod launch_fix;
 mod launch_implement;
+mod launch_plan;
 mod launch_review;
 mod launch_sections;
 mod repo_settings;

@@ -89,7 +89,8 @@ pub(super) fn catalog_for<'a>(
         review.as_ref(),
         max_round,
     )
-    .map_err(invalid)?;
+    .map_err(invalid)?
+    .with_plan(pick(&chosen.plan, AgentPhase::Plan));
     let catalog =
         AgentCatalog::new(runtime.catalog.profiles().clone(), routing).map_err(invalid)?;
     Ok(Cow::Owned(catalog))

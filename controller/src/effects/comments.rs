@@ -1,4 +1,4 @@
-//! Comment effects: `post_comment` (review result, EPIC progress, command
+//! Comment effects: `post_comment` (review result, plan, EPIC progress, command
 //! replies, notices — created once, never edited) and `edit_status_comment` (the
 //! run's one status comment, created on first use and edited in place).
 //!
@@ -83,6 +83,12 @@ fn recorded_comment(effect: &Effect) -> Option<RecordedComment> {
     })
 }
 
+/// A plan comment is identified by its version (and the run that wrote it).
+#[derive(Serialize)]
+struct PlanKey {
+    version: u32,
+}
+
 /// EPIC progress is identified by the child issue and its PR.
 #[derive(Serialize)]
 struct ProgressKey<'a> {
@@ -148,6 +154,19 @@ pub(crate) fn plan_review(
         body,
         completion,
     )
+}
+
+/// The plan comment of `version` on `issue`; `rendered` is publish's text.
+pub(crate) fn plan_plan_comment(
+    draft: Draft<'_>,
+    issue: IssueNumber,
+    version: u32,
+    rendered: &str,
+) -> Result<NewEffect, PlanError> {
+    let key = identity_key(&PlanKey { version })?;
+    let body = draft.stamp(rendered, MarkerName::Plan)?;
+    let completion = draft.marked(MarkerName::Plan, key);
+    comment_row(draft, EffectKind::PostComment, issue, body, completion)
 }
 
 /// The progress comment on `epic` for child `issue`, merged by PR `pr`.
@@ -222,9 +241,10 @@ pub(crate) fn plan_status(
 /// The comments holding the effect's identity, or the verdict when one of
 /// them carries a marker of that name we cannot read.
 ///
-/// A review result names the run that posted it: one naming another run
-/// (an earlier run on the same PR, stopped and started again, reviewing the
-/// same head) is that run's and not in this one's way. A marker naming no
+/// A review result or a plan names the run that posted it: one naming
+/// another run (an earlier run on the same PR or issue, stopped and started
+/// again, reviewing the same head or writing the same version) is that
+/// run's and not in this one's way. A marker naming no
 /// run, or this one, is a holder like any other, so a planted copy still
 /// counts as foreign.
 fn holders<'a>(
@@ -244,7 +264,7 @@ fn holders<'a>(
             }
             Scan::Found(markers) => {
                 let another_run = |m: &&super::markers::FoundMarker| {
-                    wanted.marker == MarkerName::ReviewResult
+                    matches!(wanted.marker, MarkerName::ReviewResult | MarkerName::Plan)
                         && m.payload
                             .get("run")
                             .and_then(serde_json::Value::as_i64)

@@ -40,6 +40,7 @@ pub enum MarkerName {
     Reply,
     Notice,
     InlineReview,
+    Plan,
 }
 
 /// What a key's value must be.
@@ -79,7 +80,7 @@ const RUN: KeySpec = opt("run", KeyType::Count);
 const WRITE: KeySpec = opt("write", KeyType::Text);
 
 impl MarkerName {
-    pub const ALL: [MarkerName; 8] = [
+    pub const ALL: [MarkerName; 9] = [
         MarkerName::Implementation,
         MarkerName::ReviewResult,
         MarkerName::FollowUp,
@@ -88,6 +89,7 @@ impl MarkerName {
         MarkerName::Reply,
         MarkerName::Notice,
         MarkerName::InlineReview,
+        MarkerName::Plan,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -100,6 +102,7 @@ impl MarkerName {
             MarkerName::Reply => "autoforge-reply",
             MarkerName::Notice => "autoforge-notice",
             MarkerName::InlineReview => "ai-inline-review",
+            MarkerName::Plan => "ai-plan",
         }
     }
 
@@ -113,6 +116,7 @@ impl MarkerName {
             MarkerName::Reply => REPLY_KEYS,
             MarkerName::Notice => NOTICE_KEYS,
             MarkerName::InlineReview => INLINE_REVIEW_KEYS,
+            MarkerName::Plan => PLAN_KEYS,
         }
     }
 }
@@ -160,6 +164,7 @@ const EPIC_PROGRESS_KEYS: &[KeySpec] = &[
 const STATUS_KEYS: &[KeySpec] = &[req("run", KeyType::Count), WRITE];
 const REPLY_KEYS: &[KeySpec] = &[req("command_comment_id", KeyType::Count), RUN, WRITE];
 const NOTICE_KEYS: &[KeySpec] = &[req("event", KeyType::Text), RUN, WRITE];
+const PLAN_KEYS: &[KeySpec] = &[req("version", KeyType::Count), RUN, WRITE];
 const INLINE_REVIEW_KEYS: &[KeySpec] = &[
     req("round", KeyType::Count),
     req("reviewed_head_sha", KeyType::Text),

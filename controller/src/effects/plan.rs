@@ -17,7 +17,7 @@ use autoforge_journal::NewEffect;
 use super::planning::{Draft, PlanContext, PlanError};
 use super::{check_run, comments, epic, issues, labels, merge, pulls, push, reactions, reviews};
 use crate::machine::EffectIntent;
-use crate::publish::{ReviewRender, render_review_comment};
+use crate::publish::{PlanRender, ReviewRender, render_plan_comment, render_review_comment};
 
 /// The journal row for `intent`, with its exact payload bytes.
 ///
@@ -56,6 +56,19 @@ pub fn plan(intent: &EffectIntent, ctx: &PlanContext<'_>) -> Result<NewEffect, P
                 sections,
             })?;
             comments::plan_review(draft, *pr, *round, binding, &rendered)
+        }
+        EffectIntent::PostPlanComment {
+            issue,
+            version,
+            plan,
+            awaits_approval,
+        } => {
+            let rendered = render_plan_comment(&PlanRender {
+                version: *version,
+                plan,
+                awaits_approval: *awaits_approval,
+            })?;
+            comments::plan_plan_comment(draft, *issue, *version, &rendered)
         }
         EffectIntent::PostEpicProgress {
             epic,

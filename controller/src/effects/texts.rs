@@ -23,6 +23,10 @@ fn next_commands(status: &StatusSnapshot) -> &'static str {
         _ if status.waiting_for == "operator_retry" => {
             "`/autoforge retry`, `/autoforge stop`, `/autoforge status`"
         }
+        Phase::Plan if status.waiting_for == "plan_approval" => {
+            "`/autoforge approve [answers]` (see the plan comment), `/autoforge replan <notes>`, \
+             `/autoforge stop`, `/autoforge status`"
+        }
         _ => "`/autoforge stop`, `/autoforge status`",
     }
 }
@@ -386,6 +390,18 @@ mod tests {
         let text = status_text(&before_start).unwrap();
         assert!(!text.contains("/autoforge unblock"), "{text}");
         assert!(text.contains("trigger label"), "{text}");
+    }
+
+    #[test]
+    fn a_plan_waiting_for_approval_offers_approve_and_replan() {
+        let mut waiting = snapshot(Phase::Plan);
+        waiting.waiting_for = "plan_approval".into();
+        let text = status_text(&waiting).unwrap();
+        assert!(text.contains("- Phase: **PLAN**"), "{text}");
+        assert!(text.contains("`/autoforge approve [answers]`"), "{text}");
+        assert!(text.contains("`/autoforge replan <notes>`"), "{text}");
+        let writing = status_text(&snapshot(Phase::Plan)).unwrap();
+        assert!(!writing.contains("/autoforge approve"), "{writing}");
     }
 
     #[test]

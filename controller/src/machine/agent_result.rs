@@ -100,6 +100,62 @@ pub struct Resolution {
     pub kind: ResolutionKind,
 }
 
+/// One open question of a plan, with the answer the planner suggests; an
+/// approval that does not answer it takes `default`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanQuestion {
+    /// A small number (`1`, `2`, …): what `/autoforge approve 1=b` names.
+    pub id: String,
+    pub question: String,
+    pub default: String,
+}
+
+/// A successful PLAN result: what the implementer is going to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanResult {
+    pub summary: String,
+    pub steps: Vec<String>,
+    /// The files the planner expects the change to touch.
+    pub files: Vec<String>,
+    pub risks: Vec<String>,
+    pub questions: Vec<PlanQuestion>,
+}
+
+/// An operator's answer to one plan question (`/autoforge approve 1=b`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanAnswer {
+    pub id: String,
+    pub text: String,
+}
+
+/// The plan IMPLEMENT works from: the version that was approved (or
+/// posted, under `plan.mode = "post"`) and the answers given with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovedPlan {
+    pub version: u32,
+    pub plan: PlanResult,
+    /// The operator's answers; a question without one takes its default.
+    pub answers: Vec<PlanAnswer>,
+    /// Who approved it; `None` when the plan was only posted.
+    pub approved_by: Option<String>,
+}
+
+impl ApprovedPlan {
+    /// Each question with the answer that stands: the operator's, or the
+    /// planner's default (`false`).
+    pub fn resolved(&self) -> Vec<(&PlanQuestion, &str, bool)> {
+        self.plan
+            .questions
+            .iter()
+            .map(|q| match self.answers.iter().find(|a| a.id == q.id) {
+                Some(given) => (q, given.text.as_str(), true),
+                None => (q, q.default.as_str(), false),
+            })
+            .collect()
+    }
+}
+
 /// A successful IMPLEMENT result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImplementResult {
@@ -152,6 +208,7 @@ pub struct EpicResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PhaseResult {
+    Plan(PlanResult),
     Implement(ImplementResult),
     Review(ReviewResult),
     Fix(FixResult),

@@ -29,6 +29,30 @@ impl std::fmt::Display for MergeMode {
     }
 }
 
+/// `plan.mode` (SPEC §4 PLAN): whether a plan is written before the code,
+/// and whether the run waits for an operator to approve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanMode {
+    /// No PLAN phase: IMPLEMENT starts at once.
+    #[default]
+    Off,
+    /// The plan is posted and IMPLEMENT starts straight away.
+    Post,
+    /// The plan is posted and the run waits for `/autoforge approve`.
+    Approve,
+}
+
+impl std::fmt::Display for PlanMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PlanMode::Off => "off",
+            PlanMode::Post => "post",
+            PlanMode::Approve => "approve",
+        })
+    }
+}
+
 /// `merge.method`: how GitHub is asked to merge (its `merge_method`).
 /// The `Default` is GitHub's own when a request names no method.
 #[derive(
@@ -127,6 +151,10 @@ pub struct RunSettings {
     /// GitHub App can write check runs, so the driver turns it on for one.
     #[serde(default)]
     pub check_run: bool,
+    /// `plan.mode`, or the repository file's choice; runs recorded before
+    /// the PLAN phase existed read as `off`.
+    #[serde(default)]
+    pub plan_mode: PlanMode,
 }
 
 impl Default for RunSettings {
@@ -149,6 +177,7 @@ impl Default for RunSettings {
             max_tokens: None,
             max_cost_micros: None,
             check_run: false,
+            plan_mode: PlanMode::Off,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! validations to start, or a typed refusal that changes nothing.
 
 use super::agent_result::Resolution;
-use super::agent_result::{Finding, ReviewSections};
+use super::agent_result::{ApprovedPlan, Finding, PlanResult, ReviewSections};
 use super::bounds::{MergeMethod, MergeMode};
 use super::phase::{AgentPhase, IllegalEdge, Phase};
 use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
@@ -181,6 +181,14 @@ pub enum EffectIntent {
         binding: RoundBinding,
         findings: Vec<Finding>,
     },
+    /// The plan comment on the issue, one per plan version (marker
+    /// `ai-plan`); `awaits_approval` adds how to approve or replan.
+    PostPlanComment {
+        issue: IssueNumber,
+        version: u32,
+        plan: PlanResult,
+        awaits_approval: bool,
+    },
     PostEpicProgress {
         epic: IssueNumber,
         issue: IssueNumber,
@@ -258,6 +266,7 @@ impl EffectIntent {
             EffectIntent::CreatePr { .. } => EffectKind::CreatePr,
             EffectIntent::AdoptPr { .. } => EffectKind::AdoptPr,
             EffectIntent::PostReviewComment { .. }
+            | EffectIntent::PostPlanComment { .. }
             | EffectIntent::PostEpicProgress { .. }
             | EffectIntent::PostCommandReply { .. }
             | EffectIntent::PostNotice { .. } => EffectKind::PostComment,
@@ -287,6 +296,9 @@ impl EffectIntent {
                 "ai-review-result:pr={pr}:round={round}:head={}:base={}:merge_base={}",
                 binding.head_sha, binding.base_ref, binding.merge_base_sha
             ),
+            EffectIntent::PostPlanComment { issue, version, .. } => {
+                format!("ai-plan:issue={issue}:version={version}")
+            }
             EffectIntent::PostEpicProgress {
                 epic, issue, pr, ..
             } => {
@@ -349,6 +361,12 @@ pub struct Correction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "inputs", rename_all = "snake_case")]
 pub enum LaunchInputs {
+    Plan {
+        issue: IssueNumber,
+        base_sha: CommitSha,
+        /// The version the plan will be (1 for the first).
+        version: u32,
+    },
     Implement {
         issue: IssueNumber,
         branch: String,
@@ -357,6 +375,9 @@ pub enum LaunchInputs {
         /// the issue branch when earlier work was published.
         start_sha: CommitSha,
         validation_failure: Option<String>,
+        /// The plan to follow, with the operator's answers (SPEC §4 PLAN).
+        #[serde(default)]
+        plan: Option<Box<ApprovedPlan>>,
     },
     Review {
         binding: RoundBinding,
@@ -475,6 +496,8 @@ pub enum Refusal {
     HumanRoundNotAvailable { reason: String },
     #[error("{origin} already started a human round")]
     HumanFeedbackSeen { origin: String },
+    #[error("{reason}")]
+    PlanNotAvailable { reason: String },
 }
 
 /// Errors of `decide`: only an edge the table forbids, which is a defect.

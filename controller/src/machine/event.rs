@@ -1,7 +1,7 @@
 //! The inputs of `decide`: observations the driver made and commands the
 //! commands layer already authorised. Ids and times travel inside them.
 
-use super::agent_result::AgentOutcome;
+use super::agent_result::{AgentOutcome, PlanAnswer};
 use super::bounds::{MergeMethod, RunSettings};
 use super::repository::RepositorySettings;
 use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
@@ -188,6 +188,17 @@ pub enum OperatorRequest {
     },
     /// `/autoforge help`: the commands accepted now.
     Help,
+    /// `/autoforge approve [answers]`: IMPLEMENT starts from the posted
+    /// plan; a question without an answer takes its default.
+    Approve {
+        #[serde(default)]
+        answers: Vec<PlanAnswer>,
+    },
+    /// `/autoforge replan <notes>`: a new plan, the notes shown to the
+    /// planner as the operator's guidance.
+    Replan {
+        notes: String,
+    },
 }
 
 /// One point a person raised: an inline review comment (with its place in

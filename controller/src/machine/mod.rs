@@ -42,10 +42,11 @@ pub mod status_labels;
 pub mod unblock;
 
 pub use agent_result::{
-    AgentOutcome, AgentResult, Classification, EpicResult, Finding, FixResult, FollowUpDraft,
-    ImplementResult, PhaseResult, Resolution, ResolutionKind, ReviewResult, ReviewSections,
+    AgentOutcome, AgentResult, ApprovedPlan, Classification, EpicResult, Finding, FixResult,
+    FollowUpDraft, ImplementResult, PhaseResult, PlanAnswer, PlanQuestion, PlanResult, Resolution,
+    ResolutionKind, ReviewResult, ReviewSections,
 };
-pub use bounds::{Counters, MergeMethod, MergeMode, RunSettings};
+pub use bounds::{Counters, MergeMethod, MergeMode, PlanMode, RunSettings};
 pub use decide::decide;
 pub use decision::{
     CheckRunView, CheckShows, Correction, Decision, EffectIntent, EffectKind, IssueFinished,
@@ -61,11 +62,11 @@ pub use event::{
 pub use phase::{AgentPhase, Cause, IllegalEdge, Phase, UnknownPhase, check_edge, legal_edge};
 pub use protected::{is_protected, protected_among};
 pub use repository::{
-    RepositoryAgents, RepositoryLabels, RepositoryMerge, RepositorySettings, RepositoryValidation,
-    ValidationCommand,
+    RepositoryAgents, RepositoryLabels, RepositoryMerge, RepositoryPlan, RepositorySettings,
+    RepositoryValidation, ValidationCommand,
 };
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
-    MergePlan, OperatorGuidance, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
-    is_human_finding,
+    MergePlan, OperatorGuidance, PlanState, ReviewState, RoundBinding, RoundOutcome, RoundRecord,
+    RunState, is_human_finding,
 };

@@ -1,4 +1,4 @@
-//! The run phases of SPEC §3, the four of them an agent works in, and the
+//! The run phases of SPEC §3, the five of them an agent works in, and the
 //! table of legal edges between phases.
 //!
 //! The table is the single authority on which phase may follow which; every
@@ -13,6 +13,7 @@ use std::fmt;
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Phase {
     Initializing,
+    Plan,
     Implement,
     Review,
     Fix,
@@ -27,8 +28,9 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order SPEC §3 lists them.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
         Phase::Initializing,
+        Phase::Plan,
         Phase::Implement,
         Phase::Review,
         Phase::Fix,
@@ -62,6 +64,7 @@ impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Initializing => "INITIALIZING",
+            Phase::Plan => "PLAN",
             Phase::Implement => "IMPLEMENT",
             Phase::Review => "REVIEW",
             Phase::Fix => "FIX",
@@ -100,7 +103,8 @@ impl std::str::FromStr for Phase {
     }
 }
 
-/// The phases an agent works in: the `phase` its CONTROL_RESULT names and
+/// The phases an agent works in (PLAN only when `plan.mode` is not off):
+/// the `phase` its CONTROL_RESULT names and
 /// the role a profile is routed to (SPEC §5, §13). Serialised in the role
 /// spelling (`update_epic`), as the config and the journal write it.
 ///
@@ -108,6 +112,7 @@ impl std::str::FromStr for Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentPhase {
+    Plan,
     Implement,
     Review,
     Fix,
@@ -116,7 +121,13 @@ pub enum AgentPhase {
 
 impl AgentPhase {
     /// Every agent phase, in the order a run meets them.
-    pub const ALL: [AgentPhase; 4] = [Self::Implement, Self::Review, Self::Fix, Self::UpdateEpic];
+    pub const ALL: [AgentPhase; 5] = [
+        Self::Plan,
+        Self::Implement,
+        Self::Review,
+        Self::Fix,
+        Self::UpdateEpic,
+    ];
 
     /// The SPEC §3 spelling (`UPDATE_EPIC`), also the `phase` value of a
     /// CONTROL_RESULT.
@@ -127,6 +138,7 @@ impl AgentPhase {
     /// The role spelling (`update_epic`) of the config file and the journal.
     pub fn role_name(self) -> &'static str {
         match self {
+            Self::Plan => "plan",
             Self::Implement => "implement",
             Self::Review => "review",
             Self::Fix => "fix",
@@ -138,6 +150,7 @@ impl AgentPhase {
 impl From<AgentPhase> for Phase {
     fn from(phase: AgentPhase) -> Self {
         match phase {
+            AgentPhase::Plan => Phase::Plan,
             AgentPhase::Implement => Phase::Implement,
             AgentPhase::Review => Phase::Review,
             AgentPhase::Fix => Phase::Fix,
@@ -157,8 +170,8 @@ impl Phase {
 
 /// Whether `from -> to` is an edge of SPEC §3's table.
 ///
-/// Staying in a phase is not an edge; the only self-loop is `REVIEW -> REVIEW`
-/// (a stale round). Edges out of `BLOCKED` into working phases are legal here
+/// Staying in a phase is not an edge; the only self-loops are `REVIEW ->
+/// REVIEW` (a stale round) and `PLAN -> PLAN` (a replan). Edges out of `BLOCKED` into working phases are legal here
 /// but [`check_edge`] additionally requires that an unblock takes them.
 pub fn legal_edge(from: Phase, to: Phase) -> bool {
     use Phase::*;
@@ -172,13 +185,14 @@ pub fn legal_edge(from: Phase, to: Phase) -> bool {
     }
     matches!(
         (from, to),
-        (Initializing, Implement)
+        (Initializing, Plan | Implement)
+            | (Plan, Implement | Plan)
             | (Implement, Review)
             | (Review, Fix | ReadyForMerge | Review)
             | (Fix, Review)
             | (ReadyForMerge, Merge | Review | UpdateEpic | Fix)
             | (Merge, UpdateEpic | Review)
-            | (UpdateEpic, Implement | Done)
+            | (UpdateEpic, Plan | Implement | Done)
             | (
                 Blocked,
                 Implement | Review | Fix | ReadyForMerge | UpdateEpic
@@ -256,7 +270,10 @@ mod tests {
     #[test]
     fn table_matches_spec_exactly() {
         let forward = [
+            (Initializing, Plan),
             (Initializing, Implement),
+            (Plan, Implement),
+            (Plan, Plan),
             (Implement, Review),
             (Review, Fix),
             (Review, ReadyForMerge),
@@ -268,6 +285,7 @@ mod tests {
             (ReadyForMerge, Fix),
             (Merge, UpdateEpic),
             (Merge, Review),
+            (UpdateEpic, Plan),
             (UpdateEpic, Implement),
             (UpdateEpic, Done),
             (Blocked, Implement),
@@ -317,7 +335,7 @@ mod tests {
             .into_iter()
             .filter(|p| p.agent().is_some())
             .collect();
-        assert_eq!(working, [Implement, Review, Fix, UpdateEpic]);
+        assert_eq!(working, [Plan, Implement, Review, Fix, UpdateEpic]);
         for agent in AgentPhase::ALL {
             assert_eq!(Phase::from(agent).agent(), Some(agent));
             let json = serde_json::to_string(&agent).expect("serialise");

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::bounds::MergeMethod;
+use super::bounds::{MergeMethod, PlanMode};
 
 /// The settings a repository chose; every `None` keeps the operator's value.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +20,15 @@ pub struct RepositorySettings {
     pub labels: RepositoryLabels,
     pub agents: RepositoryAgents,
     pub merge: RepositoryMerge,
+    pub plan: RepositoryPlan,
+}
+
+/// Whether this repository's runs write a plan first (SPEC §4 PLAN).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepositoryPlan {
+    /// Overrides the operator's `plan.mode`.
+    pub mode: Option<PlanMode>,
 }
 
 /// How this repository's pull requests are merged.
@@ -46,6 +55,7 @@ pub struct RepositoryLabels {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RepositoryAgents {
+    pub plan: Option<String>,
     pub implement: Option<String>,
     pub review: Option<String>,
     pub fix: Option<String>,

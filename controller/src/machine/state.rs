@@ -3,7 +3,7 @@
 //!
 //! It carries no clock and no randomness; ids and times arrive in events.
 
-use super::agent_result::{Finding, PhaseResult, Resolution};
+use super::agent_result::{ApprovedPlan, Finding, PhaseResult, PlanResult, Resolution};
 use super::bounds::{Counters, MergeMethod, RunSettings};
 use super::decision::{CheckRunView, LaunchRequest};
 use super::phase::Phase;
@@ -105,6 +105,18 @@ pub struct OperatorGuidance {
     pub text: String,
 }
 
+/// The PLAN phase's bookkeeping for the current issue (SPEC §4 PLAN); a
+/// new issue starts it afresh.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanState {
+    /// Plans written for this issue: the version of the latest one.
+    pub version: u32,
+    /// The latest plan, once the planner answered.
+    pub latest: Option<PlanResult>,
+    /// The plan IMPLEMENT is given; set when PLAN passes to IMPLEMENT.
+    pub approved: Option<ApprovedPlan>,
+}
+
 /// EPIC bookkeeping (SPEC §9).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EpicState {
@@ -161,6 +173,8 @@ pub enum EffectStep {
     ReviewComment,
     FixPublish,
     EpicUpdate,
+    /// The plan comment of the latest plan version.
+    PlanComment,
 }
 
 /// What the run waits for next. The driver reads it to know what to do.
@@ -192,6 +206,9 @@ pub enum Awaiting {
     OperatorRetry {
         resume: Box<Awaiting>,
     },
+    /// PLAN under `plan.mode = "approve"`: the plan is posted and the run
+    /// waits for `/autoforge approve` or `/autoforge replan`.
+    PlanApproval,
     /// BLOCKED waits for an unblock; terminal phases wait for nothing.
     Nothing,
 }
@@ -208,6 +225,7 @@ impl Awaiting {
             Awaiting::MergeOutcome => "merge_outcome",
             Awaiting::NextIssueCheck { .. } => "next_issue_check",
             Awaiting::OperatorRetry { .. } => "operator_retry",
+            Awaiting::PlanApproval => "plan_approval",
             Awaiting::Nothing => "nothing",
         }
     }
@@ -282,6 +300,9 @@ pub struct RunState {
     /// See [`OperatorGuidance`].
     #[serde(default)]
     pub operator_guidance: Option<OperatorGuidance>,
+    /// See [`PlanState`].
+    #[serde(default)]
+    pub plan: PlanState,
 }
 
 /// The merge the gate chose: the method, and the title the PR had when
@@ -336,6 +357,7 @@ impl RunState {
             merge_wait: None,
             merging: None,
             operator_guidance: None,
+            plan: PlanState::default(),
         }
     }
 
@@ -356,5 +378,6 @@ impl RunState {
         self.merge_approved = false;
         self.merge_wait = None;
         self.merging = None;
+        self.plan = PlanState::default();
     }
 }

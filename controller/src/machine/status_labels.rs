@@ -19,9 +19,12 @@ pub const STATUS_LABELS: [&str; 4] = [
 /// failed or was stopped (a finished-but-not-done run carries no claim).
 pub fn status_label(phase: Phase) -> Option<&'static str> {
     match phase {
-        Phase::Implement | Phase::Review | Phase::Fix | Phase::Merge | Phase::UpdateEpic => {
-            Some("autoforge:running")
-        }
+        Phase::Plan
+        | Phase::Implement
+        | Phase::Review
+        | Phase::Fix
+        | Phase::Merge
+        | Phase::UpdateEpic => Some("autoforge:running"),
         Phase::Blocked => Some("autoforge:blocked"),
         Phase::ReadyForMerge => Some("autoforge:ready"),
         Phase::Done => Some("autoforge:done"),

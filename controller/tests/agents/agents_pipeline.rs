@@ -120,6 +120,7 @@ fn values_for(template: TemplateId) -> BTreeMap<&'static str, Value> {
 
 fn template_of(phase: AgentPhase) -> TemplateId {
     match phase {
+        AgentPhase::Plan => TemplateId::Plan,
         AgentPhase::Implement => TemplateId::Implement,
         AgentPhase::Review => TemplateId::Review,
         AgentPhase::Fix => TemplateId::Fix,

@@ -62,6 +62,9 @@ pub(super) enum Scenario {
     /// review's body), the fixer fixes both, a clean round 2 posts its own
     /// review; READY_FOR_MERGE.
     InlineReviewRounds,
+    /// Like `PublishAndReview` with `plan.mode = "post"`: a planner's plan
+    /// is posted on the issue (`ai-plan`) before the implementer runs.
+    PlanAndPublish,
 }
 
 impl Scenario {
@@ -71,6 +74,13 @@ impl Scenario {
             Scenario::PublishWithStatusLabels => format!(
                 "[labels]\nstatus = true\n{}",
                 Scenario::PublishAndReview.config()
+            ),
+            Scenario::PlanAndPublish => format!(
+                "[plan]\nmode = \"post\"\n\n[agents.profiles.planner]\ncommand = {}\n\n{}",
+                agent_command("phase_plan.sh", &["questions"]),
+                Scenario::PublishAndReview
+                    .config()
+                    .replace("[agents.roles]\n", "[agents.roles]\nplan = \"planner\"\n")
             ),
             Scenario::PublishAndReview | Scenario::AdoptPersonsPr => format!(
                 r#"{DRIVER}
@@ -211,7 +221,8 @@ timeout_seconds = 60
             Scenario::PublishAndReview
             | Scenario::AdoptPersonsPr
             | Scenario::PublishWithStatusLabels
-            | Scenario::InlineReviewRounds => "READY_FOR_MERGE",
+            | Scenario::InlineReviewRounds
+            | Scenario::PlanAndPublish => "READY_FOR_MERGE",
             Scenario::FullLoop | Scenario::FollowUpReuse => "DONE",
             Scenario::AnswerWithoutRun => "no run",
         }

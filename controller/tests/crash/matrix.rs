@@ -185,6 +185,13 @@ const STATUS_LABELS: Family = family(
     S::PublishWithStatusLabels,
 );
 
+const PLAN_COMMENT: Family = family(
+    "plan comment",
+    K::PostComment,
+    Some("ai-plan"),
+    S::PlanAndPublish,
+);
+
 const INLINE_REVIEW: Family = family("inline review", K::PostReview, None, S::InlineReviewRounds);
 
 const ANSWER: Family = family(
@@ -211,6 +218,7 @@ families! {
     check_run_survives_a_crash_at_every_point => CHECK_RUN,
     answer_survives_a_crash_at_every_point => ANSWER,
     inline_review_posted_once_across_a_crash_at_every_point => INLINE_REVIEW,
+    plan_comment_posted_once_across_a_crash_at_every_point => PLAN_COMMENT,
 }
 
 #[test]

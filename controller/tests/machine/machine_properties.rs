@@ -23,9 +23,18 @@ fn sha(n: u32) -> autoforge_journal::CommitSha {
     autoforge_journal::testing::sha(&format!("{n:040x}"))
 }
 
+/// The plan mode goes with the merge mode, so every property also runs
+/// through PLAN: posted (auto), approved or replanned (on-command), or not
+/// at all (never).
 fn settings(merge_mode: MergeMode) -> RunSettings {
+    let plan_mode = match merge_mode {
+        MergeMode::Never => PlanMode::Off,
+        MergeMode::OnCommand => PlanMode::Approve,
+        MergeMode::Auto => PlanMode::Post,
+    };
     RunSettings {
         merge_mode,
+        plan_mode,
         max_review_rounds: 2,
         max_launches: 10,
         max_validation_failures: 2,
@@ -196,6 +205,19 @@ fn phase_result(state: &RunState, flavor: u8) -> PhaseResult {
                 resolutions,
             })
         }
+        Phase::Plan => PhaseResult::Plan(PlanResult {
+            summary: "plan".into(),
+            steps: vec!["step".into()],
+            files: Vec::new(),
+            risks: Vec::new(),
+            questions: (1..=f % 3)
+                .map(|n| PlanQuestion {
+                    id: n.to_string(),
+                    question: "q".into(),
+                    default: "d".into(),
+                })
+                .collect(),
+        }),
         Phase::UpdateEpic => PhaseResult::UpdateEpic(EpicResult {
             progress: Some("progress".into()),
             roadmap_section: Some("roadmap".into()),
@@ -255,7 +277,7 @@ fn operator(command: OperatorRequest) -> Event {
 }
 
 /// Number of event families [`event_for`] knows.
-const FAMILIES: u8 = 18;
+const FAMILIES: u8 = 19;
 
 /// A plausible event for `state`: ids, SHAs and rounds mostly match what the
 /// run awaits, so sequences make progress; `flavor` picks the variation.
@@ -371,6 +393,17 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
             ],
         }),
         16 => operator(OperatorRequest::Help),
+        17 if flavor.is_multiple_of(3) => operator(OperatorRequest::Replan {
+            notes: "smaller steps".into(),
+        }),
+        17 => operator(OperatorRequest::Approve {
+            answers: (1..=u32::from(flavor % 3))
+                .map(|n| PlanAnswer {
+                    id: n.to_string(),
+                    text: "b".into(),
+                })
+                .collect(),
+        }),
         _ if flavor < 8 => Event::LabelRemoved,
         _ if flavor < 16 => operator(OperatorRequest::Stop),
         _ => operator(OperatorRequest::Status),
@@ -390,6 +423,7 @@ fn awaited_family(state: &RunState, flavor: u8) -> u8 {
         Awaiting::MergeOutcome => 7,
         Awaiting::NextIssueCheck { .. } => 8,
         Awaiting::OperatorRetry { .. } => 12,
+        Awaiting::PlanApproval => 17,
         Awaiting::Nothing if state.phase == Phase::Blocked => 14,
         Awaiting::Nothing => 13,
     }
@@ -846,11 +880,11 @@ fn every_phase_and_event_yields_a_legal_edge_a_stay_or_a_refusal() {
         }
     }
     // 12 event variants besides operator commands (the human review
-    // included), plus 7 commands.
+    // included), plus 9 commands.
     for phase in Phase::ALL {
         assert_eq!(
             fed[&phase].len(),
-            19,
+            21,
             "every event variant and command was fed in {phase}"
         );
     }

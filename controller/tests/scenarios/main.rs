@@ -19,6 +19,7 @@ mod scenario_installations;
 mod scenario_merge;
 mod scenario_merge_rules;
 mod scenario_own_pr;
+mod scenario_plan;
 mod scenario_progress;
 mod scenario_protected;
 mod scenario_relabel;

@@ -145,6 +145,7 @@ pub enum PipelineError {
 
 fn template_for(phase: AgentPhase, rerequest: Option<ReRequest>) -> TemplateId {
     match (phase, rerequest) {
+        (AgentPhase::Plan, _) => TemplateId::Plan,
         (AgentPhase::Implement, _) => TemplateId::Implement,
         (AgentPhase::Review, _) => TemplateId::Review,
         (AgentPhase::Fix, _) => TemplateId::Fix,
@@ -156,7 +157,8 @@ fn template_for(phase: AgentPhase, rerequest: Option<ReRequest>) -> TemplateId {
 fn expectations_fit(phase: AgentPhase, expectations: &Expectations) -> bool {
     matches!(
         (phase, expectations),
-        (AgentPhase::Implement, Expectations::Implement { .. })
+        (AgentPhase::Plan, Expectations::Plan)
+            | (AgentPhase::Implement, Expectations::Implement { .. })
             | (AgentPhase::Review, Expectations::Review(_))
             | (AgentPhase::Fix, Expectations::Fix { .. })
             | (AgentPhase::UpdateEpic, Expectations::UpdateEpic(_))
@@ -283,8 +285,9 @@ async fn attempt_once(
     log_dir: PathBuf,
     redactor: &Redactor,
 ) -> Result<Attempt, PipelineError> {
-    // The reviewer is read-only; anything it changes voids its answer.
-    let before = if request.phase == AgentPhase::Review {
+    // The reviewer and the planner are read-only; anything they change
+    // voids the answer.
+    let before = if matches!(request.phase, AgentPhase::Review | AgentPhase::Plan) {
         Some(request.worktree.fingerprint().await?)
     } else {
         None
@@ -385,6 +388,7 @@ mod tests {
         assert_eq!(
             pairs,
             [
+                (AgentPhase::Plan, TemplateId::Plan),
                 (AgentPhase::Implement, TemplateId::Implement),
                 (AgentPhase::Review, TemplateId::Review),
                 (AgentPhase::Fix, TemplateId::Fix),

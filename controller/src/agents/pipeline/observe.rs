@@ -15,6 +15,8 @@ use crate::workspace::{CommitSha, Mirror, WorkspaceError, Worktree};
 /// name the commit their candidate's new commits are counted from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expectations {
+    /// A plan is read-only work: nothing to observe but the answer.
+    Plan,
     Implement {
         run_issue: IssueRef,
         /// The default-branch head the launch started from.
@@ -43,7 +45,7 @@ pub struct Candidate {
 /// The commit-message policy over a candidate's new commits (SPEC §7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitPolicy {
-    /// REVIEW and UPDATE_EPIC produce no commits to push.
+    /// PLAN, REVIEW and UPDATE_EPIC produce no commits to push.
     NotApplicable,
     /// Every new commit's message may be published.
     Passed { commits: usize },
@@ -60,6 +62,7 @@ impl Expectations {
         worktree: &Worktree,
     ) -> Result<(Observations, Option<Candidate>), WorkspaceError> {
         Ok(match self {
+            Self::Plan => (Observations::Plan, None),
             Self::Review(observed) => (Observations::Review(observed.clone()), None),
             Self::UpdateEpic(observed) => (Observations::UpdateEpic(observed.clone()), None),
             Self::Implement {

@@ -1,4 +1,4 @@
-//! Role routing (SPEC §13): which profile runs `implement`, `fix`,
+//! Role routing (SPEC §13): which profile runs `plan`, `implement`, `fix`,
 //! `update_epic`, and `review` by review round (e.g. round 1 on one vendor,
 //! rounds 2–5 on another, 6+ on a third).
 //!
@@ -131,6 +131,8 @@ pub enum RoutingError {
 /// Which profile serves each role; `None` for a role left unset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoleRouting {
+    /// The planner (SPEC §4 PLAN), set with [`RoleRouting::with_plan`].
+    plan: Option<String>,
     implement: Option<String>,
     fix: Option<String>,
     update_epic: Option<String>,
@@ -160,6 +162,7 @@ impl RoleRouting {
             Some(ReviewRole::ByRound(routes)) => check_ranges(routes, max_round)?,
         };
         Ok(Self {
+            plan: None,
             implement,
             fix,
             update_epic,
@@ -167,10 +170,17 @@ impl RoleRouting {
         })
     }
 
+    /// The same routing with `plan` as the planner's profile.
+    pub fn with_plan(mut self, plan: Option<String>) -> Self {
+        self.plan = plan;
+        self
+    }
+
     /// The profile name for `role`; `round` matters only for reviews (round
     /// 0 is treated as round 1, a round past the cap as the last range).
     pub fn profile_for(&self, role: AgentPhase, round: u32) -> Option<&str> {
         match role {
+            AgentPhase::Plan => self.plan.as_deref(),
             AgentPhase::Implement => self.implement.as_deref(),
             AgentPhase::Fix => self.fix.as_deref(),
             AgentPhase::UpdateEpic => self.update_epic.as_deref(),
@@ -188,6 +198,7 @@ impl RoleRouting {
     /// Every `(role, profile)` pair, for checking names against the profiles.
     fn references(&self) -> impl Iterator<Item = (AgentPhase, &str)> {
         [
+            (AgentPhase::Plan, self.plan.as_deref()),
             (AgentPhase::Implement, self.implement.as_deref()),
             (AgentPhase::Fix, self.fix.as_deref()),
             (AgentPhase::UpdateEpic, self.update_epic.as_deref()),

@@ -8,7 +8,9 @@ use crate::agents::result::limits;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TemplateId {
     TrustBoundary,
+    Plan,
     Implement,
+    ApprovedPlan,
     Review,
     Fix,
     UpdateEpic,
@@ -20,9 +22,11 @@ pub enum TemplateId {
 }
 
 impl TemplateId {
-    pub const ALL: [TemplateId; 10] = [
+    pub const ALL: [TemplateId; 12] = [
         Self::TrustBoundary,
+        Self::Plan,
         Self::Implement,
+        Self::ApprovedPlan,
         Self::Review,
         Self::Fix,
         Self::UpdateEpic,
@@ -37,7 +41,9 @@ impl TemplateId {
     pub fn file_name(self) -> &'static str {
         match self {
             Self::TrustBoundary => "trust_boundary.md",
+            Self::Plan => "plan.md",
             Self::Implement => "implement.md",
+            Self::ApprovedPlan => "approved_plan.md",
             Self::Review => "review.md",
             Self::Fix => "fix.md",
             Self::UpdateEpic => "update_epic.md",
@@ -52,7 +58,9 @@ impl TemplateId {
     pub(super) fn embedded(self) -> &'static str {
         match self {
             Self::TrustBoundary => include_str!("../../../../prompts/trust_boundary.md"),
+            Self::Plan => include_str!("../../../../prompts/plan.md"),
             Self::Implement => include_str!("../../../../prompts/implement.md"),
+            Self::ApprovedPlan => include_str!("../../../../prompts/approved_plan.md"),
             Self::Review => include_str!("../../../../prompts/review.md"),
             Self::Fix => include_str!("../../../../prompts/fix.md"),
             Self::UpdateEpic => include_str!("../../../../prompts/update_epic.md"),
@@ -80,6 +88,18 @@ impl TemplateId {
                 "CONTEXT_DIR",
                 "MAX_CONTROL_RESULT_BYTES",
             ],
+            Self::Plan => &[
+                "PLAN_VERSION",
+                "ISSUE_URL",
+                "EPIC_URL",
+                "REPOSITORY",
+                "DEFAULT_BRANCH",
+                "BASE_SHA",
+                "ADDITIONAL_SECTIONS",
+                "MAX_PLAN_TEXT_CHARS",
+                "MAX_PLAN_LINE_CHARS",
+            ],
+            Self::ApprovedPlan => &["PLAN_VERSION", "PLAN_APPROVAL", "PLAN_TEXT", "PLAN_ANSWERS"],
             Self::Implement => &[
                 "ISSUE_NUMBER",
                 "ISSUE_URL",
@@ -222,6 +242,8 @@ pub fn limit_value(name: &str) -> Option<usize> {
         "MAX_RATIONALE_CHARS" => MAX_RATIONALE_CHARS,
         "MAX_PROGRESS_CHARS" => MAX_PROGRESS_CHARS,
         "MAX_ROADMAP_SECTION_CHARS" => MAX_ROADMAP_SECTION_CHARS,
+        "MAX_PLAN_TEXT_CHARS" => MAX_PLAN_TEXT_CHARS,
+        "MAX_PLAN_LINE_CHARS" => MAX_PLAN_LINE_CHARS,
         _ => return None,
     })
 }

@@ -17,8 +17,8 @@ use super::wire::{
     Parsed, WireEpic, WireFix, WireImplement, WireResolution, WireResolutionKind, WireReview,
 };
 use crate::machine::{
-    AgentResult, EpicResult, FixResult, ImplementResult, PhaseResult, Resolution, ResolutionKind,
-    ReviewResult, is_human_finding,
+    AgentResult, EpicResult, FixResult, ImplementResult, PhaseResult, PlanResult, Resolution,
+    ResolutionKind, ReviewResult, is_human_finding,
 };
 use crate::publish::IssueRef;
 use autoforge_journal::CommitSha;
@@ -87,6 +87,9 @@ pub struct UpdateEpicObservations {
 /// The observations of one launch, by phase.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observations {
+    /// A plan is checked against nothing the controller observed but
+    /// itself: its question ids must be unique.
+    Plan,
     Implement(ImplementObservations),
     Review(ReviewObservations),
     Fix(FixObservations),
@@ -108,6 +111,7 @@ pub fn cross_check(
         (Parsed::Blocked { message }, _) => Ok(AgentResult::Blocked {
             message: message.clone(),
         }),
+        (Parsed::Plan(r), Observations::Plan) => plan(r).map(|r| success(PhaseResult::Plan(r))),
         (Parsed::Implement(r), Observations::Implement(o)) => {
             implement(r, o).map(|r| success(PhaseResult::Implement(r)))
         }
@@ -121,6 +125,18 @@ pub fn cross_check(
         _ => Err(CrossCheckError::ObservationsOfAnotherPhase),
     };
     outcome.map_err(ResultError::from)
+}
+
+fn plan(r: &PlanResult) -> Result<PlanResult, CrossCheckError> {
+    for (index, question) in r.questions.iter().enumerate() {
+        if r.questions[..index].iter().any(|q| q.id == question.id) {
+            return Err(CrossCheckError::DuplicateId {
+                field: "questions",
+                id: question.id.clone(),
+            });
+        }
+    }
+    Ok(r.clone())
 }
 
 fn implement(

@@ -41,6 +41,32 @@ pub(super) fn check_message(message: &str) -> Result<(), ResultError> {
 
 pub(super) fn check_published_fields(result: &Parsed) -> Result<(), ResultError> {
     match result {
+        Parsed::Plan(r) => {
+            check_field("summary", &r.summary, multiline(MAX_PLAN_TEXT_CHARS))?;
+            let lists = [("steps", &r.steps), ("risks", &r.risks)];
+            for (field, items) in lists {
+                for (i, text) in items.iter().enumerate() {
+                    check_field(
+                        &format!("{field}[{i}]"),
+                        text,
+                        multiline(MAX_PLAN_TEXT_CHARS),
+                    )?;
+                }
+            }
+            for (i, file) in r.files.iter().enumerate() {
+                check_field(&format!("files[{i}]"), file, one_line(MAX_PLAN_LINE_CHARS))?;
+            }
+            for (i, q) in r.questions.iter().enumerate() {
+                let name = |field: &str| format!("questions[{i}].{field}");
+                check_field(
+                    &name("question"),
+                    &q.question,
+                    multiline(MAX_PLAN_TEXT_CHARS),
+                )?;
+                check_field(&name("default"), &q.default, one_line(MAX_PLAN_LINE_CHARS))?;
+            }
+            Ok(())
+        }
         Parsed::Implement(r) => {
             check_field("pr_title", &r.pr_title, one_line(MAX_PR_TITLE_CHARS))?;
             check_field("pr_body", &r.pr_body, multiline(MAX_PR_BODY_CHARS))?;

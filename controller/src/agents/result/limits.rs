@@ -37,3 +37,9 @@ pub const MAX_RATIONALE_CHARS: usize = 2_000;
 /// UPDATE_EPIC texts.
 pub const MAX_PROGRESS_CHARS: usize = 16_384;
 pub const MAX_ROADMAP_SECTION_CHARS: usize = 32_768;
+
+/// A plan's summary, each step, risk and question (the schema's bound;
+/// the summary is held to the same one).
+pub const MAX_PLAN_TEXT_CHARS: usize = 2_000;
+/// A plan's file paths and suggested answers: one line each.
+pub const MAX_PLAN_LINE_CHARS: usize = 300;

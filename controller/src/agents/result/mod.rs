@@ -64,6 +64,7 @@ pub fn parse_result(
     }
     check_schema(SchemaId::Phase(phase), &object)?;
     let result = match phase {
+        AgentPhase::Plan => Parsed::Plan(typed(object)?),
         AgentPhase::Implement => Parsed::Implement(typed(object)?),
         AgentPhase::Review => Parsed::Review(typed(object)?),
         AgentPhase::Fix => {

@@ -15,6 +15,7 @@ pub enum SchemaId {
     UpdateEpicReRequest,
 }
 
+pub const PLAN_SCHEMA: &str = include_str!("../../../../schemas/plan.schema.json");
 pub const IMPLEMENT_SCHEMA: &str = include_str!("../../../../schemas/implement.schema.json");
 pub const REVIEW_SCHEMA: &str = include_str!("../../../../schemas/review.schema.json");
 pub const FIX_SCHEMA: &str = include_str!("../../../../schemas/fix.schema.json");
@@ -26,6 +27,7 @@ impl SchemaId {
     /// The schema's source text.
     pub fn source(self) -> &'static str {
         match self {
+            Self::Phase(AgentPhase::Plan) => PLAN_SCHEMA,
             Self::Phase(AgentPhase::Implement) => IMPLEMENT_SCHEMA,
             Self::Phase(AgentPhase::Review) => REVIEW_SCHEMA,
             Self::Phase(AgentPhase::Fix) => FIX_SCHEMA,
@@ -36,6 +38,7 @@ impl SchemaId {
 
     fn validator(self) -> &'static Validator {
         match self {
+            Self::Phase(AgentPhase::Plan) => &PLAN,
             Self::Phase(AgentPhase::Implement) => &IMPLEMENT,
             Self::Phase(AgentPhase::Review) => &REVIEW,
             Self::Phase(AgentPhase::Fix) => &FIX,
@@ -54,6 +57,7 @@ fn compile(source: &str) -> Validator {
     jsonschema::validator_for(&schema).expect("embedded schema compiles")
 }
 
+static PLAN: LazyLock<Validator> = LazyLock::new(|| compile(PLAN_SCHEMA));
 static IMPLEMENT: LazyLock<Validator> = LazyLock::new(|| compile(IMPLEMENT_SCHEMA));
 static REVIEW: LazyLock<Validator> = LazyLock::new(|| compile(REVIEW_SCHEMA));
 static FIX: LazyLock<Validator> = LazyLock::new(|| compile(FIX_SCHEMA));

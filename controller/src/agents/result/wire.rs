@@ -11,11 +11,13 @@
 
 use serde::Deserialize;
 
-use crate::machine::{Finding, FollowUpDraft, ReviewSections};
+use crate::machine::{Finding, FollowUpDraft, PlanResult, ReviewSections};
 
 /// A schema-valid, policy-clean result as the agent wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Parsed {
+    /// A plan has no wire-only fields: it is the machine's type already.
+    Plan(PlanResult),
     Implement(WireImplement),
     Review(WireReview),
     Fix(WireFix),

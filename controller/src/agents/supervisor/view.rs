@@ -56,7 +56,7 @@ pub(super) fn launch_sandbox(
     program: &Path,
 ) -> Result<Sandbox, LaunchError> {
     let access = match request.role {
-        AgentPhase::Review => Access::ReadOnly,
+        AgentPhase::Plan | AgentPhase::Review => Access::ReadOnly,
         AgentPhase::Implement | AgentPhase::Fix | AgentPhase::UpdateEpic => Access::ReadWrite,
     };
     let mut sandbox = Sandbox::new(request.profile.sandbox.clone());

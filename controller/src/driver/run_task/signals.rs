@@ -298,6 +298,19 @@ fn command_without_reads(verb: &str, argument: Option<&str>) -> Option<OperatorR
         "fix" => Some(OperatorRequest::Fix {
             notes: argument.unwrap_or_default().to_owned(),
         }),
+        // The intake parsed the answers before the signal was stored; a
+        // text that no longer parses is not acted on.
+        "approve" => crate::commands::parse_answers(argument.unwrap_or_default())
+            .ok()
+            .map(|answers| OperatorRequest::Approve {
+                answers: answers
+                    .into_iter()
+                    .map(|(id, text)| crate::machine::PlanAnswer { id, text })
+                    .collect(),
+            }),
+        "replan" => Some(OperatorRequest::Replan {
+            notes: argument.unwrap_or_default().to_owned(),
+        }),
         "stop" => Some(OperatorRequest::Stop),
         "merge" => Some(OperatorRequest::Merge),
         "status" => Some(OperatorRequest::Status),

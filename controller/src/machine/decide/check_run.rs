@@ -81,10 +81,12 @@ fn shows(state: &RunState, head: &CommitSha) -> CheckShows {
             phase: Phase::Review,
             round: round + 1,
         },
-        Phase::Initializing | Phase::Implement | Phase::Fix => CheckShows::InProgress {
-            phase: state.phase,
-            round,
-        },
+        Phase::Initializing | Phase::Plan | Phase::Implement | Phase::Fix => {
+            CheckShows::InProgress {
+                phase: state.phase,
+                round,
+            }
+        }
         Phase::ReadyForMerge | Phase::Merge | Phase::UpdateEpic | Phase::Done => {
             let clean = state
                 .review

@@ -37,7 +37,7 @@ pub(super) fn transient_failure(state: &RunState) -> Result<Decision, MachineErr
 pub(super) fn issue_closed(state: &RunState) -> Result<Decision, MachineError> {
     let mut turn = Turn::new(state);
     match state.phase {
-        Phase::Initializing | Phase::Implement | Phase::Review | Phase::Fix => {
+        Phase::Initializing | Phase::Plan | Phase::Implement | Phase::Review | Phase::Fix => {
             turn.block("the issue was closed while the run worked on it")?;
         }
         Phase::ReadyForMerge | Phase::Merge | Phase::UpdateEpic | Phase::Blocked => {}

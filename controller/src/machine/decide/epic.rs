@@ -222,7 +222,8 @@ fn verify(turn: &mut Turn, facts: &NextIssueFacts) -> TurnResult {
         epic.finished_issue = None;
         epic.finished_pr = None;
     }
-    turn.enter(Phase::Implement, Cause::Ordinary)
+    let first = super::plan::first_phase(&turn.state);
+    turn.enter(first, Cause::Ordinary)
 }
 
 /// The status comment of the issue the run just finished says so, before

@@ -25,6 +25,17 @@ pub(crate) fn accepted_now(state: &RunState) -> Vec<(&'static str, &'static str)
             "try the failed step again; the next agent is shown your notes",
         ));
     }
+    if phase == Phase::Plan && state.awaiting == Awaiting::PlanApproval {
+        commands.push((
+            "`/autoforge approve [answers]`",
+            "approve the posted plan and start IMPLEMENT; answer its questions by number \
+             (`/autoforge approve 1=b 3=use tokio`), the others take their default",
+        ));
+        commands.push((
+            "`/autoforge replan <notes>`",
+            "ask for a new plan; the planner is shown your notes",
+        ));
+    }
     let gate_blocked = matches!(blocked_from, Some(Phase::ReadyForMerge | Phase::Merge));
     let fixable = match phase {
         Phase::Review | Phase::Fix => true,

@@ -1,4 +1,5 @@
-//! INITIALIZING and IMPLEMENT: start the run, launch the implementer,
+//! INITIALIZING and IMPLEMENT: start the run (in PLAN when it plans first,
+//! see `plan`), launch the implementer with the approved plan,
 //! validate its candidate, then push it and open or adopt the PR (a
 //! candidate changing a protected path blocks instead of being pushed).
 
@@ -46,6 +47,9 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             if let Some(status) = chosen.labels.status {
                 s.settings.status_labels = status;
             }
+            if let Some(mode) = chosen.plan.mode {
+                s.settings.plan_mode = mode;
+            }
             s.repository_settings = chosen.clone();
             None
         }
@@ -60,7 +64,8 @@ pub(super) fn on_initializing(state: &RunState, event: &Event) -> Result<Decisio
             "issue #{issue} is the EPIC itself; label one of its issues"
         ))?;
     } else {
-        turn.enter(Phase::Implement, Cause::Ordinary)?;
+        let first = super::plan::first_phase(&turn.state);
+        turn.enter(first, Cause::Ordinary)?;
     }
     Ok(turn.finish())
 }
@@ -96,6 +101,7 @@ fn launch(turn: &mut Turn) -> TurnResult {
             .or_else(|| s.prior_branch_head.clone())
             .unwrap_or(base_sha),
         validation_failure: s.last_validation_failure.clone(),
+        plan: s.plan.approved.clone().map(Box::new),
     };
     turn.launch(AgentPhase::Implement, 0, inputs)
 }

@@ -14,6 +14,7 @@ mod human;
 mod implement;
 mod merge;
 mod operator;
+mod plan;
 mod review;
 mod trust;
 mod turn;
@@ -137,6 +138,7 @@ fn progress_resets_retries(state: &RunState, mut decision: Decision) -> Decision
 fn by_phase(state: &RunState, event: &Event) -> Result<Decision, MachineError> {
     match state.phase {
         Phase::Initializing => implement::on_initializing(state, event),
+        Phase::Plan => plan::on_event(state, event),
         Phase::Implement => implement::on_event(state, event),
         Phase::Review => review::on_event(state, event),
         Phase::Fix => fix::on_event(state, event),
@@ -192,6 +194,7 @@ fn agent_finished(
         AgentOutcome::Result {
             result: AgentResult::Success { result },
         } => match (state.phase, result) {
+            (Phase::Plan, PhaseResult::Plan(r)) => plan::on_result(&mut turn, r)?,
             (Phase::Implement, PhaseResult::Implement(r)) => implement::on_result(&mut turn, r)?,
             (Phase::Review, PhaseResult::Review(r)) => review::on_result(&mut turn, r)?,
             (Phase::Fix, PhaseResult::Fix(r)) => fix::on_result(&mut turn, r)?,

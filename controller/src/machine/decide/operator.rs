@@ -2,10 +2,12 @@
 //! layer. An accepted command gets a 👀 reaction and a reply; a refused one
 //! gets a reply saying why and leaves the state byte-identical. The text of
 //! an accepted unblock or retry becomes the operator's guidance for the
-//! next launch; `fix` starts a human round (see `human`).
+//! next launch; `fix` starts a human round (see `human`); `approve` and
+//! `replan` answer a posted plan (see `plan`).
 
 use super::help::help_text;
 use super::human::{self, Taken};
+use super::plan;
 use super::turn::Turn;
 use crate::machine::bounds::MergeMode;
 use crate::machine::decision::{
@@ -29,6 +31,8 @@ fn command_name(command: &OperatorRequest) -> &'static str {
         OperatorRequest::Status => "status",
         OperatorRequest::Fix { .. } => "fix",
         OperatorRequest::Help => "help",
+        OperatorRequest::Approve { .. } => "approve",
+        OperatorRequest::Replan { .. } => "replan",
     }
 }
 
@@ -265,6 +269,27 @@ pub(super) fn decide(
             }
         },
         OperatorRequest::Fix { notes } => Ok(fix(state, command, notes)),
+        OperatorRequest::Approve { answers } => {
+            match plan::approve(&mut turn, &command.actor, answers)? {
+                Ok(detail) => Ok(accepted(turn, command, detail)),
+                Err(refusal) => Ok(refused(state, command, refusal)),
+            }
+        }
+        OperatorRequest::Replan { notes } => {
+            let Some(given) = guidance(command, Some(notes)) else {
+                return Ok(refused(
+                    state,
+                    command,
+                    Refusal::PlanNotAvailable {
+                        reason: "a replan needs notes saying what to change".to_owned(),
+                    },
+                ));
+            };
+            match plan::replan(&mut turn, given)? {
+                Ok(detail) => Ok(accepted(turn, command, detail)),
+                Err(refusal) => Ok(refused(state, command, refusal)),
+            }
+        }
         OperatorRequest::Status | OperatorRequest::Help => Ok(turn.finish()),
     }
 }

@@ -2,7 +2,7 @@
 //! the next state plus what it asks the driver to do. Phase changes go through [`Turn::enter`], which checks the
 //! edge and performs the new phase's entry action.
 
-use super::{check_run, epic, fix, implement, merge, review};
+use super::{check_run, epic, fix, implement, merge, plan, review};
 use crate::machine::bounds::launch_allowed;
 use crate::machine::budget::budget_spent;
 use crate::machine::decision::{
@@ -163,6 +163,7 @@ impl Turn {
         self.state.phase = to;
         self.state.counters.reset_for_phase_entry();
         match to {
+            Phase::Plan => plan::enter(self),
             Phase::Implement => implement::enter(self),
             Phase::Review => review::enter(self),
             Phase::Fix => fix::enter(self),

@@ -11,6 +11,8 @@ pub struct Agents {
     review: Vec<String>,
     fix: Option<Vec<String>>,
     update_epic: Option<Vec<String>>,
+    /// `phase_plan.sh` arguments, when a planner plays the plan role.
+    plan: Option<Vec<String>>,
     /// Per role, the launch numbers (1-based) that wait for a release.
     held: Vec<(Role, Vec<u32>)>,
     /// The whole `[agents]` part as given (real agent CLIs), instead of
@@ -30,6 +32,7 @@ impl Agents {
             review: vec!["clean".into()],
             fix: None,
             update_epic: None,
+            plan: None,
             held: Vec::new(),
             given: None,
         }
@@ -68,6 +71,12 @@ impl Agents {
     /// the scenario's evidence folder (e.g. for a `sequence` counter).
     pub fn update_epic<const N: usize>(mut self, args: [&str; N]) -> Self {
         self.update_epic = Some(args.iter().map(|a| (*a).to_owned()).collect());
+        self
+    }
+
+    /// `phase_plan.sh ARGS...` as the planner.
+    pub fn plan<const N: usize>(mut self, args: [&str; N]) -> Self {
+        self.plan = Some(args.iter().map(|a| (*a).to_owned()).collect());
         self
     }
 
@@ -161,7 +170,13 @@ impl Agents {
                 args,
             ));
         }
+        if let Some(args) = &self.plan {
+            toml.push_str(&self.profile(evidence, "planner", Role::Plan, "phase_plan.sh", args));
+        }
         toml.push_str("[agents.roles]\nimplement = \"implementer\"\n");
+        if self.plan.is_some() {
+            toml.push_str("plan = \"planner\"\n");
+        }
         toml.push_str(&format!("review = [{}]\n", rounds.join(", ")));
         if self.fix.is_some() {
             toml.push_str("fix = \"fixer\"\n");

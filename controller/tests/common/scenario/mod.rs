@@ -68,6 +68,8 @@ pub struct Scenario {
     heartbeat_seconds: Option<u64>,
     /// Extra environment of the serve process (vendor keys, PATH).
     env: Vec<(String, String)>,
+    /// `plan.mode` (unset: off).
+    plan_mode: Option<&'static str>,
 }
 
 impl Default for Scenario {
@@ -93,6 +95,7 @@ impl Scenario {
             tokens_per_run: None,
             heartbeat_seconds: None,
             env: Vec::new(),
+            plan_mode: None,
         }
     }
 
@@ -163,6 +166,12 @@ impl Scenario {
         self
     }
 
+    /// `plan.mode`: `off`, `post` or `approve`.
+    pub fn plan_mode(mut self, mode: &'static str) -> Self {
+        self.plan_mode = Some(mode);
+        self
+    }
+
     /// A variable in the serve process's environment.
     pub fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.to_owned(), value.to_owned()));
@@ -181,6 +190,9 @@ impl Scenario {
         );
         if let Some(seconds) = self.backstop_max_seconds {
             toml.push_str(&format!("[poll]\nbackstop_max_seconds = {seconds}\n\n"));
+        }
+        if let Some(mode) = self.plan_mode {
+            toml.push_str(&format!("[plan]\nmode = \"{mode}\"\n\n"));
         }
         if let Some(every) = self.roadmap_every {
             toml.push_str(&format!("[epic]\nupdate_every = {every}\n\n"));

@@ -11,6 +11,7 @@ mod human;
 mod local_operator;
 mod merge;
 mod operator;
+mod plan;
 mod protected;
 mod review;
 mod surfaces;

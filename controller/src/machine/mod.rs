@@ -67,5 +67,5 @@ pub use repository::{
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
     MergePlan, OperatorGuidance, ReviewState, RoundBinding, RoundOutcome, RoundRecord, RunState,
-    is_human_finding,
+    RunningLine, is_human_finding,
 };

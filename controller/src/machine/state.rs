@@ -282,6 +282,22 @@ pub struct RunState {
     /// See [`OperatorGuidance`].
     #[serde(default)]
     pub operator_guidance: Option<OperatorGuidance>,
+    /// The running launch the status comment last showed; only shown
+    /// while the run still waits for that launch.
+    #[serde(default)]
+    pub running_shown: Option<RunningLine>,
+}
+
+/// A running launch as the status comment shows it: "implementer `claude`
+/// running for 12 min, 40 KB output". Minutes and KiB, so that a refresh
+/// that would change nothing visible is not an edit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningLine {
+    pub launch: u32,
+    pub role: super::phase::AgentPhase,
+    pub profile: String,
+    pub minutes: u64,
+    pub output_kib: u64,
 }
 
 /// The merge the gate chose: the method, and the title the PR had when
@@ -336,6 +352,7 @@ impl RunState {
             merge_wait: None,
             merging: None,
             operator_guidance: None,
+            running_shown: None,
         }
     }
 
@@ -356,5 +373,8 @@ impl RunState {
         self.merge_approved = false;
         self.merge_wait = None;
         self.merging = None;
+        // The next issue's spend starts from nothing; the run's total goes on.
+        self.counters.issue_tokens = 0;
+        self.counters.issue_cost_micros = 0;
     }
 }

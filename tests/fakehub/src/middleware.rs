@@ -79,7 +79,7 @@ pub async fn api_layer(
         }
     };
     let fired = shared.faults().for_request(method.as_str(), &route);
-    let rate_key = token.unwrap_or_else(|| "anonymous".to_string());
+    let rate_key = token.clone().unwrap_or_else(|| "anonymous".to_string());
     let limit = if caller == Caller::Anonymous {
         60
     } else {
@@ -116,6 +116,16 @@ pub async fn api_layer(
             FaultKind::AmbiguousWrite { drop } => ambiguous = Some(*drop),
             _ => {}
         }
+    }
+    // A request held at a gate reaches the handler only now: an
+    // installation suspended meanwhile refuses it, as GitHub refuses a
+    // request that arrives after the suspension.
+    if fired.iter().any(|f| matches!(f, FaultKind::Hold { .. }))
+        && let Err(e) = authenticate(&shared.lock(), token.as_deref(), Utc::now())
+    {
+        let resp = e.into_response();
+        log(resp.status(), false, 0);
+        return resp;
     }
     let exhausted = {
         let mut w = shared.lock();

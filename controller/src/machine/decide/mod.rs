@@ -15,6 +15,7 @@ mod implement;
 mod merge;
 mod operator;
 mod review;
+mod running;
 mod trust;
 mod turn;
 
@@ -43,6 +44,21 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
         }
         Event::HumanReview(feedback) => return human::review(state, feedback),
         _ => {}
+    }
+    if let Event::LaunchRunning {
+        launch,
+        profile,
+        elapsed_seconds,
+        output_bytes,
+    } = event
+        && !state.phase.is_terminal()
+    {
+        return Ok(running::launch_running(
+            state,
+            event,
+            (*launch, profile),
+            (*elapsed_seconds, *output_bytes),
+        ));
     }
     if state.phase.is_terminal() {
         return Ok(Turn::refuse(
@@ -97,6 +113,7 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             if !failed && !correcting && decision.refusal.is_none() {
                 decision.next.operator_guidance = None;
             }
+            let decision = running::ended(state, decision);
             return Ok(if failed {
                 decision
             } else {

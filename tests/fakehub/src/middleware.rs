@@ -120,9 +120,12 @@ pub async fn api_layer(
     // A request held at a gate reaches the handler only now: an
     // installation suspended meanwhile refuses it, as GitHub refuses a
     // request that arrives after the suspension.
-    if fired.iter().any(|f| matches!(f, FaultKind::Hold { .. }))
-        && let Err(e) = authenticate(&shared.lock(), token.as_deref(), Utc::now())
-    {
+    let held = fired.iter().any(|f| matches!(f, FaultKind::Hold { .. }));
+    // The world's lock is let go before the answer is logged (which takes it).
+    let now_refused = held
+        .then(|| authenticate(&shared.lock(), token.as_deref(), Utc::now()).err())
+        .flatten();
+    if let Some(e) = now_refused {
         let resp = e.into_response();
         log(resp.status(), false, 0);
         return resp;

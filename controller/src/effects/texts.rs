@@ -391,13 +391,13 @@ mod tests {
     #[test]
     fn a_running_launch_is_shown_with_its_role_profile_minutes_and_output() {
         let status = StatusSnapshot {
-            running: Some(RunningLine {
+            running: Some(Box::new(RunningLine {
                 launch: 2,
                 role: AgentPhase::Implement,
                 profile: "claude".into(),
                 minutes: 12,
                 output_kib: 40,
-            }),
+            })),
             ..snapshot(Phase::Implement)
         };
         let text = status_text(&status).unwrap();

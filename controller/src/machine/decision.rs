@@ -59,9 +59,10 @@ pub struct StatusSnapshot {
     /// Estimated cost of this issue's launches.
     #[serde(default)]
     pub issue_cost_micros: u64,
-    /// The launch running now, while the run waits for it.
+    /// The launch running now, while the run waits for it (boxed: most
+    /// snapshots have none, and `Reply::Status` carries a snapshot).
     #[serde(default)]
-    pub running: Option<RunningLine>,
+    pub running: Option<Box<RunningLine>>,
     /// Set on the status comment of an issue an EPIC's run has finished
     /// with and left for the next one: the comment then says so, with no
     /// commands (they act on the run's current issue).
@@ -100,9 +101,13 @@ impl StatusSnapshot {
             epic: state.epic.as_ref().map(|epic| epic.epic),
             issue_tokens: state.counters.issue_tokens,
             issue_cost_micros: state.counters.issue_cost_micros,
-            running: state.running_shown.clone().filter(|line| {
-                matches!(&state.awaiting, Awaiting::Agent { launch } if launch.id == line.launch)
-            }),
+            running: state
+                .running_shown
+                .clone()
+                .filter(|line| {
+                    matches!(&state.awaiting, Awaiting::Agent { launch } if launch.id == line.launch)
+                })
+                .map(Box::new),
             finished: None,
         }
     }

@@ -37,6 +37,7 @@ mod journal;
 mod launches;
 pub mod localpg;
 mod operator;
+mod rate_limits;
 mod records;
 mod run_events;
 mod runs;
@@ -58,6 +59,7 @@ pub use launches::{
     LOST_OUTCOME, LaunchProgress, LaunchTotals, LaunchUsage, LostLaunch, RunningLaunch,
 };
 pub use operator::{NewOperatorCommand, QueuedCommand};
+pub use rate_limits::RateLimitReading;
 pub use records::{
     AgentLaunch, AuditEvent, CommandDecision, LaunchEnd, NewCommandDecision, NewLaunch,
     NewValidation, ValidationOutcome, ValidationRecord,

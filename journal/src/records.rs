@@ -52,6 +52,9 @@ pub struct AgentLaunch {
     pub tokens: Option<i64>,
     pub log_dir: String,
     pub outcome: Option<String>,
+    /// Estimated cost by the profile's price table, in millionths of its
+    /// unit; `None` without a price.
+    pub cost_micros: Option<i64>,
 }
 
 text_enum!(
@@ -206,7 +209,7 @@ impl Journal {
     pub async fn list_launches(&self, run_id: RunId) -> Result<Vec<AgentLaunch>> {
         Ok(sqlx::query_as::<_, AgentLaunch>(
             "SELECT id, run_id, phase, role, profile, attempt, started_at, ended_at, \
-                 exit_status, duration_ms, tokens, log_dir, outcome \
+                 exit_status, duration_ms, tokens, log_dir, outcome, cost_micros \
              FROM agent_launches WHERE run_id = $1 ORDER BY id",
         )
         .bind(run_id)

@@ -41,6 +41,9 @@ pub struct RunListRow {
     pub blocked_reason: Option<String>,
     /// Tokens its agent launches reported, summed.
     pub tokens: i64,
+    /// Estimated cost of its priced launches, in millionths of the price
+    /// unit; `None` when no launch had a price.
+    pub cost_micros: Option<i64>,
     pub launches: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -85,10 +88,12 @@ pub struct StatusSummary {
 const LIST_SQL: &str = "SELECT r.id, r.repository, r.epic, r.current_issue, r.phase, r.active, \
          (r.state #>> '{review,round}')::int8 AS round, \
          r.state #>> '{blocked,reason}' AS blocked_reason, \
-         COALESCE(l.tokens, 0)::int8 AS tokens, COALESCE(l.launches, 0)::int8 AS launches, \
+         COALESCE(l.tokens, 0)::int8 AS tokens, l.cost_micros::int8 AS cost_micros, \
+         COALESCE(l.launches, 0)::int8 AS launches, \
          r.created_at, r.updated_at \
      FROM runs r \
-     LEFT JOIN (SELECT run_id, SUM(tokens) AS tokens, COUNT(*) AS launches \
+     LEFT JOIN (SELECT run_id, SUM(tokens) AS tokens, SUM(cost_micros) AS cost_micros, \
+                       COUNT(*) AS launches \
                 FROM agent_launches GROUP BY run_id) l ON l.run_id = r.id \
      WHERE ($1::text IS NULL OR r.repository = $1) \
        AND ($2::text IS NULL OR r.phase = $2) \

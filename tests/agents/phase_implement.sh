@@ -63,6 +63,18 @@ case $mode in
             git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "Add the widget and its logo"
         fi
         good_answer ;;
+    slow_chatty)
+        # Output that grows for about six seconds before a good answer:
+        # each heartbeat of the launch sees more of it.
+        i=0
+        while [ "$i" -lt 20 ]; do
+            head -c 2048 /dev/zero | tr '\0' 'x'
+            echo
+            sleep 0.3
+            i=$((i + 1))
+        done
+        commit_file feature.txt "feature" "Add the feature"
+        good_answer ;;
     good)
         commit_file feature.txt "feature" "Add the feature"
         good_answer ;;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use autoforge_journal::{Journal, RunId, RunListRow, RunQuery, StatusSummary};
+use autoforge_journal::{Journal, RateLimitReading, RunId, RunListRow, RunQuery, StatusSummary};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
@@ -34,17 +34,30 @@ pub(super) fn with_journal<T>(
 }
 
 pub(super) fn status(config: &Config, args: &StatusArgs) -> anyhow::Result<ExitCode> {
-    let summary = with_journal(config, async |journal| {
-        journal
+    let (summary, readings) = with_journal(config, async |journal| {
+        let summary = journal
             .status_summary()
             .await
-            .context("cannot read the journal")
+            .context("cannot read the journal")?;
+        let readings = journal
+            .rate_limit_readings()
+            .await
+            .context("cannot read the rate-limit readings")?;
+        Ok((summary, readings))
     })?;
     let now = Utc::now();
     if args.json {
-        print_json(&status_json(&summary, now))?;
+        let mut value = status_json(&summary, now);
+        value["rate_limit"] = Value::Array(
+            readings
+                .iter()
+                .map(|reading| reading_json(reading, now))
+                .collect(),
+        );
+        print_json(&value)?;
     } else {
         print!("{}", status_text(&summary, now));
+        print!("{}", readings_text(&readings, now));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -115,6 +128,7 @@ fn row_json(row: &RunListRow) -> Value {
         "round": row.round,
         "blocked_reason": row.blocked_reason,
         "tokens": row.tokens,
+        "cost_micros": row.cost_micros,
         "launches": row.launches,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
@@ -142,9 +156,8 @@ fn status_json(summary: &StatusSummary, now: DateTime<Utc>) -> Value {
             "oldest_age_seconds": effects.oldest_created_at.map(|t| seconds_since(t, now)),
             "conflicts": effects.conflicts,
         },
-        // The budget lives in the serving process (its /metrics), not in
-        // the journal, so a separate command cannot know it.
-        "rate_limit": Value::Null,
+        // Filled in from the readings serve records (`rate_limit_readings`).
+        "rate_limit": [],
     })
 }
 
@@ -202,10 +215,69 @@ fn status_text(summary: &StatusSummary, now: DateTime<Utc>) -> String {
         )),
         effects.conflicts
     );
-    let _ = writeln!(
-        out,
-        "Rate limit: held by the serving process, see autoforge_github_rate_limit_remaining on its /metrics"
-    );
+    out
+}
+
+/// Whose budget a reading is, in words.
+fn budget_owner(reading: &RateLimitReading) -> String {
+    match reading.owner.as_str() {
+        "app" => "the App (JWT)".to_owned(),
+        "token" => "the token".to_owned(),
+        id => format!("installation {id}"),
+    }
+}
+
+fn reading_json(reading: &RateLimitReading, now: DateTime<Utc>) -> Value {
+    json!({
+        "owner": reading.owner,
+        "resource": reading.resource,
+        "remaining": reading.remaining,
+        "limit": reading.limit_total,
+        "reset_at": reading.reset_at,
+        "reset_in_seconds": reading.reset_at.map(|t| seconds_since(now, t)),
+        "paused_until": reading.paused_until.filter(|t| *t > now),
+        "observed_at": reading.observed_at,
+        "age_seconds": seconds_since(reading.observed_at, now),
+        "recorded_by": reading.recorded_by,
+    })
+}
+
+/// The headroom of each budget, as the serving process last saw it.
+fn readings_text(readings: &[RateLimitReading], now: DateTime<Utc>) -> String {
+    let mut out = String::new();
+    if readings.is_empty() {
+        let _ = writeln!(
+            out,
+            "Rate limit: no reading yet (serve records one once GitHub has answered it)"
+        );
+        return out;
+    }
+    let _ = writeln!(out, "Rate limit (as serve last read it):");
+    for reading in readings {
+        let count = |n: Option<i64>| n.map_or("?".to_owned(), |n| n.to_string());
+        let reset = reading.reset_at.map_or(String::new(), |t| {
+            if t > now {
+                format!(", resets in {}", crate::dashboard::age(now, t))
+            } else {
+                ", reset since".to_owned()
+            }
+        });
+        let paused = reading
+            .paused_until
+            .filter(|t| *t > now)
+            .map_or(String::new(), |t| {
+                format!(", requests held for {}", crate::dashboard::age(now, t))
+            });
+        let _ = writeln!(
+            out,
+            "  {} {}: {} of {} left{reset}{paused} (read {} ago)",
+            budget_owner(reading),
+            reading.resource,
+            count(reading.remaining),
+            count(reading.limit_total),
+            crate::dashboard::age(reading.observed_at, now),
+        );
+    }
     out
 }
 

@@ -33,6 +33,14 @@ pub struct AgentSettings {
     /// Seconds between two heartbeats of a running launch (its journal
     /// row's progress).
     pub heartbeat_seconds: u64,
+    /// Seconds before the first automatic relaunch after a failed launch;
+    /// doubled per consecutive failure (0: relaunch at once).
+    pub relaunch_backoff_seconds: u64,
+    /// The longest pause before a relaunch.
+    pub relaunch_backoff_max_seconds: u64,
+    /// The shortest time between two status-comment edits showing a
+    /// running launch.
+    pub status_refresh_seconds: u64,
 }
 
 impl Default for AgentSettings {
@@ -42,6 +50,9 @@ impl Default for AgentSettings {
             roles: AgentRoles::default(),
             sandbox: SandboxMode::default(),
             heartbeat_seconds: 30,
+            relaunch_backoff_seconds: 5,
+            relaunch_backoff_max_seconds: 300,
+            status_refresh_seconds: 60,
         }
     }
 }
@@ -50,6 +61,20 @@ impl AgentSettings {
     /// Time between two heartbeats of a running launch (at least a second).
     pub fn heartbeat(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.heartbeat_seconds.max(1))
+    }
+
+    /// How often a running launch may refresh the status comment (at
+    /// least a second).
+    pub fn status_refresh(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.status_refresh_seconds.max(1))
+    }
+
+    /// The first and the longest pause before an automatic relaunch (the
+    /// cap is never below the first pause).
+    pub fn relaunch_backoff(&self) -> (std::time::Duration, std::time::Duration) {
+        let base = std::time::Duration::from_secs(self.relaunch_backoff_seconds);
+        let max = std::time::Duration::from_secs(self.relaunch_backoff_max_seconds);
+        (base, max.max(base))
     }
 }
 

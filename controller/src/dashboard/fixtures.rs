@@ -37,6 +37,7 @@ pub fn summary() -> RunSummary {
         round: Some(1),
         blocked_reason: Some("validation failed twice on the candidate".into()),
         tokens: 4_200,
+        cost_micros: Some(8_400),
         created_at: at(0),
         updated_at: at(900),
     }
@@ -84,6 +85,8 @@ fn launch(seconds: i64, role: &str, took: i64, tokens: i64) -> LaunchRow {
         exit_status: Some(0),
         duration_ms: Some(took * 1_000),
         tokens: Some(tokens),
+        // Priced at 2 micro-units a token, as a price table would.
+        cost_micros: Some(tokens * 2),
         outcome: Some("success".into()),
         log_tail: vec![format!("{role} done")],
     }

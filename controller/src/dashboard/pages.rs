@@ -87,6 +87,13 @@ pub(super) fn page(title: &str, site: &Site, now: DateTime<Utc>, body: Markup) -
 }
 
 /// `3d 4h`, `12m 5s`: how long ago `then` was.
+/// An estimated cost for a table cell: `-` when nothing was priced.
+pub fn cost_words(micros: Option<i64>) -> String {
+    micros
+        .and_then(|m| u64::try_from(m).ok())
+        .map_or_else(|| "-".to_owned(), crate::machine::budget::format_cost)
+}
+
 pub fn age(then: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let seconds = (now - then).num_seconds().max(0);
     let (d, h, m, s) = (
@@ -180,7 +187,7 @@ pub fn index(page: &IndexPage, site: &Site, now: DateTime<Utc>) -> Markup {
             } @else {
                 div.scroll { table {
                     thead { tr { th { "run" } th { "repository" } th { "issue" } th { "EPIC" }
-                        th { "phase" } th { "round" } th { "age" } th { "tokens" } th { "blocked because" } } }
+                        th { "phase" } th { "round" } th { "age" } th { "tokens" } th { "est. cost" } th { "blocked because" } } }
                     tbody { @for run in &page.runs { tr {
                         td { a href={ "/runs/" (run.id) } { "#" (run.id) } }
                         td { (run.repository) }
@@ -191,6 +198,7 @@ pub fn index(page: &IndexPage, site: &Site, now: DateTime<Utc>) -> Markup {
                         td { @if let Some(round) = run.round { (round) } }
                         td { (age(run.created_at, now)) }
                         td { (run.tokens) }
+                        td { (cost_words(run.cost_micros)) }
                         td { @if let Some(reason) = &run.blocked_reason { (reason) } }
                     } } }
                 } }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 
 use super::Site;
-use super::pages::{age, duration, page};
+use super::pages::{age, cost_words, duration, page};
 use super::story::{IssueSection, Story, accepted_commands, arrange, awaiting_words};
 use super::svg;
 use super::view::{LaunchRow, LiveLaunch, RunDetail};
@@ -47,7 +47,9 @@ fn facts(detail: &RunDetail, site: &Site, now: DateTime<Utc>) -> Markup {
             @if let Some(pr) = detail.pr { li { "Pull request " a href=(links.pull(&run.repository, pr)) { "#" (pr) } } }
             @if let Some(round) = detail.round { li { "Review round " (round) } }
             li { "Started " (age(run.created_at, now)) " ago; last change " (age(run.updated_at, now)) " ago" }
-            li { (run.tokens) " tokens over " (detail.launches.len()) " launches" }
+            li { (run.tokens) " tokens over " (detail.launches.len()) " launches"
+                @if run.cost_micros.is_some() { ", an estimated cost of " (cost_words(run.cost_micros)) }
+                @if run.epic.is_some() { " (the whole EPIC so far)" } }
             @if let Some(failure) = &detail.failure { li.FAILED { "Failure: " (failure) } }
         }
     }
@@ -130,6 +132,7 @@ fn issue_section(detail: &RunDetail, section: &IssueSection<'_>, site: &Site) ->
             }
             h3 { "Agent launches" }
             @if section.launches.is_empty() { p { "none" } }
+            @else { p.spent { (section_spend(section)) } }
             @for launch in &section.launches { (launch_row(launch)) }
             @if !section.validations.is_empty() {
                 h3 { "Validations" }
@@ -161,6 +164,29 @@ fn issue_section(detail: &RunDetail, section: &IssueSection<'_>, site: &Site) ->
     }
 }
 
+/// What the launches of one issue spent: "3 launches, 2700 tokens, an
+/// estimated cost of 0.0054".
+fn section_spend(section: &IssueSection<'_>) -> String {
+    let tokens: i64 = section.launches.iter().filter_map(|l| l.tokens).sum();
+    let priced: Vec<i64> = section
+        .launches
+        .iter()
+        .filter_map(|l| l.cost_micros)
+        .collect();
+    let count = section.launches.len();
+    let mut words = format!(
+        "{count} launch{} on this issue, {tokens} tokens",
+        if count == 1 { "" } else { "es" }
+    );
+    if !priced.is_empty() {
+        words.push_str(&format!(
+            ", an estimated cost of {}",
+            cost_words(Some(priced.iter().sum()))
+        ));
+    }
+    words
+}
+
 fn launch_row(launch: &LaunchRow) -> Markup {
     html! {
         details {
@@ -169,6 +195,7 @@ fn launch_row(launch: &LaunchRow) -> Markup {
                 " · attempt " (launch.attempt) " · " (duration(launch.duration_ms))
                 @if let Some(code) = launch.exit_status { " · exit " (code) }
                 @if let Some(tokens) = launch.tokens { " · " (tokens) " tokens" }
+                @if launch.cost_micros.is_some() { " · est. " (cost_words(launch.cost_micros)) }
                 @if let Some(outcome) = &launch.outcome { " · " (outcome) }
             }
             p { (launch.phase) ", started " (launch.started_at.format("%H:%M:%S")) }

@@ -33,6 +33,8 @@ pub struct RunSummary {
     pub round: Option<i64>,
     pub blocked_reason: Option<String>,
     pub tokens: i64,
+    /// Estimated cost of its priced launches (millionths of the unit).
+    pub cost_micros: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -49,6 +51,7 @@ impl From<&RunListRow> for RunSummary {
             round: run.round,
             blocked_reason: run.blocked_reason.clone(),
             tokens: run.tokens,
+            cost_micros: run.cost_micros,
             created_at: run.created_at,
             updated_at: run.updated_at,
         }
@@ -153,6 +156,7 @@ pub struct LaunchRow {
     pub exit_status: Option<i32>,
     pub duration_ms: Option<i64>,
     pub tokens: Option<i64>,
+    pub cost_micros: Option<i64>,
     pub ended_at: Option<DateTime<Utc>>,
     pub outcome: Option<String>,
     pub log_tail: Vec<String>,
@@ -268,6 +272,7 @@ pub async fn load_run(journal: &Journal, id: RunId) -> Result<Option<RunDetail>,
             exit_status: launch.exit_status,
             duration_ms: launch.duration_ms,
             tokens: launch.tokens,
+            cost_micros: launch.cost_micros,
             outcome: launch.outcome,
         })
         .collect();
@@ -337,7 +342,28 @@ fn timeline_text(kind: &str, detail: &Value) -> String {
             if effects == 1 { "" } else { "s" }
         );
     }
+    if kind == "relaunch_backoff"
+        && let Some(text) = relaunch_pause_text(detail)
+    {
+        return text;
+    }
     detail.to_string()
+}
+
+/// A relaunch pause the driver recorded before relaunching a failed launch.
+fn relaunch_pause_text(detail: &Value) -> Option<String> {
+    let launch = detail.get("launch")?.as_u64()?;
+    let retry = detail.get("retry")?.as_u64()?;
+    let delay_ms = detail.get("delay_ms")?.as_u64()?;
+    let after = detail
+        .get("after_outcome")
+        .and_then(Value::as_str)
+        .map(|outcome| format!(" after a launch that ended {outcome}"))
+        .unwrap_or_default();
+    Some(format!(
+        "launch {launch} (retry {retry}) waits {:.1} s before it starts{after}",
+        std::time::Duration::from_millis(delay_ms).as_secs_f64()
+    ))
 }
 
 fn transition_phase(kind: &str, detail: &Value, key: &str) -> Option<String> {

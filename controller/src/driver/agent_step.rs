@@ -59,6 +59,12 @@ pub struct AgentRuntime {
     pub kill_grace: Duration,
     /// How often a running launch's row is refreshed (`agents.heartbeat_seconds`).
     pub heartbeat_every: Duration,
+    /// The pause before an automatic relaunch after a failed launch
+    /// (`agents.relaunch_backoff_seconds`, `…_max_seconds`).
+    pub relaunch_backoff: super::retry::RelaunchBackoff,
+    /// The shortest time between two status-comment edits that show the
+    /// running launch (`agents.status_refresh_seconds`).
+    pub status_refresh_every: Duration,
     /// Who counts as an operator: their comments are marked as such in the
     /// read-context folder.
     pub operator_policy: OperatorPolicy,

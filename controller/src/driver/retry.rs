@@ -38,17 +38,58 @@ impl StepRetryPolicy {
     /// The delay before retry number `attempt` (1-based): "equal jitter",
     /// half fixed and half random, so a delay never collapses to zero.
     pub fn delay(&self, attempt: u32) -> Duration {
-        let doubling = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
-        let full = self.base_delay.saturating_mul(doubling).min(self.max_delay);
-        let half = full / 2;
-        let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
-        let drawn = if jitter_ms == 0 {
-            0
-        } else {
-            rand::rng().random_range(0..=jitter_ms)
-        };
-        half + Duration::from_millis(drawn)
+        jittered(self.base_delay, self.max_delay, attempt)
     }
+}
+
+/// The pause before an automatic relaunch after a failed launch (a crash,
+/// a non-zero exit such as a model API that answered "overloaded", a
+/// timeout): `agents.relaunch_backoff_seconds` doubling per consecutive
+/// failure up to `agents.relaunch_backoff_max_seconds`, jittered like a
+/// step retry. The count is the machine's retry counter, which any
+/// progress resets, so it survives a restart and starts afresh on success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelaunchBackoff {
+    pub base: Duration,
+    pub max: Duration,
+}
+
+impl Default for RelaunchBackoff {
+    fn default() -> Self {
+        RelaunchBackoff {
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+        }
+    }
+}
+
+impl RelaunchBackoff {
+    /// No pause at all (a zero base).
+    pub const NONE: RelaunchBackoff = RelaunchBackoff {
+        base: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+
+    /// The pause before relaunch number `retry` (1-based) of one episode.
+    pub fn delay(&self, retry: u32) -> Duration {
+        jittered(self.base, self.max, retry)
+    }
+}
+
+/// "Equal jitter": the doubled delay capped, half of it fixed and half
+/// drawn, so a delay never collapses to zero and never goes down from one
+/// attempt to the next.
+fn jittered(base: Duration, max: Duration, attempt: u32) -> Duration {
+    let doubling = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
+    let full = base.saturating_mul(doubling).min(max);
+    let half = full / 2;
+    let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
+    let drawn = if jitter_ms == 0 {
+        0
+    } else {
+        rand::rng().random_range(0..=jitter_ms)
+    };
+    half + Duration::from_millis(drawn)
 }
 
 /// What to do about one more transient failure of a run.
@@ -116,6 +157,24 @@ mod tests {
             let late = policy.delay(30);
             assert!(late <= Duration::from_millis(350));
         }
+    }
+
+    #[test]
+    fn relaunch_pauses_double_within_their_jitter_up_to_the_cap() {
+        let backoff = RelaunchBackoff {
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(30),
+        };
+        for _ in 0..200 {
+            let first = backoff.delay(1);
+            let second = backoff.delay(2);
+            assert!(first >= Duration::from_millis(2_500) && first <= Duration::from_secs(5));
+            assert!(second >= Duration::from_secs(5) && second <= Duration::from_secs(10));
+            assert!(second >= first, "a later pause is never shorter");
+            assert!(backoff.delay(9) <= Duration::from_secs(30));
+            assert!(backoff.delay(9) >= Duration::from_secs(15));
+        }
+        assert_eq!(RelaunchBackoff::NONE.delay(3), Duration::ZERO);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 mod observed;
 pub(super) mod reads;
+mod running;
 mod signals;
 mod transition;
 
@@ -386,9 +387,16 @@ impl<'a> RunTask<'a> {
         let agents_ready = self.shared.agents.is_some() && self.access.git.is_some();
         let event = match &awaiting {
             Awaiting::Agent { launch } if agents_ready => {
+                // A relaunch after a failure waits with the run given back.
+                if let Some(pause) =
+                    super::relaunch::pause_before(self.shared, self.lease, &self.state, launch)
+                        .await?
+                {
+                    self.recheck_after = Some(pause);
+                    return Ok(None);
+                }
                 self.performed.push(wait.clone());
-                agent_step::run_launch(self.shared, self.lease, &self.access, &self.state, launch)
-                    .await?
+                self.launch_showing_progress(launch).await?
             }
             Awaiting::Validation { sha } if agents_ready => {
                 self.performed.push(wait.clone());

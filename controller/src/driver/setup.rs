@@ -88,6 +88,11 @@ pub fn agent_runtime_from_config(config: &Config) -> anyhow::Result<Option<Agent
         redactor: controller_redactor(config),
         kill_grace: KILL_GRACE,
         heartbeat_every: settings.agents.heartbeat(),
+        status_refresh_every: settings.agents.status_refresh(),
+        relaunch_backoff: {
+            let (base, max) = settings.agents.relaunch_backoff();
+            super::RelaunchBackoff { base, max }
+        },
         operator_policy: (&settings.operators).into(),
     }))
 }

@@ -65,9 +65,13 @@ fn is_definitive_refusal(error: &GitHubError) -> bool {
         GitHubError::Status {
             status, message, ..
         } => {
-            let rate_limited = *status == 429
-                || (*status == 403 && message.to_ascii_lowercase().contains("rate limit"));
-            (400..500).contains(status) && !rate_limited
+            let message = message.to_ascii_lowercase();
+            let rate_limited = *status == 429 || (*status == 403 && message.contains("rate limit"));
+            // A write in flight when the installation was suspended: GitHub
+            // refused it for now, not for good. It stays attempted and is
+            // reconciled once the installation is unsuspended.
+            let suspended = *status == 403 && message.contains("installation has been suspended");
+            (400..500).contains(status) && !rate_limited && !suspended
         }
         _ => false,
     }
@@ -247,6 +251,10 @@ mod tests {
         assert!(matches!(
             Sent::from_result::<()>(Err(status(403, "Resource not accessible"))),
             Sent::Refused(_)
+        ));
+        assert!(matches!(
+            Sent::from_result::<()>(Err(status(403, "This installation has been suspended"))),
+            Sent::Unknown(_)
         ));
     }
 }

@@ -3,7 +3,10 @@
 //! published-text policy like every other body; the marker is added after.
 
 use crate::inline_code::code_span;
-use crate::machine::{CheckShows, IssueFinished, MergeMode, Notice, Phase, Reply, StatusSnapshot};
+use crate::machine::{
+    AgentPhase, CheckShows, IssueFinished, MergeMode, Notice, Phase, Reply, RunningLine,
+    StatusSnapshot,
+};
 use crate::publish::{PolicyViolation, check_body};
 
 /// The commands that make sense next, by phase and what the run waits for.
@@ -79,18 +82,10 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
             REASON_WITHHELD.to_owned()
         }
     };
-    if status.tokens > 0 {
-        lines.push(format!(
-            "- Tokens reported by the agents: {}",
-            status.tokens
-        ));
+    if let Some(running) = &status.running {
+        lines.push(running_line(running));
     }
-    if status.cost_micros > 0 {
-        lines.push(format!(
-            "- Estimated agent cost: {}",
-            crate::machine::budget::format_cost(status.cost_micros)
-        ));
-    }
+    lines.extend(spend_lines(status));
     if let Some(wait) = &status.merge_wait {
         lines.push(format!("- Waiting: {wait}"));
     }
@@ -107,6 +102,64 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
     let text = lines.join("\n");
     check_body("status comment", &text)?;
     Ok(text)
+}
+
+/// "- Running: implementer `claude` for 12 min, 40 KB output".
+fn running_line(running: &RunningLine) -> String {
+    let role = match running.role {
+        AgentPhase::Implement => "implementer",
+        AgentPhase::Review => "reviewer",
+        AgentPhase::Fix => "fixer",
+        AgentPhase::UpdateEpic => "EPIC updater",
+    };
+    let time = match running.minutes {
+        0 => "less than a minute".to_owned(),
+        minutes => format!("{minutes} min"),
+    };
+    format!(
+        "- Running: {role} {} for {time}, {} KB output",
+        code_span(&running.profile),
+        running.output_kib
+    )
+}
+
+/// What the agents spent: the run's total, and in an EPIC's run this
+/// issue's part of the EPIC's total.
+fn spend_lines(status: &StatusSnapshot) -> Vec<String> {
+    let format_cost = crate::machine::budget::format_cost;
+    let mut lines = Vec::new();
+    match status.epic {
+        Some(epic) => {
+            if status.tokens > 0 {
+                lines.push(format!(
+                    "- Tokens reported by the agents: {} on this issue, {} on the EPIC #{epic}",
+                    status.issue_tokens, status.tokens
+                ));
+            }
+            if status.cost_micros > 0 {
+                lines.push(format!(
+                    "- Estimated agent cost: {} on this issue, {} on the EPIC #{epic}",
+                    format_cost(status.issue_cost_micros),
+                    format_cost(status.cost_micros)
+                ));
+            }
+        }
+        None => {
+            if status.tokens > 0 {
+                lines.push(format!(
+                    "- Tokens reported by the agents: {}",
+                    status.tokens
+                ));
+            }
+            if status.cost_micros > 0 {
+                lines.push(format!(
+                    "- Estimated agent cost: {}",
+                    format_cost(status.cost_micros)
+                ));
+            }
+        }
+    }
+    lines
 }
 
 /// The status comment of an issue an EPIC's run has finished with: what
@@ -308,6 +361,10 @@ mod tests {
             merge_wait: None,
             tokens: 0,
             cost_micros: 0,
+            epic: None,
+            issue_tokens: 0,
+            issue_cost_micros: 0,
+            running: None,
             finished: None,
         }
     }
@@ -333,6 +390,53 @@ mod tests {
         };
         let text = status_text(&priced).unwrap();
         assert!(text.contains("- Estimated agent cost: 1.25"), "{text}");
+    }
+
+    #[test]
+    fn a_running_launch_is_shown_with_its_role_profile_minutes_and_output() {
+        let status = StatusSnapshot {
+            running: Some(Box::new(RunningLine {
+                launch: 2,
+                role: AgentPhase::Implement,
+                profile: "claude".into(),
+                minutes: 12,
+                output_kib: 40,
+            })),
+            ..snapshot(Phase::Implement)
+        };
+        let text = status_text(&status).unwrap();
+        assert!(
+            text.contains("- Running: implementer `claude` for 12 min, 40 KB output"),
+            "{text}"
+        );
+        assert!(
+            !status_text(&snapshot(Phase::Implement))
+                .unwrap()
+                .contains("Running")
+        );
+    }
+
+    #[test]
+    fn an_epic_runs_comment_shows_this_issues_spend_beside_the_epics() {
+        let status = StatusSnapshot {
+            tokens: 9_000,
+            cost_micros: 3_000_000,
+            epic: Some(autoforge_journal::testing::issue(1)),
+            issue_tokens: 2_500,
+            issue_cost_micros: 750_000,
+            ..snapshot(Phase::Review)
+        };
+        let text = status_text(&status).unwrap();
+        assert!(
+            text.contains(
+                "- Tokens reported by the agents: 2500 on this issue, 9000 on the EPIC #1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("- Estimated agent cost: 0.7500 on this issue, 3.00 on the EPIC #1"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -49,7 +49,27 @@ pub struct RateLimitState {
     pub reset_at: Option<SystemTime>,
     /// Set by `retry-after` (secondary limits) or a 403/429 at zero budget.
     pub paused_until: Option<SystemTime>,
+    /// The budget the headers named (`x-ratelimit-resource`), as one of
+    /// GitHub's fixed resource names.
+    pub resource: Option<&'static str>,
+    /// When the last response of the scope arrived: the reading's age.
+    pub observed_at: Option<SystemTime>,
 }
+
+/// GitHub's rate-limit resources; any other name reads `other`, so the
+/// value is never free text from a response.
+const RESOURCES: [&str; 10] = [
+    "core",
+    "search",
+    "graphql",
+    "integration_manifest",
+    "source_import",
+    "code_scanning_upload",
+    "code_scanning_autofix",
+    "actions_runner_registration",
+    "scim",
+    "code_search",
+];
 
 /// The gate's answer before a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +99,19 @@ impl RateLimitState {
         if let Some(reset) = number("x-ratelimit-reset") {
             self.reset_at = Some(UNIX_EPOCH + Duration::from_secs(reset));
         }
+        if let Some(named) = headers
+            .get("x-ratelimit-resource")
+            .and_then(|value| value.to_str().ok())
+        {
+            let named = named.trim();
+            self.resource = Some(
+                RESOURCES
+                    .into_iter()
+                    .find(|r| *r == named)
+                    .unwrap_or("other"),
+            );
+        }
+        self.observed_at = Some(now);
         if !is_rate_limit_status(status) {
             return;
         }
@@ -211,7 +244,19 @@ mod tests {
         assert_eq!(state.limit, Some(5000));
         assert_eq!(state.remaining, Some(4999));
         assert_eq!(state.reset_at, Some(at(2000)));
+        assert_eq!(state.observed_at, Some(at(1000)));
+        assert_eq!(state.resource, None, "no resource header");
         assert_eq!(state.admit(RequestKind::Read, 50, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn the_resource_is_one_of_githubs_names_or_other() {
+        let mut state = RateLimitState::default();
+        state.observe(200, &headers(&[("x-ratelimit-resource", "search")]), at(1));
+        assert_eq!(state.resource, Some("search"));
+        state.observe(200, &headers(&[("x-ratelimit-resource", "<b>x")]), at(2));
+        assert_eq!(state.resource, Some("other"));
+        assert_eq!(state.observed_at, Some(at(2)));
     }
 
     #[test]

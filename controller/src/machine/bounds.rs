@@ -195,6 +195,13 @@ pub struct Counters {
     /// unit; never reset.
     #[serde(default)]
     pub cost_micros: u64,
+    /// Tokens of the launches for the run's current issue: an EPIC's run
+    /// starts it afresh when it moves on to the next issue.
+    #[serde(default)]
+    pub issue_tokens: u64,
+    /// Estimated cost of the launches for the current issue.
+    #[serde(default)]
+    pub issue_cost_micros: u64,
     /// Validation failures since the current phase was entered.
     pub validation_failures: u32,
     /// Correction relaunches of the current launch.

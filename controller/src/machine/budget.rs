@@ -77,10 +77,11 @@ pub fn budget_spent(settings: &RunSettings, counters: &Counters) -> Option<Budge
 /// Charges one finished launch (its corrections included) to the budget:
 /// what it reported counts even when its result is refused, it ran.
 pub fn charge(counters: &mut Counters, tokens: Option<u64>, cost_micros: Option<u64>) {
-    counters.tokens = counters.tokens.saturating_add(tokens.unwrap_or_default());
-    counters.cost_micros = counters
-        .cost_micros
-        .saturating_add(cost_micros.unwrap_or_default());
+    let (tokens, cost) = (tokens.unwrap_or_default(), cost_micros.unwrap_or_default());
+    counters.tokens = counters.tokens.saturating_add(tokens);
+    counters.cost_micros = counters.cost_micros.saturating_add(cost);
+    counters.issue_tokens = counters.issue_tokens.saturating_add(tokens);
+    counters.issue_cost_micros = counters.issue_cost_micros.saturating_add(cost);
 }
 
 /// An amount in millionths of the price unit, for people: two decimals,

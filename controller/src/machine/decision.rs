@@ -6,7 +6,9 @@ use super::agent_result::Resolution;
 use super::agent_result::{ApprovedPlan, Finding, PlanResult, ReviewSections};
 use super::bounds::{MergeMethod, MergeMode};
 use super::phase::{AgentPhase, IllegalEdge, Phase};
-use super::state::{CarriedFindings, LastValidation, RoundBinding, RunState};
+use super::state::{
+    Awaiting, CarriedFindings, LastValidation, RoundBinding, RunState, RunningLine,
+};
 use autoforge_journal::{CommitSha, IssueNumber, PullNumber};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +49,20 @@ pub struct StatusSnapshot {
     /// price unit (`limits.cost_per_run` counts it); 0 when none was priced.
     #[serde(default)]
     pub cost_micros: u64,
+    /// The EPIC whose run this is; the totals above are then the EPIC's,
+    /// and the two below this issue's.
+    #[serde(default)]
+    pub epic: Option<IssueNumber>,
+    /// Tokens of this issue's launches (an EPIC's run; else the run's).
+    #[serde(default)]
+    pub issue_tokens: u64,
+    /// Estimated cost of this issue's launches.
+    #[serde(default)]
+    pub issue_cost_micros: u64,
+    /// The launch running now, while the run waits for it (boxed: most
+    /// snapshots have none, and `Reply::Status` carries a snapshot).
+    #[serde(default)]
+    pub running: Option<Box<RunningLine>>,
     /// Set on the status comment of an issue an EPIC's run has finished
     /// with and left for the next one: the comment then says so, with no
     /// commands (they act on the run's current issue).
@@ -82,6 +98,16 @@ impl StatusSnapshot {
             },
             tokens: state.counters.tokens,
             cost_micros: state.counters.cost_micros,
+            epic: state.epic.as_ref().map(|epic| epic.epic),
+            issue_tokens: state.counters.issue_tokens,
+            issue_cost_micros: state.counters.issue_cost_micros,
+            running: state
+                .running_shown
+                .clone()
+                .filter(|line| {
+                    matches!(&state.awaiting, Awaiting::Agent { launch } if launch.id == line.launch)
+                })
+                .map(Box::new),
             finished: None,
         }
     }

@@ -415,6 +415,15 @@ pub enum Event {
     },
     MergeResult(MergeReport),
     NextIssue(NextIssueFacts),
+    /// A heartbeat of the launch the run waits for, as its journal row has
+    /// it; the driver feeds one at most every `agents.status_refresh_seconds`
+    /// while the launch runs, for the status comment.
+    LaunchRunning {
+        launch: u32,
+        profile: String,
+        elapsed_seconds: u64,
+        output_bytes: u64,
+    },
 }
 
 impl Event {
@@ -439,6 +448,7 @@ impl Event {
             Event::TransientFailure { .. } => "transient_failure",
             Event::MergeResult(_) => "merge_result",
             Event::NextIssue(_) => "next_issue",
+            Event::LaunchRunning { .. } => "launch_running",
         }
     }
 }

@@ -68,5 +68,5 @@ pub use repository::{
 pub use state::{
     Awaiting, BlockedInfo, CarriedFindings, EffectStep, EpicState, FactsPurpose, LastValidation,
     MergePlan, OperatorGuidance, PlanState, ReviewState, RoundBinding, RoundOutcome, RoundRecord,
-    RunState, is_human_finding,
+    RunState, RunningLine, is_human_finding,
 };

@@ -303,6 +303,22 @@ pub struct RunState {
     /// See [`PlanState`].
     #[serde(default)]
     pub plan: PlanState,
+    /// The running launch the status comment last showed; only shown
+    /// while the run still waits for that launch.
+    #[serde(default)]
+    pub running_shown: Option<RunningLine>,
+}
+
+/// A running launch as the status comment shows it: "implementer `claude`
+/// running for 12 min, 40 KB output". Minutes and KiB, so that a refresh
+/// that would change nothing visible is not an edit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningLine {
+    pub launch: u32,
+    pub role: super::phase::AgentPhase,
+    pub profile: String,
+    pub minutes: u64,
+    pub output_kib: u64,
 }
 
 /// The merge the gate chose: the method, and the title the PR had when
@@ -358,6 +374,7 @@ impl RunState {
             merging: None,
             operator_guidance: None,
             plan: PlanState::default(),
+            running_shown: None,
         }
     }
 
@@ -379,5 +396,8 @@ impl RunState {
         self.merge_wait = None;
         self.merging = None;
         self.plan = PlanState::default();
+        // The next issue's spend starts from nothing; the run's total goes on.
+        self.counters.issue_tokens = 0;
+        self.counters.issue_cost_micros = 0;
     }
 }

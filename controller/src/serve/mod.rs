@@ -10,9 +10,11 @@
 //! the App's identity and the dispatcher and poller start. On SIGTERM/SIGINT
 //! both listeners stop accepting, in-flight requests finish, the loops stop
 //! after the item in hand, and the database is closed (and the managed
-//! cluster stopped).
+//! cluster stopped). Meanwhile `rate_readings` keeps the journal's copy of
+//! the GitHub client's rate-limit budgets current for `autoforge status`.
 
 mod http;
+mod rate_readings;
 mod waiting;
 
 pub use http::{admin_listener_router, webhook_listener_router};
@@ -119,10 +121,17 @@ pub async fn serve_on(
 
     let (stop_loops, loops_stopped) = watch::channel(false);
     let wakeup = std::sync::Arc::new(tokio::sync::Notify::new());
+    let worker = format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4());
+    let readings = tokio::spawn(rate_readings::run(
+        journal.clone(),
+        access.client.clone(),
+        worker.clone(),
+        loops_stopped.clone(),
+    ));
     let dispatcher = Dispatcher {
         journal: journal.clone(),
         access: access.clone(),
-        worker: format!("serve-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
+        worker,
         wakeup: std::sync::Arc::clone(&wakeup),
         notifier: std::sync::Arc::new(driver.notifier()),
     };
@@ -137,7 +146,7 @@ pub async fn serve_on(
         "stopped accepting requests; stopping the dispatcher, the poller and the driver"
     );
     let _ignored = stop_loops.send(true);
-    for task in [dispatcher, poller, driver] {
+    for task in [dispatcher, poller, driver, readings] {
         if let Err(error) = task.await {
             tracing::error!(%error, "a serve loop ended abnormally");
         }

@@ -16,3 +16,4 @@ mod migrate_cli;
 mod operator_cli;
 mod setup_cli;
 mod source_rules;
+mod status_rate_limit;

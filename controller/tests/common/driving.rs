@@ -261,6 +261,8 @@ pub fn agent_runtime(state_dir: &std::path::Path) -> AgentRuntime {
         redactor: Redactor::new(),
         kill_grace: Duration::from_secs(1),
         heartbeat_every: Duration::from_secs(1),
+        relaunch_backoff: autoforge::driver::RelaunchBackoff::NONE,
+        status_refresh_every: Duration::from_secs(60),
         operator_policy: Default::default(),
     }
 }

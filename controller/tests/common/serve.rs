@@ -174,6 +174,11 @@ impl World {
         self.served().app_id
     }
 
+    /// The id of the App's installation on the owner's account.
+    pub fn installation_id(&self) -> u64 {
+        self.served().installation
+    }
+
     /// The App's private key, to act as the App.
     pub fn app_key(&self) -> secrecy::SecretString {
         self.served().app_key.clone()

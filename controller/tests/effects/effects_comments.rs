@@ -45,6 +45,10 @@ fn status(phase: Phase) -> EffectIntent {
             merge_wait: None,
             tokens: 0,
             cost_micros: 0,
+            epic: None,
+            issue_tokens: 0,
+            issue_cost_micros: 0,
+            running: None,
             finished: None,
         },
     }

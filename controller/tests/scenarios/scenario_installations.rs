@@ -229,3 +229,77 @@ async fn a_suspension_whose_webhooks_are_lost_is_seen_by_the_poller_and_behaves_
         .unwrap();
     assert!(!delivered.is_empty());
 }
+
+const PR_GATE: &str = "create-pr";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_flight_when_the_installation_is_suspended_stays_attempted_and_lands_once_after_unsuspension()
+ {
+    let s = Scenario::new()
+        .faults(vec![FaultRule::hold(
+            "POST",
+            "/repos/{owner}/{repo}/pulls",
+            PR_GATE,
+        )])
+        .start()
+        .await;
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    eventually(PATIENCE, "the pull request's creation held", || async {
+        (s.world.hub.held(PR_GATE) == 1).then_some(())
+    })
+    .await;
+    s.world.hub.set_faults(Vec::new());
+    // GitHub suspends the installation while the write is on its way: it
+    // reaches GitHub afterwards and is refused with 403.
+    s.world.suspend_installation();
+    assert_eq!(s.world.hub.release(PR_GATE), 1);
+    let journal = s.world.db.journal();
+    eventually(PATIENCE, "the run records why it waits", || async {
+        let events = journal.list_audit_events(run.id).await.unwrap();
+        events
+            .iter()
+            .any(|event| event.kind == "installation_suspended")
+            .then_some(())
+    })
+    .await;
+    let refused: Vec<_> = s
+        .world
+        .hub
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.route == "/repos/{owner}/{repo}/pulls")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(refused, [403], "the held write was refused");
+    let create = journal
+        .list_effects(run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == autoforge_journal::EffectKind::CreatePr)
+        .expect("the pull request's effect");
+    assert_eq!(
+        create.stage,
+        autoforge_journal::Stage::Attempted,
+        "an unknown outcome, not a refusal: {create:?}"
+    );
+
+    s.world.unsuspend_installation();
+    let done = run.reaches(Phase::ReadyForMerge).await;
+    assert_eq!(done.failure, None);
+    assert!(done.blocked.is_none(), "{:?}", done.blocked);
+    let phases = run.phase_history().await;
+    assert!(!phases.contains(&Phase::Blocked), "{phases:?}");
+    let pulls = s
+        .world
+        .rest_as(
+            &s.owner,
+            Method::GET,
+            &format!("/repos/{OWNER}/{REPO}/pulls?state=all"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(pulls.as_array().map(Vec::len), Some(1), "{pulls}");
+}

@@ -140,3 +140,106 @@ async fn a_launch_cut_short_by_a_controller_crash_is_lost_and_leaves_no_process(
     assert_eq!(implements[1].outcome.as_deref(), Some("success"));
     assert_eq!(s.launches(Role::Implement), 2);
 }
+
+/// The bodies of the status comment edits the run journalled, oldest
+/// first, with when each was planned.
+async fn status_edits(
+    s: &Running,
+    run: autoforge_journal::RunId,
+) -> Vec<(chrono::DateTime<chrono::Utc>, String)> {
+    s.world
+        .db
+        .journal()
+        .list_effects(run)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == autoforge_journal::EffectKind::EditStatusComment)
+        .map(|e| {
+            let payload: serde_json::Value = serde_json::from_slice(&e.payload).unwrap();
+            (
+                e.created_at,
+                payload["body"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+const REFRESH_SECONDS: u64 = 2;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_comment_shows_the_running_launch_no_more_often_than_its_refresh_interval() {
+    let s = Scenario::new()
+        .agents(Agents::scripted().implement(["slow_chatty", "{hub}/octo/widgets/issues/1"]))
+        .heartbeat_seconds(1)
+        .status_refresh_seconds(REFRESH_SECONDS)
+        .start()
+        .await;
+    let issue = s.new_issue("a widget").await;
+    s.operator_labels(issue).await;
+    let run = s.run_of(issue).await;
+    run.reaches(Phase::ReadyForMerge).await;
+
+    let edits = status_edits(&s, run.id).await;
+    let running: Vec<&(chrono::DateTime<chrono::Utc>, String)> = edits
+        .iter()
+        .filter(|(_, body)| body.contains("- Running:"))
+        .collect();
+    assert!(
+        running.len() >= 2,
+        "the growing output was shown more than once: {edits:#?}"
+    );
+    for (_, body) in &running {
+        assert!(
+            body.contains("- Running: implementer `implementer` for less than a minute, "),
+            "{body}"
+        );
+        assert!(body.contains(" KB output"), "{body}");
+        assert!(body.contains("- Phase: **IMPLEMENT**"), "{body}");
+    }
+    // Never more often than the interval (the edits are planned at the
+    // ticks of one interval timer; a second of slack for the journal).
+    for pair in running.windows(2) {
+        let gap = pair[1].0 - pair[0].0;
+        assert!(
+            gap >= chrono::Duration::milliseconds(
+                1_000 * i64::try_from(REFRESH_SECONDS).unwrap() - 1_000
+            ),
+            "two running edits {gap} apart"
+        );
+    }
+    // The launch's end takes the line away, and nothing shows it after.
+    let last_running = edits
+        .iter()
+        .rposition(|(_, body)| body.contains("- Running:"))
+        .unwrap();
+    let after = &edits[last_running + 1..];
+    assert!(!after.is_empty(), "the end edited the comment again");
+    assert!(
+        after.iter().all(|(_, body)| !body.contains("Running")),
+        "{after:#?}"
+    );
+    let shown = s.world.db.journal().list_launches(run.id).await.unwrap();
+    assert_eq!(shown.iter().filter(|l| l.role == "implement").count(), 1);
+    insta::assert_snapshot!(
+        "status_comment_running_launch",
+        pinned_running(&running[0].1)
+    );
+}
+
+/// The comment's visible text with the output size, which depends on how
+/// far the agent got, written as `N`.
+fn pinned_running(body: &str) -> String {
+    let visible = body.split("<!--").next().unwrap_or(body).trim_end();
+    visible
+        .lines()
+        .map(|line| match line.strip_prefix("- Running: ") {
+            Some(rest) => {
+                let (head, _) = rest.rsplit_once(", ").unwrap_or((rest, ""));
+                format!("- Running: {head}, N KB output")
+            }
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

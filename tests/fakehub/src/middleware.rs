@@ -79,7 +79,7 @@ pub async fn api_layer(
         }
     };
     let fired = shared.faults().for_request(method.as_str(), &route);
-    let rate_key = token.unwrap_or_else(|| "anonymous".to_string());
+    let rate_key = token.clone().unwrap_or_else(|| "anonymous".to_string());
     let limit = if caller == Caller::Anonymous {
         60
     } else {
@@ -116,6 +116,19 @@ pub async fn api_layer(
             FaultKind::AmbiguousWrite { drop } => ambiguous = Some(*drop),
             _ => {}
         }
+    }
+    // A request held at a gate reaches the handler only now: an
+    // installation suspended meanwhile refuses it, as GitHub refuses a
+    // request that arrives after the suspension.
+    let held = fired.iter().any(|f| matches!(f, FaultKind::Hold { .. }));
+    // The world's lock is let go before the answer is logged (which takes it).
+    let now_refused = held
+        .then(|| authenticate(&shared.lock(), token.as_deref(), Utc::now()).err())
+        .flatten();
+    if let Some(e) = now_refused {
+        let resp = e.into_response();
+        log(resp.status(), false, 0);
+        return resp;
     }
     let exhausted = {
         let mut w = shared.lock();

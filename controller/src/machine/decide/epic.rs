@@ -68,7 +68,7 @@ pub(super) fn on_result(turn: &mut Turn, result: &EpicResult) -> TurnResult {
         let (Some(issue), Some(pr)) = (epic.finished_issue, epic.finished_pr) else {
             return turn.block("the finished issue or its pull request is unknown");
         };
-        let text = with_spend(text, &turn.state.counters);
+        let text = with_spend(text, &turn.state.counters, issue);
         turn.effect(EffectIntent::PostEpicProgress {
             epic: epic.epic,
             issue,
@@ -279,25 +279,35 @@ fn reject(turn: &mut Turn, reason: String) -> TurnResult {
 
 /// The EPIC agent's progress report with the controller's own line of what
 /// the EPIC's run has spent on agents so far (its launches cover every
-/// issue of the EPIC), when any launch reported usage.
-fn with_spend(text: &str, counters: &crate::machine::Counters) -> String {
-    let mut spent = Vec::new();
-    if counters.tokens > 0 {
-        spent.push(format!("{} tokens", counters.tokens));
-    }
-    if counters.cost_micros > 0 {
-        spent.push(format!(
-            "an estimated cost of {}",
-            crate::machine::budget::format_cost(counters.cost_micros)
-        ));
-    }
-    if spent.is_empty() {
+/// issue of the EPIC) and how much of it went to the finished issue (its
+/// EPIC update included), when any launch reported usage.
+fn with_spend(text: &str, counters: &crate::machine::Counters, issue: IssueNumber) -> String {
+    let spend = |tokens: u64, cost: u64| {
+        let mut spent = Vec::new();
+        if tokens > 0 {
+            spent.push(format!("{tokens} tokens"));
+        }
+        if cost > 0 {
+            spent.push(format!(
+                "an estimated cost of {}",
+                crate::machine::budget::format_cost(cost)
+            ));
+        }
+        spent.join(", ")
+    };
+    let epic = spend(counters.tokens, counters.cost_micros);
+    if epic.is_empty() {
         return text.to_owned();
     }
+    let on_issue = spend(counters.issue_tokens, counters.issue_cost_micros);
+    let on_issue = if on_issue.is_empty() {
+        String::new()
+    } else {
+        format!("; on #{issue}, this update included: {on_issue}")
+    };
     format!(
-        "{}\n\n_Agents on this EPIC so far: {}._",
-        text.trim_end(),
-        spent.join(", ")
+        "{}\n\n_Agents on this EPIC so far: {epic}{on_issue}._",
+        text.trim_end()
     )
 }
 
@@ -308,16 +318,20 @@ mod spend_tests {
 
     #[test]
     fn the_progress_report_ends_with_what_the_epic_spent_on_agents() {
+        let issue = autoforge_journal::testing::issue(4);
         let none = Counters::default();
-        assert_eq!(with_spend("Merged.\n", &none), "Merged.\n");
+        assert_eq!(with_spend("Merged.\n", &none, issue), "Merged.\n");
         let spent = Counters {
             tokens: 42_000,
             cost_micros: 1_230_000,
+            issue_tokens: 9_000,
+            issue_cost_micros: 400_000,
             ..Counters::default()
         };
         assert_eq!(
-            with_spend("Merged.\n", &spent),
-            "Merged.\n\n_Agents on this EPIC so far: 42000 tokens, an estimated cost of 1.23._"
+            with_spend("Merged.\n", &spent, issue),
+            "Merged.\n\n_Agents on this EPIC so far: 42000 tokens, an estimated cost of 1.23; \
+             on #4, this update included: 9000 tokens, an estimated cost of 0.4000._"
         );
     }
 }

@@ -16,6 +16,7 @@ mod merge;
 mod operator;
 mod plan;
 mod review;
+mod running;
 mod trust;
 mod turn;
 
@@ -44,6 +45,21 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
         }
         Event::HumanReview(feedback) => return human::review(state, feedback),
         _ => {}
+    }
+    if let Event::LaunchRunning {
+        launch,
+        profile,
+        elapsed_seconds,
+        output_bytes,
+    } = event
+        && !state.phase.is_terminal()
+    {
+        return Ok(running::launch_running(
+            state,
+            event,
+            (*launch, profile),
+            (*elapsed_seconds, *output_bytes),
+        ));
     }
     if state.phase.is_terminal() {
         return Ok(Turn::refuse(
@@ -98,6 +114,7 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
             if !failed && !correcting && decision.refusal.is_none() {
                 decision.next.operator_guidance = None;
             }
+            let decision = running::ended(state, decision);
             return Ok(if failed {
                 decision
             } else {

@@ -66,6 +66,10 @@ pub struct Scenario {
     tokens_per_run: Option<u64>,
     /// `agents.heartbeat_seconds`.
     heartbeat_seconds: Option<u64>,
+    /// `agents.relaunch_backoff_seconds` and `…_max_seconds`.
+    relaunch_backoff: Option<(u64, u64)>,
+    /// `agents.status_refresh_seconds`.
+    status_refresh_seconds: Option<u64>,
     /// Extra environment of the serve process (vendor keys, PATH).
     env: Vec<(String, String)>,
     /// `plan.mode` (unset: off).
@@ -94,6 +98,8 @@ impl Scenario {
             backstop_max_seconds: None,
             tokens_per_run: None,
             heartbeat_seconds: None,
+            relaunch_backoff: None,
+            status_refresh_seconds: None,
             env: Vec::new(),
             plan_mode: None,
         }
@@ -172,6 +178,20 @@ impl Scenario {
         self
     }
 
+    /// `agents.relaunch_backoff_seconds` and `agents.relaunch_backoff_max_seconds`:
+    /// the pause before an automatic relaunch after a failed launch.
+    pub fn relaunch_backoff(mut self, first_seconds: u64, max_seconds: u64) -> Self {
+        self.relaunch_backoff = Some((first_seconds, max_seconds));
+        self
+    }
+
+    /// `agents.status_refresh_seconds`: the shortest time between two
+    /// status-comment edits showing a running launch.
+    pub fn status_refresh_seconds(mut self, seconds: u64) -> Self {
+        self.status_refresh_seconds = Some(seconds);
+        self
+    }
+
     /// A variable in the serve process's environment.
     pub fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.to_owned(), value.to_owned()));
@@ -215,8 +235,20 @@ impl Scenario {
             "[validation]\ncommands = [{}]\ntimeout_seconds = 60\n\n",
             commands.join(", ")
         ));
+        let mut agents = String::new();
         if let Some(seconds) = self.heartbeat_seconds {
-            toml.push_str(&format!("[agents]\nheartbeat_seconds = {seconds}\n\n"));
+            agents.push_str(&format!("heartbeat_seconds = {seconds}\n"));
+        }
+        if let Some((first, max)) = self.relaunch_backoff {
+            agents.push_str(&format!(
+                "relaunch_backoff_seconds = {first}\nrelaunch_backoff_max_seconds = {max}\n"
+            ));
+        }
+        if let Some(seconds) = self.status_refresh_seconds {
+            agents.push_str(&format!("status_refresh_seconds = {seconds}\n"));
+        }
+        if !agents.is_empty() {
+            toml.push_str(&format!("[agents]\n{agents}\n"));
         }
         toml.push_str(&self.agents.toml(evidence));
         toml

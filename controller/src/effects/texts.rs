@@ -107,6 +107,7 @@ fn status_lines(status: &StatusSnapshot, with_reasons: bool) -> Result<String, P
 /// "- Running: implementer `claude` for 12 min, 40 KB output".
 fn running_line(running: &RunningLine) -> String {
     let role = match running.role {
+        AgentPhase::Plan => "planner",
         AgentPhase::Implement => "implementer",
         AgentPhase::Review => "reviewer",
         AgentPhase::Fix => "fixer",

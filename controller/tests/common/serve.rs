@@ -158,6 +158,11 @@ impl World {
         self.served().app_key.clone()
     }
 
+    /// The serve process's id (to read its `/proc` entries).
+    pub fn serve_pid(&self) -> u32 {
+        self.served().child.id()
+    }
+
     /// serve's state directory.
     pub fn state_dir(&self) -> &Path {
         self.served().state.path()

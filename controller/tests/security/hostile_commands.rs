@@ -75,7 +75,7 @@ async fn comment_as_the_app(s: &Running, issue: u64, body: &str) -> u64 {
         .create_comment(issue, body)
         .await
         .unwrap();
-    comment.id.into_inner()
+    comment.id.0
 }
 
 /// Waits until every delivery fakehub sent about comment `comment` (at

@@ -85,7 +85,7 @@ impl ProfileRule {
     pub(crate) fn fire(&mut self, rng: &mut StdRng) -> Option<FaultKind> {
         self.seen += 1;
         if let Some(every) = self.every
-            && self.seen % u64::from(every.max(1)) != 0
+            && !self.seen.is_multiple_of(u64::from(every.max(1)))
         {
             return None;
         }

@@ -7,6 +7,9 @@
 # with `null` (EPIC complete) once the URLs are used up; asked again, it
 # answers only the fields the re-request lists (`COUNTER.log` records
 # `full` or `again` per launch).
+# `following CHILDREN` serves any EPIC whose CHILDREN sub-issues are
+# numbered right after it: it picks the issue after the one just
+# finished, and `null` after the last child.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
@@ -36,6 +39,29 @@ case $mode in
                 echo full >> "$counter.log"
                 block "$(printf '{"phase":"UPDATE_EPIC","status":"success","progress":"Update %s: the issue is finished and merged.","roadmap_section":"- step %s of the EPIC is done","next_issue_url":%s}' \
                     "$step" "$step" "$next")" ;;
+        esac ;;
+    following)
+        children=$2
+        epic_url=$(printf '%s\n' "$prompt" | sed -n 's/^- EPIC: \([^ ]*\).*/\1/p' | head -n 1)
+        finished_url=$(printf '%s\n' "$prompt" | sed -n 's/^- Issue just finished: \([^ ]*\).*/\1/p' | head -n 1)
+        epic=${epic_url##*/}
+        finished=${finished_url##*/}
+        step=$((finished - epic))
+        next=null
+        if [ "$step" -lt "$children" ]; then
+            next="\"${finished_url%/*}/$((finished + 1))\""
+        fi
+        roadmap=$(printf '"roadmap_section":"- step %s of the EPIC is done",' "$step")
+        case $prompt in
+            *"UPDATE_EPIC (asked again)"*)
+                case $prompt in
+                    *'"roadmap_section": "<new section content>"'*) ;;
+                    *) roadmap="" ;;
+                esac
+                block "$(printf '{"phase":"UPDATE_EPIC","status":"success",%s"next_issue_url":%s}' "$roadmap" "$next")" ;;
+            *)
+                block "$(printf '{"phase":"UPDATE_EPIC","status":"success","progress":"Step %s: the issue is finished and merged.",%s"next_issue_url":%s}' \
+                    "$step" "$roadmap" "$next")" ;;
         esac ;;
     good)
         block '{"phase":"UPDATE_EPIC","status":"success","progress":"The widget issue is finished and merged.","roadmap_section":"- [x] widgets\n- [ ] gadgets","next_issue_url":null}' ;;

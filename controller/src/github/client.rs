@@ -502,9 +502,13 @@ impl GitHubApi {
         Ok((response, true))
     }
 
-    /// Sends a write exactly once. Any non-success answer is an error; a
-    /// timeout, transport failure or 5xx leaves the outcome unknown
-    /// ([`GitHubError::is_outcome_unknown`]).
+    /// Sends a write once GitHub accepts it for processing. Any other
+    /// non-success answer is an error; a timeout, transport failure or 5xx
+    /// leaves the outcome unknown ([`GitHubError::is_outcome_unknown`]).
+    /// A rate-limit refusal (secondary limit, exhausted budget) is GitHub
+    /// saying it did not process the request: it is sent again once the
+    /// gate opens (at most the retry policy's number of tries), so a
+    /// rate limit never counts as an attempt of the effect behind it.
     pub(super) async fn write(
         &self,
         method: Method,
@@ -512,10 +516,29 @@ impl GitHubApi {
         body: Option<&serde_json::Value>,
     ) -> Result<RawResponse, GitHubError> {
         let method_name = method_name(&method);
-        let response = self
-            .send_once(method, path, body, &HeaderMap::new(), RequestKind::Write)
-            .await?;
-        self.check_status(method_name, path, response)
+        let mut tries = 1;
+        loop {
+            let response = self
+                .send_once(
+                    method.clone(),
+                    path,
+                    body,
+                    &HeaderMap::new(),
+                    RequestKind::Write,
+                )
+                .await?;
+            let limited = self
+                .shared
+                .gates
+                .state(self.scope)
+                .is_limited_response(response.status.as_u16(), SystemTime::now());
+            if !limited || tries >= self.shared.options.retry.max_attempts {
+                return self.check_status(method_name, path, response);
+            }
+            tries += 1;
+            // `send_once` waits at the gate until the limit lifts.
+            tracing::info!(%path, status = response.status.as_u16(), "write refused by a rate limit; sending it again once the limit lifts");
+        }
     }
 }
 

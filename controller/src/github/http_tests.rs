@@ -323,6 +323,27 @@ async fn after_a_secondary_rate_limit_no_request_goes_out_before_retry_after() {
 }
 
 #[tokio::test]
+async fn a_write_refused_by_a_secondary_rate_limit_is_sent_again_after_retry_after_and_lands_once()
+{
+    let hub = Hub::start().await;
+    let issue = hub.issue().await;
+    hub.fault(
+        "POST",
+        COMMENTS_ROUTE,
+        FaultKind::TooManyRequests { retry_after: 1 },
+        Some(1),
+    );
+    let started = Instant::now();
+    let posted = writes::create_comment(&hub.api, &repo(), issue, "once").await;
+    assert!(posted.is_ok(), "{posted:?}");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    assert_eq!(hub.answered("POST", COMMENTS_ROUTE), [429, 201]);
+    assert!(hub.hub.closed_window_requests().is_empty());
+    let comments = hub.api.issue_comments(&repo(), issue).await.unwrap();
+    assert_eq!(comments.len(), 1);
+}
+
+#[tokio::test]
 async fn rate_limit_longer_than_the_wait_bound_fails_fast() {
     let hub = Hub::start().await;
     let issue = hub.issue().await;

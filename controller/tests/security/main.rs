@@ -10,6 +10,7 @@ mod common;
 mod creds_git;
 mod creds_managed_db;
 mod creds_tokens;
+mod hostile_commands;
 mod sandbox_config;
 mod sandbox_hostile;
 mod sandbox_launch;

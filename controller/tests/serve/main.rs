@@ -7,7 +7,10 @@ mod common;
 
 mod admin_listener;
 mod budget_serve;
+mod chaos_github;
 mod dashboard_serve;
+mod hostile_config;
+mod hostile_webhooks;
 mod serve_dispatch;
 mod serve_e2e;
 mod serve_operators;

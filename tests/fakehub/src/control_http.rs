@@ -115,3 +115,23 @@ pub async fn http_rate_usage(State(s): S) -> ApiResult {
 pub async fn http_state(State(s): S) -> Response {
     Json(json!(&*s.lock())).into_response()
 }
+
+/// `POST /_fakehub/faults/profiles`: `{"profiles": ["write_errors", …]}`
+/// puts named profiles in force (`[]` ends them).
+pub async fn http_set_fault_profiles(State(s): S, Json(body): Json<Value>) -> ApiResult {
+    let names: Vec<String> = parse(body.get("profiles").cloned().unwrap_or(body))?;
+    crate::profiles::set_profiles(&s, names)
+        .map_err(|e| ApiError::new(axum::http::StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    ok(json!({"profiles": s.faults().profiles()}))
+}
+
+/// `GET /_fakehub/closed_windows`: how many rate-limit windows the faults
+/// closed, and every request sent inside one.
+pub async fn http_closed_windows(State(s): S) -> ApiResult {
+    let faults = s.faults();
+    ok(json!({
+        "windows_closed": faults.windows.closings(),
+        "requests_inside": faults.windows.inside().len(),
+        "requests": faults.windows.inside(),
+    }))
+}

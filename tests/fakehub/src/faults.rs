@@ -6,6 +6,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::faults_windows::ClosedWindows;
+use crate::profiles::ProfileRule;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -42,6 +45,18 @@ pub enum FaultKind {
     WebhookDuplicate,
     /// Send the delivery late.
     WebhookDelay { ms: u64 },
+    /// `429 Too Many Requests` with `retry-after`: GitHub's other answer
+    /// to a secondary rate limit.
+    TooManyRequests {
+        #[serde(default = "default_retry_after")]
+        retry_after: u64,
+    },
+    /// The caller's primary limit is used up until `reset_seconds` from
+    /// now (`x-ratelimit-remaining: 0`, `x-ratelimit-reset` then).
+    PrimaryExhausted { reset_seconds: u64 },
+    /// Apply the write, keep the answer back `ms`, then drop the
+    /// connection: the client times out on a write that landed.
+    AmbiguousHang { ms: u64 },
 }
 
 fn default_retry_after() -> u64 {
@@ -49,7 +64,7 @@ fn default_retry_after() -> u64 {
 }
 
 impl FaultKind {
-    fn is_webhook(&self) -> bool {
+    pub(crate) fn is_webhook(&self) -> bool {
         matches!(
             self,
             FaultKind::WebhookDrop | FaultKind::WebhookDuplicate | FaultKind::WebhookDelay { .. }
@@ -147,15 +162,36 @@ impl FaultRule {
 #[derive(Debug)]
 pub struct Faults {
     rules: Vec<FaultRule>,
+    /// Rules of the named profiles in force (see [`crate::profiles`]).
+    profile_rules: Vec<ProfileRule>,
+    /// The names of those profiles, as set.
+    profile_names: Vec<String>,
     rng: StdRng,
+    /// The rate-limit windows the faults closed, and the requests sent
+    /// inside them.
+    pub windows: ClosedWindows,
 }
 
 impl Faults {
     pub fn new(seed: u64) -> Self {
         Faults {
             rules: Vec::new(),
+            profile_rules: Vec::new(),
+            profile_names: Vec::new(),
             rng: StdRng::seed_from_u64(seed),
+            windows: ClosedWindows::default(),
         }
+    }
+
+    /// Replaces the profile rules (the plain rules stay).
+    pub fn set_profiles(&mut self, names: Vec<String>, rules: Vec<ProfileRule>) {
+        self.profile_names = names;
+        self.profile_rules = rules;
+    }
+
+    /// The names of the profiles in force.
+    pub fn profiles(&self) -> &[String] {
+        &self.profile_names
     }
 
     pub fn set(&mut self, rules: Vec<FaultRule>) {
@@ -168,19 +204,34 @@ impl Faults {
 
     /// Faults firing for an HTTP request.
     pub fn for_request(&mut self, method: &str, route: &str) -> Vec<FaultKind> {
-        self.fire(|rule| {
+        let mut fired = self.fire_profiles(|rule| rule.matches_request(method, route));
+        fired.extend(self.fire(|rule| {
             !rule.kind.is_webhook()
                 && rule
                     .method
                     .as_deref()
                     .is_none_or(|m| m.eq_ignore_ascii_case(method))
                 && rule.route.as_deref().is_none_or(|r| r == route)
-        })
+        }));
+        fired
     }
 
     /// Faults firing for one webhook delivery of `event`.
     pub fn for_webhook(&mut self, event: &str) -> Vec<FaultKind> {
-        self.fire(|rule| rule.kind.is_webhook() && rule.route.as_deref().is_none_or(|r| r == event))
+        let mut fired = self.fire_profiles(ProfileRule::matches_webhook);
+        fired.extend(self.fire(|rule| {
+            rule.kind.is_webhook() && rule.route.as_deref().is_none_or(|r| r == event)
+        }));
+        fired
+    }
+
+    fn fire_profiles(&mut self, matches: impl Fn(&ProfileRule) -> bool) -> Vec<FaultKind> {
+        let rng = &mut self.rng;
+        self.profile_rules
+            .iter_mut()
+            .filter(|rule| matches(rule))
+            .filter_map(|rule| rule.fire(rng))
+            .collect()
     }
 
     fn fire(&mut self, matches: impl Fn(&FaultRule) -> bool) -> Vec<FaultKind> {

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::Shared;
 use crate::auth::{Caller, authenticate, credential};
 use crate::faults::FaultKind;
+use crate::faults_windows::{Closed, WindowKind};
 use crate::http::ApiError;
 use crate::world::{RateWindow, RequestRecord};
 
@@ -78,6 +79,16 @@ pub async fn api_layer(
             return resp;
         }
     };
+    let now_ms = Utc::now().timestamp_millis();
+    let entered = shared
+        .faults()
+        .windows
+        .enter(&rate_scope, now_ms, method.as_str(), &path);
+    if let Some(closed) = entered {
+        let resp = window_refusal(closed, now_ms);
+        log(resp.status(), false, 0);
+        return resp;
+    }
     let fired = shared.faults().for_request(method.as_str(), &route);
     let rate_key = token.clone().unwrap_or_else(|| "anonymous".to_string());
     let limit = if caller == Caller::Anonymous {
@@ -101,10 +112,19 @@ pub async fn api_layer(
                 log(resp.status(), false, 0);
                 return resp;
             }
-            FaultKind::SecondaryRateLimit { retry_after } => {
-                let mut resp = ApiError::forbidden("You have exceeded a secondary rate limit. Please wait a few minutes before you try again.").into_response();
-                resp.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            FaultKind::SecondaryRateLimit { retry_after }
+            | FaultKind::TooManyRequests { retry_after } => {
+                let status = if matches!(fault, FaultKind::TooManyRequests { .. }) {
+                    StatusCode::TOO_MANY_REQUESTS
+                } else {
+                    StatusCode::FORBIDDEN
+                };
+                let until = now_ms.saturating_add_unsigned(retry_after.saturating_mul(1000));
+                shared
+                    .faults()
+                    .windows
+                    .close(&rate_scope, WindowKind::Secondary, now_ms, until);
+                let resp = secondary_refusal(status, *retry_after);
                 log(resp.status(), false, 0);
                 return resp;
             }
@@ -113,7 +133,31 @@ pub async fn api_layer(
                 let window = window(&mut w.rate, &rate_key, limit);
                 window.used = window.limit;
             }
-            FaultKind::AmbiguousWrite { drop } => ambiguous = Some(*drop),
+            FaultKind::PrimaryExhausted { reset_seconds } => {
+                let reset = {
+                    let mut w = shared.lock();
+                    let window = window(&mut w.rate, &rate_key, limit);
+                    window.used = window.limit;
+                    window.reset = Utc::now()
+                        .timestamp()
+                        .saturating_add_unsigned(*reset_seconds);
+                    window.reset
+                };
+                shared.faults().windows.close(
+                    &rate_scope,
+                    WindowKind::Primary,
+                    now_ms,
+                    reset.saturating_mul(1000),
+                );
+            }
+            FaultKind::AmbiguousWrite { drop } => {
+                ambiguous = Some(if *drop {
+                    Ambiguous::Drop
+                } else {
+                    Ambiguous::BadGateway
+                })
+            }
+            FaultKind::AmbiguousHang { ms } => ambiguous = Some(Ambiguous::Hang(*ms)),
             _ => {}
         }
     }
@@ -190,12 +234,15 @@ pub async fn api_layer(
         shared.mark_dirty();
     }
     match ambiguous {
-        Some(false) => {
+        Some(Ambiguous::BadGateway) => {
             let resp = ApiError::new(StatusCode::BAD_GATEWAY, "Bad Gateway").into_response();
             log(resp.status(), false, cost);
             resp
         }
-        Some(true) => {
+        Some(dropped @ (Ambiguous::Drop | Ambiguous::Hang(_))) => {
+            if let Ambiguous::Hang(ms) = dropped {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
             log(StatusCode::BAD_GATEWAY, false, cost);
             // A body that fails mid-stream makes hyper abort the connection.
             let stream = futures_error_stream();
@@ -206,6 +253,52 @@ pub async fn api_layer(
         }
         None => {
             log(resp.status(), hit, cost);
+            resp
+        }
+    }
+}
+
+/// How a write that was applied is answered.
+#[derive(Debug, Clone, Copy)]
+enum Ambiguous {
+    BadGateway,
+    Drop,
+    /// Answer nothing for this long, then drop the connection.
+    Hang(u64),
+}
+
+/// GitHub's documentation of secondary limits, which its refusals link.
+const SECONDARY_DOCS: &str = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits";
+
+/// GitHub's answer when a secondary rate limit refuses a request.
+fn secondary_refusal(status: StatusCode, retry_after: u64) -> Response {
+    let body = serde_json::json!({
+        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
+        "documentation_url": SECONDARY_DOCS,
+        "status": status.as_u16().to_string(),
+    });
+    let mut resp = (status, axum::Json(body)).into_response();
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    resp
+}
+
+/// The answer to a request sent while its scope's window is closed: the
+/// refusal that closed it again, with what is left of the wait.
+fn window_refusal(closed: Closed, now_ms: i64) -> Response {
+    let remaining_s = u64::try_from((closed.remaining_ms + 999) / 1000).unwrap_or(1);
+    match closed.kind {
+        WindowKind::Secondary => secondary_refusal(StatusCode::FORBIDDEN, remaining_s),
+        WindowKind::Primary => {
+            let mut resp = ApiError::forbidden(
+                "API rate limit exceeded. Check out the documentation for more details.",
+            )
+            .into_response();
+            let reset = (now_ms + closed.remaining_ms + 999) / 1000;
+            let h = resp.headers_mut();
+            h.insert("x-ratelimit-remaining", HeaderValue::from(0));
+            h.insert("x-ratelimit-reset", HeaderValue::from(reset));
+            h.insert("x-ratelimit-resource", HeaderValue::from_static("core"));
             resp
         }
     }

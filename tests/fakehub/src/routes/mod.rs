@@ -212,6 +212,14 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/_fakehub/checks", post(control::http_add_check))
         .route("/_fakehub/statuses", post(control::http_add_status))
         .route("/_fakehub/faults", post(control::http_set_faults))
+        .route(
+            "/_fakehub/faults/profiles",
+            post(control::http_set_fault_profiles),
+        )
+        .route(
+            "/_fakehub/closed_windows",
+            get(control::http_closed_windows),
+        )
         .route("/_fakehub/holds/{gate}", get(control::http_held))
         .route(
             "/_fakehub/holds/{gate}/release",

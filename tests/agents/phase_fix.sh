@@ -5,7 +5,8 @@
 # follow-up issue for the controller to create; `defer_listed` (no
 # finding ids needed) defers this round's finding R<round>-F1 to the first
 # follow-up issue the prompt lists, or asks for a new one when none is;
-# `workflow` is `good` that also adds a CI workflow (a protected path).
+# `workflow` is `good` that also adds a CI workflow (a protected path);
+# `fix_and_defer FIXED DEFERRED` fixes one finding and defers the other.
 set -eu
 . "$(dirname "$0")/phase_common.sh"
 mode=$1
@@ -23,6 +24,26 @@ if [ "$mode" = defer_listed ]; then
     fi
     block "$(printf '{"phase":"FIX","status":"success","previous_head_sha":"%s","head_sha":"%s","resolutions":[%s]}' \
         "$head" "$head" "$entry")"
+    exit 0
+fi
+if [ "$mode" = fix_and_defer ]; then
+    # FIXED_ID DEFERRED_ID: commits `fix-<issue>.txt` (the issue's number
+    # from the prompt, so an EPIC's children each fix their own file) and
+    # defers the second finding to a new follow-up issue. A relaunch after
+    # a crash finds its fix committed and answers for it again.
+    issue_url=$(printf '%s\n' "$prompt" | grep -o 'https\?://[^ `)]*/issues/[0-9][0-9]*' | head -n 1)
+    number=${issue_url##*/}
+    if [ -f "fix-$number.txt" ]; then
+        previous=$(git rev-parse HEAD~1)
+    else
+        previous=$(git rev-parse HEAD)
+        commit_file "fix-$number.txt" "fixed $number" "Address the review of issue $number"
+    fi
+    head=$(git rev-parse HEAD)
+    fixed=$(printf '{"finding_id":"%s","resolution":"fixed","commit_sha":"%s"}' "$1" "$head")
+    deferred=$(printf '{"finding_id":"%s","resolution":"follow_up_created","follow_up_issue":{"title":"Revisit the greeting (after issue %s)","body":"The review of issue %s raised it; tracked here so the change can land."}}' "$2" "$number" "$number")
+    block "$(printf '{"phase":"FIX","status":"success","previous_head_sha":"%s","head_sha":"%s","resolutions":[%s,%s]}' \
+        "$previous" "$head" "$fixed" "$deferred")"
     exit 0
 fi
 if [ "$mode" = follow_up ]; then

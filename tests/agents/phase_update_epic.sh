@@ -6,7 +6,8 @@
 # COUNTER, outside the worktree) with the Nth URL as the next issue, and
 # with `null` (EPIC complete) once the URLs are used up; asked again, it
 # answers only the fields the re-request lists (`COUNTER.log` records
-# `full` or `again` per launch).
+# `full` or `again` per launch). `after URL...` picks the URL after the
+# issue just finished, as the prompt names it (null after the last).
 # `following CHILDREN` serves any EPIC whose CHILDREN sub-issues are
 # numbered right after it: it picks the issue after the one just
 # finished, and `null` after the last child.
@@ -15,6 +16,32 @@ set -eu
 mode=$1
 prompt=$(cat)
 case $mode in
+    after)
+        # `after URL...`: the next issue is the one after the issue just
+        # finished in the given order (null after the last), read from the
+        # prompt, so a relaunch after a crash answers the same.
+        shift
+        finished=$(printf '%s\n' "$prompt" | grep -o 'Issue just finished: .*' | grep -o '/issues/[0-9][0-9]*' | head -n 1)
+        next=null
+        step=0
+        found=0
+        for url in "$@"; do
+            step=$((step + 1))
+            if [ "$found" = 1 ]; then
+                next="\"$url\""
+                break
+            fi
+            case $url in
+                *"$finished") found=1; done_step=$step ;;
+            esac
+        done
+        case $prompt in
+            *"UPDATE_EPIC (asked again)"*)
+                block "$(printf '{"phase":"UPDATE_EPIC","status":"success","roadmap_section":"- step %s of the EPIC is done","next_issue_url":%s}' "${done_step:-0}" "$next")" ;;
+            *)
+                block "$(printf '{"phase":"UPDATE_EPIC","status":"success","progress":"Step %s: the issue is finished and merged.","roadmap_section":"- step %s of the EPIC is done","next_issue_url":%s}' \
+                    "${done_step:-0}" "${done_step:-0}" "$next")" ;;
+        esac ;;
     sequence)
         counter=$2
         shift 2

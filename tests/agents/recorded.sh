@@ -1,7 +1,8 @@
 #!/bin/sh
 # Wraps another scripted agent so a scenario can see and pace it:
 # `recorded.sh DIR NAME HOLD AGENT ARGS...`. Launch N of NAME (counted in
-# DIR/NAME.count) saves its prompt as DIR/NAME.N.prompt and touches
+# DIR/NAME.count) saves its prompt as DIR/NAME.N.prompt (its environment
+# as DIR/NAME.N.env) and touches
 # DIR/NAME.N.started; when N is in HOLD (comma-separated launch numbers,
 # or `none`) it then waits for the test to create DIR/NAME.N.release
 # before it runs AGENT with the prompt on stdin. The launch's read-context
@@ -18,6 +19,8 @@ count=$(cat "$dir/$name.count" 2>/dev/null || echo 0)
 n=$((count + 1))
 echo "$n" > "$dir/$name.count"
 cat > "$dir/$name.$n.prompt"
+# The environment the launch was given, for the secrets scan.
+env > "$dir/$name.$n.env"
 context=$(sed -n 's/^`\(\/[^`]*\)` (outside your worktree).*/\1/p' "$dir/$name.$n.prompt" | head -n 1)
 if [ -n "$context" ] && [ -d "$context" ]; then
     cp -R "$context" "$dir/$name.$n.context"

@@ -61,6 +61,7 @@ impl Worktree {
         start: &CommitSha,
         mode: WorkMode,
     ) -> Result<Prepared, WorkspaceError> {
+        self.clear_stale_locks().await?;
         let head = self.head().await.ok();
         let changes = self.status_entries().await?;
         let reason = match (&head, mode) {

@@ -113,6 +113,31 @@ impl Worktree {
         Ok(self.mirror.git().run(&self.path, args, None).await?)
     }
 
+    /// Removes the lock files git leaves in the worktree's admin folder
+    /// when it is killed mid-command (`index.lock`, `HEAD.lock`). They are
+    /// stale whenever the controller prepares a launch: no process of an
+    /// earlier launch outlives it (the sandbox's PID namespace dies with
+    /// the launch or the controller), and a lock left in place fails every
+    /// later git command of every relaunch.
+    pub async fn clear_stale_locks(&self) -> Result<(), WorkspaceError> {
+        let args = [OsStr::new("rev-parse"), OsStr::new("--absolute-git-dir")];
+        let out = self.run(&args).await?;
+        let admin = PathBuf::from(String::from_utf8_lossy(&out).trim());
+        for name in ["index.lock", "HEAD.lock"] {
+            let lock = admin.join(name);
+            match std::fs::remove_file(&lock) {
+                Ok(()) => tracing::info!(path = %lock.display(), "removed a stale git lock"),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    return Err(WorkspaceError::io("cannot remove a stale git lock", &lock)(
+                        error,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Moves the detached HEAD to `sha` and discards every change, tracked,
     /// untracked and ignored.
     pub async fn reset_to(&self, sha: &CommitSha) -> Result<(), WorkspaceError> {

@@ -123,3 +123,20 @@ async fn a_read_only_phase_never_keeps_changes() {
         "one\n"
     );
 }
+
+/// A launch killed while git held the index lock (SIGKILL of the controller
+/// mid-commit) leaves `index.lock` behind; the next launch's preparation
+/// removes it, so its own `git add` works instead of failing every relaunch.
+#[tokio::test]
+async fn a_stale_index_lock_of_a_killed_launch_is_removed_before_the_next_launch() {
+    let (_up, _state, _mirror, worktree, first, _) = worktree_at_first_of_two().await;
+    let admin = git(worktree.path(), &["rev-parse", "--absolute-git-dir"]);
+    let lock = std::path::Path::new(&admin).join("index.lock");
+    std::fs::write(&lock, b"").unwrap();
+
+    let prepared = worktree.prepare(&first, WorkMode::Continue).await.unwrap();
+
+    assert_eq!(prepared.head, first);
+    assert!(!lock.exists(), "the stale lock is gone");
+    agent_commit(&worktree, "feature.txt");
+}

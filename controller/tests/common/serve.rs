@@ -52,6 +52,16 @@ pub struct WorldOptions {
     /// Extra environment for the first serve process only (a restart
     /// names its own), e.g. `AUTOFORGE_CRASH_AT`.
     pub env: Vec<(String, String)>,
+    /// Where every serve process of the world appends its stdout and
+    /// stderr (instead of the test's stderr), to be read afterwards.
+    pub log_file: Option<std::path::PathBuf>,
+    /// The webhook secret of the App and of serve; [`WEBHOOK_SECRET`] when
+    /// unset.
+    pub webhook_secret: Option<String>,
+    /// A password added to serve's `DATABASE_URL` when the test database's
+    /// URL has none (a cluster that trusts its socket ignores it), so a
+    /// test has a database password to look for.
+    pub database_password: Option<String>,
     /// Where GitHub sends the App's webhooks when that is not the first
     /// serve process (a relay in front of several replicas).
     pub webhook_url: Option<String>,
@@ -97,7 +107,7 @@ impl World {
                         .clone()
                         .unwrap_or_else(|| format!("{url}/webhook")),
                 ),
-                webhook_secret: Some(WEBHOOK_SECRET.into()),
+                webhook_secret: Some(options.webhook_secret().to_owned()),
                 permissions: [
                     ("issues", "write"),
                     ("pull_requests", "write"),
@@ -133,7 +143,7 @@ impl World {
         }
         let mut command = full_serve_command(hub, &world.db, &options, state.path(), app.id, port);
         command.envs(options.env.iter().map(|(k, v)| (k, v)));
-        let (child, admin_url) = spawn_and_wait_for_listening(command);
+        let (child, admin_url) = spawn_and_wait_for_listening(command, options.log_file.as_deref());
         world.served = Some(Served {
             child,
             url,
@@ -242,7 +252,7 @@ impl World {
             served.app_id,
             port,
         );
-        let (child, admin_url) = spawn_and_wait_for_listening(command);
+        let (child, admin_url) = spawn_and_wait_for_listening(command, served.options.log_file.as_deref());
         let url = format!("http://127.0.0.1:{port}");
         self.wait_ready_at(&url).await;
         Replica {
@@ -293,7 +303,8 @@ impl World {
             served.port,
         );
         command.envs(env.iter().copied());
-        let (child, admin_url) = spawn_and_wait_for_listening(command);
+        let log_file = served.options.log_file.clone();
+        let (child, admin_url) = spawn_and_wait_for_listening(command, log_file.as_deref());
         let served = self.served_mut();
         served.child = child;
         served.admin_url = admin_url;
@@ -419,12 +430,24 @@ impl World {
         .await
     }
 
+    /// The process id of the running serve process.
+    pub fn serve_pid(&self) -> u32 {
+        self.served().child.id()
+    }
+
+    /// Replaces serve's `autoforge.toml` (`{hub}` becomes fakehub's base
+    /// URL); the next start reads it.
+    pub fn rewrite_config(&self, toml: &str) {
+        let toml = toml.replace("{hub}", self.hub.base_url());
+        std::fs::write(self.state_dir().join("autoforge.toml"), toml).expect("write the config");
+    }
+
     /// SIGKILLs the serve process (a crash no code of it sees) and waits
     /// for it to be gone.
     pub fn kill_serve(&mut self) -> std::process::ExitStatus {
         let child = &mut self.served_mut().child;
         child.kill().expect("SIGKILL autoforge serve");
-        child.wait().expect("reap autoforge serve")
+        off_the_runtime(|| child.wait().expect("reap autoforge serve"))
     }
 
     /// Sends SIGTERM and waits for the exit status.
@@ -438,6 +461,13 @@ impl Drop for Served {
         if matches!(self.child.try_wait(), Ok(None)) {
             let _status = terminate(&mut self.child);
         }
+    }
+}
+
+impl WorldOptions {
+    /// The webhook secret the App signs with and serve checks.
+    pub fn webhook_secret(&self) -> &str {
+        self.webhook_secret.as_deref().unwrap_or(WEBHOOK_SECRET)
     }
 }
 
@@ -459,10 +489,10 @@ fn full_serve_command(
 ) -> Command {
     let mut command = serve_command(state_dir);
     if !options.managed_database {
-        command.env("DATABASE_URL", db.url().expose_secret());
+        command.env("DATABASE_URL", database_url(db, options));
     }
     command
-        .env("AUTOFORGE_WEBHOOK_SECRET", WEBHOOK_SECRET)
+        .env("AUTOFORGE_WEBHOOK_SECRET", options.webhook_secret())
         .env("AUTOFORGE_GITHUB_API_URL", hub.base_url())
         .env("AUTOFORGE_GITHUB_APP_ID", app_id.to_string())
         .env(
@@ -474,6 +504,22 @@ fn full_serve_command(
         .env("AUTOFORGE_SERVER_ADMIN_LISTEN", "127.0.0.1:0")
         .env("AUTOFORGE_POLL_INTERVAL_SECONDS", POLL_SECONDS.to_string());
     command
+}
+
+/// The test database's URL, with `options.database_password` added when
+/// it names a user without a password.
+pub fn database_url(db: &TestDatabase, options: &WorldOptions) -> String {
+    let url = db.url().expose_secret().to_owned();
+    let Some(password) = &options.database_password else {
+        return url;
+    };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url;
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if !user.contains(':') => format!("{scheme}://{user}:{password}@{host}"),
+        _ => url,
+    }
 }
 
 /// `autoforge serve` with a clean environment: only what the test sets.
@@ -496,24 +542,63 @@ pub fn serve_command(state_dir: &Path) -> Command {
 }
 
 /// Spawns serve and waits for its two "listening" lines; returns the child
-/// and the admin listener's URL from the second.
-fn spawn_and_wait_for_listening(mut command: Command) -> (Child, String) {
+/// and the admin listener's URL from the second. With `log`, stdout and
+/// stderr are appended to that file.
+fn spawn_and_wait_for_listening(command: Command, log: Option<&Path>) -> (Child, String) {
+    off_the_runtime(|| spawn_and_wait(command, log))
+}
+
+/// Runs the blocking `f` so that the runtime's other tasks keep running
+/// meanwhile: every world's fakehub serves from the test's runtime, and a
+/// serve process starting or stopping waits for it.
+pub fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+fn spawn_and_wait(mut command: Command, log: Option<&Path>) -> (Child, String) {
+    let log_path = log.map(Path::to_path_buf);
+    let mut log = log.map(|path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("open the serve log")
+    });
+    if let Some(file) = &log {
+        command.stderr(file.try_clone().expect("share the serve log"));
+    }
     let mut child = command.spawn().expect("spawn autoforge serve");
     let stdout = child.stdout.take().expect("piped stdout");
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        use std::io::Write;
         let mut lines = BufReader::new(stdout).lines();
-        for line in lines.by_ref().take(2).map_while(Result::ok) {
+        for line in lines.by_ref().map_while(Result::ok) {
+            if let Some(file) = log.as_mut() {
+                let _written = writeln!(file, "{line}");
+            }
+            // Only the first two lines are waited for; the rest is drained
+            // so the child never blocks on a full pipe.
             let _sent = sender.send(line);
         }
-        // Keep draining so the child never blocks on a full pipe.
-        for _line in lines {}
     });
     let mut next_line = |what: &str| match receiver.recv_timeout(Duration::from_secs(60)) {
         Ok(line) => line,
         Err(_) => {
             let status = child.try_wait();
-            panic!("autoforge serve did not print its {what} line: {status:?}");
+            let logged = log_path
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(|text| text.lines().rev().take(30).collect::<Vec<_>>().join("\n"))
+                .unwrap_or_default();
+            panic!(
+                "autoforge serve did not print its {what} line: {status:?}; its log, last lines first:\n{logged}"
+            );
         }
     };
     let webhook = next_line("listening");
@@ -531,6 +616,10 @@ fn spawn_and_wait_for_listening(mut command: Command) -> (Child, String) {
 
 /// Sends SIGTERM to `child` and waits for it (SIGKILL after 20 s).
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    off_the_runtime(|| terminate_now(child))
+}
+
+fn terminate_now(child: &mut Child) -> std::process::ExitStatus {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
     let _sent = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -2,7 +2,8 @@
 //! kept out of every environment and argv, the pinned mirror, narrowed
 //! installation tokens, the managed Postgres behind a password, and the
 //! bubblewrap sandbox every agent and validation command runs in (with a
-//! hostile agent on the real binary).
+//! hostile agent on the real binary); and the scan of every byte the chaos
+//! workload and the demo write for their secrets (`secret_scan`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,6 +15,7 @@ mod hostile_commands;
 mod sandbox_config;
 mod sandbox_hostile;
 mod sandbox_launch;
+mod secret_scan;
 
 /// Where a test puts a state directory an agent must not reach: the build's
 /// scratch folder, unless that lies under `/tmp` or `/var/tmp` (a clone

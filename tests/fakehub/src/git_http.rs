@@ -36,7 +36,22 @@ fn challenge() -> Response {
 }
 
 /// Router fallback: serve `/{owner}/{repo}.git/...` or answer GitHub's 404.
-pub async fn handle(State(s): State<Arc<Shared>>, req: Request) -> Response {
+/// In a task of its own, like the merge: a push whose client hangs up
+/// after the pack arrived still updates the refs and then the pull
+/// requests and webhooks that follow from them, as on GitHub.
+pub async fn handle(state: State<Arc<Shared>>, req: Request) -> Response {
+    tokio::spawn(handle_to_the_end(state, req))
+        .await
+        .unwrap_or_else(|error| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the git task failed: {error}"),
+            )
+            .into_response()
+        })
+}
+
+async fn handle_to_the_end(State(s): State<Arc<Shared>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let mut parts = path.trim_start_matches('/').splitn(3, '/');
     let (Some(owner), Some(repo_git), Some(rest)) = (parts.next(), parts.next(), parts.next())

@@ -52,7 +52,27 @@ fn internal(e: anyhow::Error) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("git: {e:#}"))
 }
 
+/// The merge runs in a task of its own: GitHub finishes a merge it began
+/// whatever its client does, and axum drops a handler whose client hung
+/// up, which would leave the base branch moved and the pull request open
+/// (a controller killed mid-request then finds it "not mergeable").
 pub async fn merge(
+    state: S,
+    who: Who,
+    path: Path<(String, String, u64)>,
+    body: JsonBody,
+) -> ApiResult {
+    tokio::spawn(merge_to_the_end(state, who, path, body))
+        .await
+        .unwrap_or_else(|error| {
+            Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the merge task failed: {error}"),
+            ))
+        })
+}
+
+async fn merge_to_the_end(
     axum::extract::State(s): S,
     axum::Extension(c): Who,
     Path((owner, repo, number)): Path<(String, String, u64)>,

@@ -252,7 +252,8 @@ impl World {
             served.app_id,
             port,
         );
-        let (child, admin_url) = spawn_and_wait_for_listening(command, served.options.log_file.as_deref());
+        let (child, admin_url) =
+            spawn_and_wait_for_listening(command, served.options.log_file.as_deref());
         let url = format!("http://127.0.0.1:{port}");
         self.wait_ready_at(&url).await;
         Replica {
@@ -428,11 +429,6 @@ impl World {
             }
         })
         .await
-    }
-
-    /// The process id of the running serve process.
-    pub fn serve_pid(&self) -> u32 {
-        self.served().child.id()
     }
 
     /// Replaces serve's `autoforge.toml` (`{hub}` becomes fakehub's base

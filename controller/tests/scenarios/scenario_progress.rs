@@ -178,6 +178,13 @@ async fn the_status_comment_shows_the_running_launch_no_more_often_than_its_refr
     let issue = s.new_issue("a widget").await;
     s.operator_labels(issue).await;
     let run = s.run_of(issue).await;
+    // While the implementer runs, the dashboard's run page shows it live,
+    // read from the launch's heartbeat row.
+    let page = running_page(&s, run.id).await;
+    assert!(
+        page.contains("with `implementer` (attempt 1)") && page.contains(" output"),
+        "{page}"
+    );
     run.reaches(Phase::ReadyForMerge).await;
 
     let edits = status_edits(&s, run.id).await;
@@ -225,6 +232,28 @@ async fn the_status_comment_shows_the_running_launch_no_more_often_than_its_refr
         "status_comment_running_launch",
         pinned_running(&running[0].1)
     );
+}
+
+/// The run page of the live dashboard once it shows a running launch.
+async fn running_page(s: &Running, run: autoforge_journal::RunId) -> String {
+    let url = format!("{}/runs/{run}", s.world.admin_url());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let page = reqwest::get(&url)
+            .await
+            .expect("the dashboard answers")
+            .text()
+            .await
+            .expect("the run page");
+        if page.contains("Running: ") {
+            return page;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run page never showed the running launch: {page}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// The comment's visible text with the output size, which depends on how

@@ -5,7 +5,8 @@
 
 use super::error::ResultError;
 use super::limits::*;
-use super::wire::{Parsed, WireResolutionKind};
+use super::wire::{Parsed, WireFix, WireResolutionKind, WireReview};
+use crate::machine::PlanResult;
 use crate::publish::policy::{self, FieldKind};
 
 /// How the supervisor's redactor marks a credential it removed from the
@@ -41,88 +42,14 @@ pub(super) fn check_message(message: &str) -> Result<(), ResultError> {
 
 pub(super) fn check_published_fields(result: &Parsed) -> Result<(), ResultError> {
     match result {
-        Parsed::Plan(r) => {
-            check_field("summary", &r.summary, multiline(MAX_PLAN_TEXT_CHARS))?;
-            let lists = [("steps", &r.steps), ("risks", &r.risks)];
-            for (field, items) in lists {
-                for (i, text) in items.iter().enumerate() {
-                    check_field(
-                        &format!("{field}[{i}]"),
-                        text,
-                        multiline(MAX_PLAN_TEXT_CHARS),
-                    )?;
-                }
-            }
-            for (i, file) in r.files.iter().enumerate() {
-                check_field(&format!("files[{i}]"), file, one_line(MAX_PLAN_LINE_CHARS))?;
-            }
-            for (i, q) in r.questions.iter().enumerate() {
-                let name = |field: &str| format!("questions[{i}].{field}");
-                check_field(
-                    &name("question"),
-                    &q.question,
-                    multiline(MAX_PLAN_TEXT_CHARS),
-                )?;
-                check_field(&name("default"), &q.default, one_line(MAX_PLAN_LINE_CHARS))?;
-            }
-            Ok(())
-        }
+        Parsed::Plan(r) => check_plan_fields(r),
         Parsed::Implement(r) => {
             check_field("pr_title", &r.pr_title, one_line(MAX_PR_TITLE_CHARS))?;
             check_field("pr_body", &r.pr_body, multiline(MAX_PR_BODY_CHARS))?;
             check_tests(&r.tests)
         }
-        Parsed::Review(r) => {
-            for (i, f) in r.findings.iter().enumerate() {
-                let name = |field: &str| format!("findings[{i}].{field}");
-                check_field(&name("title"), &f.title, one_line(MAX_FINDING_TITLE_CHARS))?;
-                check_field(
-                    &name("location"),
-                    &f.location,
-                    one_line(MAX_FINDING_LOCATION_CHARS),
-                )?;
-                check_field(
-                    &name("required_resolution"),
-                    &f.required_resolution,
-                    multiline(MAX_FINDING_RESOLUTION_CHARS),
-                )?;
-            }
-            for (field, _, text) in r.sections.iter() {
-                let max = if field == "summary" {
-                    MAX_REVIEW_SUMMARY_CHARS
-                } else {
-                    MAX_REVIEW_SECTION_CHARS
-                };
-                check_field(field, text, multiline(max))?;
-            }
-            Ok(())
-        }
-        Parsed::Fix(r) => {
-            for (i, res) in r.resolutions.iter().enumerate() {
-                if let WireResolutionKind::FollowUpNew(issue) = &res.kind {
-                    check_field(
-                        &format!("resolutions[{i}].follow_up_issue.title"),
-                        &issue.title,
-                        one_line(MAX_PR_TITLE_CHARS),
-                    )?;
-                    check_field(
-                        &format!("resolutions[{i}].follow_up_issue.body"),
-                        &issue.body,
-                        multiline(MAX_PR_BODY_CHARS),
-                    )?;
-                }
-                // Rationales are shown to the next reviewer and kept in the
-                // journal; they follow the policy so they can be published.
-                if let Some(rationale) = &res.rationale {
-                    check_field(
-                        &format!("resolutions[{i}].rationale"),
-                        rationale,
-                        multiline(MAX_RATIONALE_CHARS),
-                    )?;
-                }
-            }
-            check_tests(&r.tests)
-        }
+        Parsed::Review(r) => check_review_fields(r),
+        Parsed::Fix(r) => check_fix_fields(r),
         Parsed::UpdateEpic(r) => {
             if let Some(progress) = &r.progress {
                 check_field("progress", progress, multiline(MAX_PROGRESS_CHARS))?;
@@ -139,6 +66,86 @@ pub(super) fn check_published_fields(result: &Parsed) -> Result<(), ResultError>
         }
         Parsed::Failure { .. } | Parsed::Blocked { .. } => Ok(()),
     }
+}
+
+fn check_plan_fields(r: &PlanResult) -> Result<(), ResultError> {
+    check_field("summary", &r.summary, multiline(MAX_PLAN_TEXT_CHARS))?;
+    let lists = [("steps", &r.steps), ("risks", &r.risks)];
+    for (field, items) in lists {
+        for (i, text) in items.iter().enumerate() {
+            check_field(
+                &format!("{field}[{i}]"),
+                text,
+                multiline(MAX_PLAN_TEXT_CHARS),
+            )?;
+        }
+    }
+    for (i, file) in r.files.iter().enumerate() {
+        check_field(&format!("files[{i}]"), file, one_line(MAX_PLAN_LINE_CHARS))?;
+    }
+    for (i, q) in r.questions.iter().enumerate() {
+        let name = |field: &str| format!("questions[{i}].{field}");
+        check_field(
+            &name("question"),
+            &q.question,
+            multiline(MAX_PLAN_TEXT_CHARS),
+        )?;
+        check_field(&name("default"), &q.default, one_line(MAX_PLAN_LINE_CHARS))?;
+    }
+    Ok(())
+}
+
+fn check_review_fields(r: &WireReview) -> Result<(), ResultError> {
+    for (i, f) in r.findings.iter().enumerate() {
+        let name = |field: &str| format!("findings[{i}].{field}");
+        check_field(&name("title"), &f.title, one_line(MAX_FINDING_TITLE_CHARS))?;
+        check_field(
+            &name("location"),
+            &f.location,
+            one_line(MAX_FINDING_LOCATION_CHARS),
+        )?;
+        check_field(
+            &name("required_resolution"),
+            &f.required_resolution,
+            multiline(MAX_FINDING_RESOLUTION_CHARS),
+        )?;
+    }
+    for (field, _, text) in r.sections.iter() {
+        let max = if field == "summary" {
+            MAX_REVIEW_SUMMARY_CHARS
+        } else {
+            MAX_REVIEW_SECTION_CHARS
+        };
+        check_field(field, text, multiline(max))?;
+    }
+    Ok(())
+}
+
+fn check_fix_fields(r: &WireFix) -> Result<(), ResultError> {
+    for (i, res) in r.resolutions.iter().enumerate() {
+        if let WireResolutionKind::FollowUpNew(issue) = &res.kind {
+            check_field(
+                &format!("resolutions[{i}].follow_up_issue.title"),
+                &issue.title,
+                one_line(MAX_PR_TITLE_CHARS),
+            )?;
+            check_field(
+                &format!("resolutions[{i}].follow_up_issue.body"),
+                &issue.body,
+                multiline(MAX_PR_BODY_CHARS),
+            )?;
+        }
+        // Rationales are shown to the next reviewer and kept in the
+        // journal; they follow the policy so they can be published.
+        if let Some(rationale) = &res.rationale {
+            check_field(
+                &format!("resolutions[{i}].rationale"),
+                rationale,
+                multiline(MAX_RATIONALE_CHARS),
+            )?;
+        }
+    }
+    check_tests(&r.tests)
 }
 
 /// `tests` is recorded, never published: shape and size only.

@@ -378,6 +378,13 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
 #[test]
 fn secret_the_demo_writes_no_secret_outside_the_files_that_keep_them() {
     let dir = tempfile::tempdir().unwrap();
+    // The managed cluster's server runs as `postgres` when the tests run as
+    // root: it must be able to pass through the scratch directory.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o711),
+    )
+    .unwrap();
     let state = dir.path().join("state");
     let report = dir.path().join("report.json");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_autoforge"))

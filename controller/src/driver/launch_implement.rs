@@ -38,19 +38,7 @@ pub(super) async fn implement_plan(
     } else {
         "the head of the pull request"
     };
-    let mut context = ContextFiles {
-        issue: Some(issue_doc),
-        ..ContextFiles::default()
-    };
-    let mut epic_url = "(none: this issue belongs to no EPIC)".to_owned();
-    if let Some(epic) = &state.epic {
-        let read = reader
-            .epic_docs(epic.epic, &shared.config.epic_label)
-            .await?;
-        epic_url = format!("{} (see `epic.md` and `epic-issues.md`)", read.url);
-        context.epic = Some(read.epic);
-        context.epic_issues = Some(read.issues);
-    }
+    let (mut context, epic_url) = issue_and_epic_context(shared, state, issue_doc, reader).await?;
     if let Some(pr) = state.pr {
         context.pull_request = Some(reader.pull_request_doc(pr, &start).await?);
         context.checks = Some(reader.checks_doc(&start).await?);
@@ -95,4 +83,29 @@ pub(super) fn implement_failure_section(validation_failure: Option<&str>) -> Str
              validates one commit twice; add a commit that repairs it."
         )
     })
+}
+
+/// The read context every launch about an issue starts from: the issue,
+/// and its EPIC with the EPIC's issues when it has one; with the EPIC line
+/// the prompt shows.
+pub(super) async fn issue_and_epic_context(
+    shared: &Shared,
+    state: &RunState,
+    issue_doc: ContextDoc,
+    reader: &mut ContextReader<'_>,
+) -> Result<(ContextFiles, String), DriverError> {
+    let mut context = ContextFiles {
+        issue: Some(issue_doc),
+        ..ContextFiles::default()
+    };
+    let mut epic_url = "(none: this issue belongs to no EPIC)".to_owned();
+    if let Some(epic) = &state.epic {
+        let read = reader
+            .epic_docs(epic.epic, &shared.config.epic_label)
+            .await?;
+        epic_url = format!("{} (see `epic.md` and `epic-issues.md`)", read.url);
+        context.epic = Some(read.epic);
+        context.epic_issues = Some(read.issues);
+    }
+    Ok((context, epic_url))
 }

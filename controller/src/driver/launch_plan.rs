@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 use super::agent_step::PhasePlan;
 use super::error::DriverError;
 use super::launch_context::ContextReader;
+use super::launch_implement::issue_and_epic_context;
 use super::{RepositoryAccess, Shared};
-use crate::agents::context::{ContextDoc, ContextFiles};
+use crate::agents::context::ContextDoc;
 use crate::agents::pipeline::Expectations;
 use crate::agents::prompt::{PromptSet, TemplateId, Value};
 use crate::inline_code::code_span;
@@ -27,19 +28,7 @@ pub(super) async fn plan_plan(
     issue_url: &str,
     (issue_doc, reader): (ContextDoc, &mut ContextReader<'_>),
 ) -> Result<PhasePlan, DriverError> {
-    let mut context = ContextFiles {
-        issue: Some(issue_doc),
-        ..ContextFiles::default()
-    };
-    let mut epic_url = "(none: this issue belongs to no EPIC)".to_owned();
-    if let Some(epic) = &state.epic {
-        let read = reader
-            .epic_docs(epic.epic, &shared.config.epic_label)
-            .await?;
-        epic_url = format!("{} (see `epic.md` and `epic-issues.md`)", read.url);
-        context.epic = Some(read.epic);
-        context.epic_issues = Some(read.issues);
-    }
+    let (context, epic_url) = issue_and_epic_context(shared, state, issue_doc, reader).await?;
     let values = BTreeMap::from([
         ("PLAN_VERSION", Value::trusted(version.to_string())),
         ("ISSUE_URL", Value::trusted(issue_url)),

@@ -16,9 +16,16 @@ use crate::ids::{EffectId, RunId};
 use crate::journal::{Journal, JournalTx};
 use crate::runs::{Lease, lease_is_current, stale};
 
-/// How many times an effect may be sent. The second attempt exists only for
-/// an unknown outcome that a reconcile proved did not land.
+/// How many times an effect may be sent, not counting unanswered sends. The
+/// second attempt exists only for an unknown outcome that a reconcile proved
+/// did not land.
 pub const MAX_ATTEMPTS: i32 = 2;
+
+/// How many sends GitHub may answer with a server error, a timeout or a
+/// rate limit (with nothing visible afterwards) before the effect is given
+/// up as a conflict. Such sends do not count against [`MAX_ATTEMPTS`]: a
+/// burst of 502s is GitHub being unwell, not a write whose fate is unknown.
+pub const MAX_UNANSWERED_SENDS: i32 = 5;
 
 /// No decision produces more than a handful of writes; a huge batch is a
 /// bug upstream and is refused rather than journalled.
@@ -133,6 +140,19 @@ pub struct NewEffect {
     pub completion: Value,
 }
 
+impl Effect {
+    /// True when no further send is allowed: [`MAX_ATTEMPTS`] sends whose
+    /// outcome was in doubt, or [`MAX_UNANSWERED_SENDS`] sends GitHub
+    /// answered with an error.
+    pub fn sends_exhausted(&self) -> bool {
+        sends_exhausted(self.attempts, self.unanswered)
+    }
+}
+
+fn sends_exhausted(attempts: i32, unanswered: i32) -> bool {
+    attempts - unanswered >= MAX_ATTEMPTS || unanswered >= MAX_UNANSWERED_SENDS
+}
+
 /// An effect as stored.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Effect {
@@ -151,7 +171,11 @@ pub struct Effect {
     pub completion: Value,
     #[sqlx(try_from = "String")]
     pub stage: Stage,
+    /// Every send so far, unanswered ones included.
     pub attempts: i32,
+    /// Sends answered with a server error, a timeout or a rate limit after
+    /// which the read-back showed nothing (see [`MAX_UNANSWERED_SENDS`]).
+    pub unanswered: i32,
     pub observed: Option<Value>,
     pub reason: Option<String>,
     /// The fencing token of the lease that last moved this effect.
@@ -161,8 +185,8 @@ pub struct Effect {
 }
 
 const EFFECT_COLUMNS: &str = "id, run_id, phase_entry, position, kind, identity, target, \
-     precondition, payload, completion, stage, attempts, observed, reason, fencing_token, \
-     created_at, updated_at";
+     precondition, payload, completion, stage, attempts, unanswered, observed, reason, \
+     fencing_token, created_at, updated_at";
 
 #[derive(sqlx::FromRow)]
 struct TransitionRow {
@@ -318,8 +342,8 @@ impl JournalTx {
 impl Journal {
     /// Records that the effect is about to be sent (attempts + 1). Allowed
     /// from `intended`, or again from `attempted` after a reconcile showed
-    /// the first send did not land; never beyond [`MAX_ATTEMPTS`]. Returns
-    /// the new attempt count.
+    /// the first send did not land; never once the budget is spent (see
+    /// [`Effect::sends_exhausted`]). Returns the new attempt count.
     pub async fn mark_attempted(&self, lease: &Lease, id: EffectId) -> Result<i32> {
         let mut conn = self.conn().await?;
         let attempts: Option<i32> = sqlx::query_scalar(concat!(
@@ -329,7 +353,8 @@ impl Journal {
              UPDATE effects e SET stage = 'attempted', attempts = e.attempts + 1, \
                  fencing_token = $4, updated_at = now() \
              FROM held WHERE e.id = $1 AND e.run_id = held.id \
-                 AND e.stage IN ('intended', 'attempted') AND e.attempts < 2 \
+                 AND e.stage IN ('intended', 'attempted') \
+                 AND e.attempts - e.unanswered < 2 AND e.unanswered < 5 \
              RETURNING e.attempts"
         ))
         .bind(id)
@@ -340,6 +365,37 @@ impl Journal {
         .await?;
         match attempts {
             Some(attempts) => Ok(attempts),
+            None => {
+                let error = diagnose(&mut conn, lease, id, Stage::Attempted).await;
+                Err(refused(&self.pool, error).await)
+            }
+        }
+    }
+
+    /// Records that the last send was answered with a server error, a
+    /// timeout or a rate limit and the read-back after it showed nothing:
+    /// that send does not count against [`MAX_ATTEMPTS`]. Only for an
+    /// `attempted` effect with a send not yet so recorded.
+    pub async fn mark_unanswered(&self, lease: &Lease, id: EffectId) -> Result<()> {
+        let mut conn = self.conn().await?;
+        let marked: Option<i64> = sqlx::query_scalar(concat!(
+            "WITH held AS (SELECT r.id FROM runs r WHERE r.id = $2 AND ",
+            lease_is_current!("$3", "$4"),
+            " FOR SHARE) \
+             UPDATE effects e SET unanswered = e.unanswered + 1, updated_at = now() \
+             FROM held WHERE e.id = $1 AND e.run_id = held.id \
+                 AND e.stage = 'attempted' AND e.unanswered < e.attempts \
+                 AND e.unanswered < 5 \
+             RETURNING e.id"
+        ))
+        .bind(id)
+        .bind(lease.run_id)
+        .bind(&lease.owner)
+        .bind(lease.fencing_token)
+        .fetch_optional(&mut *conn)
+        .await?;
+        match marked {
+            Some(_) => Ok(()),
             None => {
                 let error = diagnose(&mut conn, lease, id, Stage::Attempted).await;
                 Err(refused(&self.pool, error).await)
@@ -437,6 +493,7 @@ struct EffectStanding {
     #[sqlx(try_from = "String")]
     stage: Stage,
     attempts: i32,
+    unanswered: i32,
     held: bool,
 }
 
@@ -446,7 +503,7 @@ async fn diagnose(conn: &mut PgConnection, lease: &Lease, id: EffectId, to: Stag
     let standing = sqlx::query_as::<_, EffectStanding>(concat!(
         // A released lease leaves `lease_owner` NULL, which makes the
         // comparison NULL rather than false.
-        "SELECT e.run_id, e.stage, e.attempts, COALESCE((",
+        "SELECT e.run_id, e.stage, e.attempts, e.unanswered, COALESCE((",
         lease_is_current!("$2", "$3"),
         "), false) AS held FROM effects e JOIN runs r ON r.id = e.run_id WHERE e.id = $1"
     ))
@@ -469,7 +526,7 @@ async fn diagnose(conn: &mut PgConnection, lease: &Lease, id: EffectId, to: Stag
         Ok(Some(effect))
             if to == Stage::Attempted
                 && effect.stage == Stage::Attempted
-                && effect.attempts >= MAX_ATTEMPTS =>
+                && sends_exhausted(effect.attempts, effect.unanswered) =>
         {
             JournalError::AttemptsExhausted {
                 effect_id: id,

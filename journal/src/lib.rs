@@ -48,7 +48,8 @@ mod views;
 pub use answers::{Answer, AnswerClaim, NewAnswer};
 pub use deliveries::{Delivery, DeliveryRetry, InsertOutcome, NewDelivery};
 pub use effects::{
-    Effect, EffectKind, MAX_ATTEMPTS, MAX_EFFECTS_PER_TRANSITION, NewEffect, Stage, UnknownValue,
+    Effect, EffectKind, MAX_ATTEMPTS, MAX_EFFECTS_PER_TRANSITION, MAX_UNANSWERED_SENDS, NewEffect,
+    Stage, UnknownValue,
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};

@@ -3,7 +3,7 @@
 //! once, read back — and the dispatch from an effect's kind to the kind's
 //! `reconcile` and `send`. What those may conclude is in [`super::protocol`].
 
-use autoforge_journal::{Effect, EffectKind, Lease, MAX_ATTEMPTS, Stage};
+use autoforge_journal::{Effect, EffectKind, Lease, Stage};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -63,11 +63,12 @@ impl EffectExecutor {
         if first != Observation::Absent {
             return self.settle(lease, effect, first).await;
         }
-        if effect.attempts >= MAX_ATTEMPTS {
+        if effect.sends_exhausted() {
             let reason = format!(
-                "{} was sent {} times without a visible result; perform it by hand \
-                 (target {}, identity {}) or remove whatever prevents it, then unblock",
-                effect.kind, effect.attempts, effect.target, effect.identity
+                "{} was sent {} times without a visible result ({} of them answered with \
+                 an error); perform it by hand (target {}, identity {}) or remove whatever \
+                 prevents it, then unblock",
+                effect.kind, effect.attempts, effect.unanswered, effect.target, effect.identity
             );
             self.journal
                 .mark_conflict(lease, effect.id, &reason)
@@ -99,8 +100,16 @@ impl EffectExecutor {
                     .await?;
                 Ok(DriveOutcome::Conflict { reason })
             }
-            (Observation::Absent, sent) => {
-                tracing::warn!(effect = %effect.id, kind = %effect.kind, ?sent, "write not visible after sending; stays attempted");
+            (Observation::Absent, Sent::Unknown(error)) => {
+                // GitHub answered with an error and nothing landed: this
+                // send is not one whose outcome is in doubt, so it does not
+                // spend one of the effect's attempts.
+                tracing::warn!(effect = %effect.id, kind = %effect.kind, %error, "send answered with an error and not visible; stays attempted");
+                self.journal.mark_unanswered(lease, effect.id).await?;
+                Ok(DriveOutcome::StillAttempted)
+            }
+            (Observation::Absent, Sent::Answered) => {
+                tracing::warn!(effect = %effect.id, kind = %effect.kind, "write answered but not visible after sending; stays attempted");
                 Ok(DriveOutcome::StillAttempted)
             }
             (other, _) => self.settle(lease, effect, other).await,

@@ -306,7 +306,8 @@ async fn an_unreadable_marker_blocks_instead_of_counting_as_absent() {
 }
 
 #[tokio::test]
-async fn unknown_outcomes_stop_after_two_attempts_with_the_manual_step() {
+async fn sends_answered_502_are_resent_after_a_reconcile_and_stop_after_five_with_the_manual_step()
+{
     let mut world = world_with_issue().await;
     let [row] = world
         .journal(vec![world.plan(&reply(49), &BTreeMap::new())])
@@ -316,18 +317,45 @@ async fn unknown_outcomes_stop_after_two_attempts_with_the_manual_step() {
     // 502 without running the handler: the write never lands.
     world.fault("POST", COMMENTS, FaultKind::Status { status: 502 }, None);
     let executor = world.executor();
-    for attempt in 1..=2 {
+    for attempt in 1..=autoforge_journal::MAX_UNANSWERED_SENDS {
         let outcome = world.drive(&executor, row.id).await;
         assert_eq!(outcome, DriveOutcome::StillAttempted);
-        assert_eq!(world.row(row.id).await.attempts, attempt);
+        let stored = world.row(row.id).await;
+        assert_eq!((stored.attempts, stored.unanswered), (attempt, attempt));
     }
     let outcome = world.drive(&executor, row.id).await;
     let DriveOutcome::Blocked { reason } = outcome else {
         panic!("{outcome:?}");
     };
     assert!(reason.contains("by hand"), "{reason}");
-    assert_eq!(world.writes_to("POST", COMMENTS), 2);
+    assert!(
+        reason.contains("5 of them answered with an error"),
+        "{reason}"
+    );
+    assert_eq!(world.writes_to("POST", COMMENTS), 5);
     assert_eq!(world.row(row.id).await.stage, Stage::Conflict);
+}
+
+#[tokio::test]
+async fn a_write_that_landed_while_answered_502_is_observed_not_resent() {
+    let mut world = world_with_issue().await;
+    let [row] = world
+        .journal(vec![world.plan(&reply(51), &BTreeMap::new())])
+        .await
+        .try_into()
+        .unwrap();
+    world.fault(
+        "POST",
+        COMMENTS,
+        FaultKind::AmbiguousWrite { drop: false },
+        Some(1),
+    );
+    let executor = world.executor();
+    let outcome = world.drive(&executor, row.id).await;
+    assert!(matches!(outcome, DriveOutcome::Observed(_)), "{outcome:?}");
+    let stored = world.row(row.id).await;
+    assert_eq!((stored.attempts, stored.unanswered), (1, 0));
+    assert_eq!(world.writes_to("POST", COMMENTS), 1);
 }
 
 #[tokio::test]

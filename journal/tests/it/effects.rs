@@ -1,7 +1,7 @@
 //! The effect stage machine.
 
 use autoforge_journal::testing::TestDatabase;
-use autoforge_journal::{EffectKind, JournalError, MAX_ATTEMPTS, Stage};
+use autoforge_journal::{EffectKind, JournalError, MAX_ATTEMPTS, MAX_UNANSWERED_SENDS, Stage};
 use serde_json::json;
 
 use crate::{intent, leased_run, transition};
@@ -132,6 +132,67 @@ async fn an_effect_is_attempted_at_most_twice() {
         matches!(error, JournalError::AttemptsExhausted { attempts: 2, .. }),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn sends_answered_with_an_error_do_not_spend_attempts_but_have_their_own_bound() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (_, lease) = leased_run(&db, 1).await;
+    let (_, ids) = transition(
+        journal,
+        &lease,
+        0,
+        "MERGE",
+        &[intent(EffectKind::MergePr, "m")],
+    )
+    .await;
+    // Nothing sent yet: there is no send to call unanswered.
+    let error = journal.mark_unanswered(&lease, ids[0]).await.unwrap_err();
+    assert!(
+        matches!(error, JournalError::IllegalStage { .. }),
+        "{error:?}"
+    );
+    for send in 1..=MAX_UNANSWERED_SENDS {
+        assert_eq!(journal.mark_attempted(&lease, ids[0]).await.unwrap(), send);
+        journal.mark_unanswered(&lease, ids[0]).await.unwrap();
+        // One send is recorded as unanswered once.
+        assert!(journal.mark_unanswered(&lease, ids[0]).await.is_err());
+    }
+    let error = journal.mark_attempted(&lease, ids[0]).await.unwrap_err();
+    assert!(
+        matches!(error, JournalError::AttemptsExhausted { attempts, .. } if attempts == MAX_UNANSWERED_SENDS),
+        "{error:?}"
+    );
+    let effect = journal.get_effect(ids[0]).await.unwrap().unwrap();
+    assert_eq!((effect.attempts, effect.unanswered), (5, 5));
+    assert!(effect.sends_exhausted());
+}
+
+#[tokio::test]
+async fn an_answered_send_after_unanswered_ones_still_leaves_one_attempt_in_doubt() {
+    let db = TestDatabase::fresh().await;
+    let journal = db.journal();
+    let (_, lease) = leased_run(&db, 1).await;
+    let (_, ids) = transition(
+        journal,
+        &lease,
+        0,
+        "MERGE",
+        &[intent(EffectKind::MergePr, "m")],
+    )
+    .await;
+    journal.mark_attempted(&lease, ids[0]).await.unwrap();
+    journal.mark_unanswered(&lease, ids[0]).await.unwrap();
+    journal.mark_attempted(&lease, ids[0]).await.unwrap();
+    journal.mark_attempted(&lease, ids[0]).await.unwrap();
+    let error = journal.mark_attempted(&lease, ids[0]).await.unwrap_err();
+    assert!(
+        matches!(error, JournalError::AttemptsExhausted { attempts: 3, .. }),
+        "{error:?}"
+    );
+    let effect = journal.get_effect(ids[0]).await.unwrap().unwrap();
+    assert_eq!(effect.attempts - effect.unanswered, MAX_ATTEMPTS);
 }
 
 #[tokio::test]

@@ -100,6 +100,7 @@ mod tests {
             }),
             stage,
             attempts: 1,
+            unanswered: 0,
             observed: Some(json!({"comment_id": comment_id, "url": "u"})),
             reason: None,
             fencing_token: 1,

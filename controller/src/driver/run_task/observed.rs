@@ -107,6 +107,7 @@ mod tests {
             completion: json!({}),
             stage: Stage::Observed,
             attempts: 1,
+            unanswered: 0,
             observed: None,
             reason: None,
             fencing_token: 1,

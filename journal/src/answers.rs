@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::effects::{MAX_ATTEMPTS, Stage};
+use crate::effects::{MAX_ATTEMPTS, MAX_UNANSWERED_SENDS, Stage, sends_exhausted};
 use crate::error::{JournalError, Result};
 use crate::github_ids::IssueNumber;
 use crate::ids::AnswerId;
@@ -48,10 +48,21 @@ pub struct Answer {
     pub write_nonce: String,
     #[sqlx(try_from = "String")]
     pub stage: Stage,
+    /// Every send so far, unanswered ones included.
     pub attempts: i32,
+    /// Sends answered with an error after which nothing was visible; they
+    /// do not count against [`MAX_ATTEMPTS`] (as for effects).
+    pub unanswered: i32,
     pub observed: Option<Value>,
     pub reason: Option<String>,
     pub created_at: DateTime<Utc>,
+}
+
+impl Answer {
+    /// True when no further send is allowed, by the effects' rule.
+    pub fn sends_exhausted(&self) -> bool {
+        sends_exhausted(self.attempts, self.unanswered)
+    }
 }
 
 /// A sender's hold on one answer, from [`Journal::claim_answer`].
@@ -62,7 +73,7 @@ pub struct AnswerClaim {
 }
 
 const ANSWER_COLUMNS: &str = "id, dedupe_key, repository, installation_id, thread, body, \
-     write_nonce, stage, attempts, observed, reason, created_at";
+     write_nonce, stage, attempts, unanswered, observed, reason, created_at";
 
 impl JournalTx {
     /// Records `answer` in this transaction; a second answer to the same
@@ -144,20 +155,41 @@ impl Journal {
     }
 
     /// Moves the answer to `attempted` before its one send, counting the
-    /// attempt; refused once [`MAX_ATTEMPTS`] are spent.
+    /// attempt; refused once the budget is spent
+    /// ([`Answer::sends_exhausted`]).
     pub async fn mark_answer_attempted(&self, claim: &AnswerClaim) -> Result<()> {
         let attempts: Option<i32> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "UPDATE answers SET stage = 'attempted', attempts = attempts + 1, updated_at = now() \
-             WHERE {HELD} AND attempts < $3 RETURNING attempts"
+             WHERE {HELD} AND attempts - unanswered < $3 AND unanswered < $4 RETURNING attempts"
         )))
         .bind(claim.answer_id)
         .bind(claim.claim_token)
         .bind(MAX_ATTEMPTS)
+        .bind(MAX_UNANSWERED_SENDS)
         .fetch_optional(&self.pool)
         .await?;
         match attempts {
             Some(_) => Ok(()),
             None => Err(self.why_not_moved(claim).await),
+        }
+    }
+
+    /// Records that the last send was answered with an error and nothing
+    /// was visible after it (see [`Journal::mark_unanswered`]).
+    pub async fn mark_answer_unanswered(&self, claim: &AnswerClaim) -> Result<()> {
+        let moved = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE answers SET unanswered = unanswered + 1, updated_at = now() \
+             WHERE {HELD} AND stage = 'attempted' AND unanswered < attempts AND unanswered < $3"
+        )))
+        .bind(claim.answer_id)
+        .bind(claim.claim_token)
+        .bind(MAX_UNANSWERED_SENDS)
+        .execute(&self.pool)
+        .await?;
+        if moved.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(self.why_not_moved(claim).await)
         }
     }
 
@@ -200,9 +232,9 @@ impl Journal {
 
     async fn why_not_moved(&self, claim: &AnswerClaim) -> JournalError {
         match self.answer(claim.answer_id).await {
-            Ok(answer) if answer.attempts >= MAX_ATTEMPTS => JournalError::InvalidInput(format!(
-                "answer {} already has {} attempts, the maximum",
-                answer.id, answer.attempts
+            Ok(answer) if answer.sends_exhausted() => JournalError::InvalidInput(format!(
+                "answer {} was already sent {} times ({} answered with an error), the maximum",
+                answer.id, answer.attempts, answer.unanswered
             )),
             Ok(_) => JournalError::AnswerClaimLost {
                 answer_id: claim.answer_id,
@@ -298,7 +330,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_answer_is_sent_at_most_twice() {
+    async fn an_answer_is_sent_at_most_twice_when_each_send_may_have_landed() {
         let db = TestDatabase::fresh().await;
         let journal = db.journal();
         let id = insert(journal, "k").await.unwrap();
@@ -312,5 +344,29 @@ mod tests {
         assert!(journal.mark_answer_attempted(&claim).await.is_err());
         journal.mark_answer_conflict(&claim, "gone").await.unwrap();
         assert_eq!(journal.answer(id).await.unwrap().stage, Stage::Conflict);
+    }
+
+    #[tokio::test]
+    async fn error_answers_do_not_spend_an_answers_attempts_but_are_bounded() {
+        let db = TestDatabase::fresh().await;
+        let journal = db.journal();
+        let id = insert(journal, "k").await.unwrap();
+        let claim = journal
+            .claim_answer(id, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap();
+        for _ in 0..MAX_UNANSWERED_SENDS {
+            journal.mark_answer_attempted(&claim).await.unwrap();
+            journal.mark_answer_unanswered(&claim).await.unwrap();
+        }
+        let answer = journal.answer(id).await.unwrap();
+        assert_eq!((answer.attempts, answer.unanswered), (5, 5));
+        assert!(answer.sends_exhausted());
+        let error = journal.mark_answer_attempted(&claim).await.unwrap_err();
+        assert!(
+            error.to_string().contains("5 answered with an error"),
+            "{error}"
+        );
     }
 }

@@ -149,7 +149,9 @@ impl Effect {
     }
 }
 
-fn sends_exhausted(attempts: i32, unanswered: i32) -> bool {
+/// The one budget rule for effects and answers (see [`MAX_ATTEMPTS`] and
+/// [`MAX_UNANSWERED_SENDS`]).
+pub(crate) fn sends_exhausted(attempts: i32, unanswered: i32) -> bool {
     attempts - unanswered >= MAX_ATTEMPTS || unanswered >= MAX_UNANSWERED_SENDS
 }
 

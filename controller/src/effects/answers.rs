@@ -12,9 +12,7 @@
 
 use std::time::Duration;
 
-use autoforge_journal::{
-    Answer, AnswerClaim, EffectKind, IssueNumber, Journal, MAX_ATTEMPTS, NewAnswer,
-};
+use autoforge_journal::{Answer, AnswerClaim, EffectKind, IssueNumber, Journal, NewAnswer};
 use serde_json::{Map, Value, json};
 
 use super::EffectError;
@@ -192,10 +190,10 @@ pub async fn send_answer(
         Found::Absent => {}
         found => return target.settle(found).await,
     }
-    if answer.attempts >= MAX_ATTEMPTS {
+    if answer.sends_exhausted() {
         let reason = format!(
-            "the answer was sent {} times without a visible comment",
-            answer.attempts
+            "the answer was sent {} times without a visible comment ({} answered with an error)",
+            answer.attempts, answer.unanswered
         );
         return target.settle(Found::Wrong(reason)).await;
     }
@@ -219,8 +217,15 @@ pub async fn send_answer(
                 .settle(Found::Wrong(format!("GitHub refused the answer: {reason}")))
                 .await
         }
-        (Found::Absent, sent) => {
-            tracing::warn!(answer = %answer.id, ?sent, "answer not visible after sending; stays attempted");
+        (Found::Absent, Sent::Unknown(error)) => {
+            // As for effects: an error answer with nothing visible does not
+            // spend one of the answer's attempts.
+            tracing::warn!(answer = %answer.id, %error, "answer answered with an error and not visible; stays attempted");
+            journal.mark_answer_unanswered(&claim).await?;
+            Ok(AnswerOutcome::StillAttempted)
+        }
+        (Found::Absent, Sent::Answered) => {
+            tracing::warn!(answer = %answer.id, "answer answered but not visible after sending; stays attempted");
             Ok(AnswerOutcome::StillAttempted)
         }
         (found, _) => target.settle(found).await,

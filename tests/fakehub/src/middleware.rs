@@ -50,8 +50,9 @@ pub async fn api_layer(
         .map(Caller::rate_scope)
         .unwrap_or_else(|_| "invalid".to_owned());
     // `cost` is what the request was charged: 0 unless it was served
-    // without a conditional hit.
-    let log = |status: StatusCode, hit: bool, cost: u64| {
+    // without a conditional hit. `applied` is the handler's own status when
+    // a fault answered the client otherwise after the handler ran.
+    let log = |status: StatusCode, hit: bool, cost: u64, applied: Option<StatusCode>| {
         let mut w = shared.lock();
         // Keep the log bounded for long-running demos: drop the oldest tenth.
         if w.requests.len() >= MAX_LOGGED_REQUESTS {
@@ -67,6 +68,7 @@ pub async fn api_layer(
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             rate_scope: rate_scope.clone(),
             cost,
+            applied_status: applied.map(|s| s.as_u16()),
         });
     };
     let caller = match caller {
@@ -75,7 +77,7 @@ pub async fn api_layer(
             // Rejected credentials are answered with the anonymous limits, as on GitHub.
             let mut resp = e.into_response();
             add_rate_headers(&shared, "anonymous", 60, &mut resp);
-            log(resp.status(), false, 0);
+            log(resp.status(), false, 0, None);
             return resp;
         }
     };
@@ -86,7 +88,7 @@ pub async fn api_layer(
         .enter(&rate_scope, now_ms, method.as_str(), &path);
     if let Some(closed) = entered {
         let resp = window_refusal(closed, now_ms);
-        log(resp.status(), false, 0);
+        log(resp.status(), false, 0, None);
         return resp;
     }
     let fired = shared.faults().for_request(method.as_str(), &route);
@@ -109,7 +111,7 @@ pub async fn api_layer(
                 let resp =
                     ApiError::new(status, status.canonical_reason().unwrap_or("Server Error"))
                         .into_response();
-                log(resp.status(), false, 0);
+                log(resp.status(), false, 0, None);
                 return resp;
             }
             FaultKind::SecondaryRateLimit { retry_after }
@@ -125,7 +127,7 @@ pub async fn api_layer(
                     .windows
                     .close(&rate_scope, WindowKind::Secondary, now_ms, until);
                 let resp = secondary_refusal(status, *retry_after);
-                log(resp.status(), false, 0);
+                log(resp.status(), false, 0, None);
                 return resp;
             }
             FaultKind::ExhaustPrimary => {
@@ -171,7 +173,7 @@ pub async fn api_layer(
         .flatten();
     if let Some(e) = now_refused {
         let resp = e.into_response();
-        log(resp.status(), false, 0);
+        log(resp.status(), false, 0, None);
         return resp;
     }
     let exhausted = {
@@ -185,7 +187,7 @@ pub async fn api_layer(
         )
         .into_response();
         add_rate_headers(&shared, &rate_key, limit, &mut resp);
-        log(resp.status(), false, 0);
+        log(resp.status(), false, 0, None);
         return resp;
     }
     let if_none_match = req
@@ -235,15 +237,16 @@ pub async fn api_layer(
     }
     match ambiguous {
         Some(Ambiguous::BadGateway) => {
+            let applied = resp.status();
             let resp = ApiError::new(StatusCode::BAD_GATEWAY, "Bad Gateway").into_response();
-            log(resp.status(), false, cost);
+            log(resp.status(), false, cost, Some(applied));
             resp
         }
         Some(dropped @ (Ambiguous::Drop | Ambiguous::Hang(_))) => {
             if let Ambiguous::Hang(ms) = dropped {
                 tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
             }
-            log(StatusCode::BAD_GATEWAY, false, cost);
+            log(StatusCode::BAD_GATEWAY, false, cost, Some(resp.status()));
             // A body that fails mid-stream makes hyper abort the connection.
             let stream = futures_error_stream();
             Response::builder()
@@ -252,7 +255,7 @@ pub async fn api_layer(
                 .unwrap_or_default()
         }
         None => {
-            log(resp.status(), hit, cost);
+            log(resp.status(), hit, cost, None);
             resp
         }
     }

@@ -364,6 +364,19 @@ pub struct RequestRecord {
     /// before it was served (rate limit exhausted, bad credentials).
     #[serde(default)]
     pub cost: u64,
+    /// What the handler answered when it ran but a fault (an ambiguous
+    /// write) answered the client something else: such a write landed
+    /// although the client saw a 502 or a cut connection.
+    #[serde(default)]
+    pub applied_status: Option<u16>,
+}
+
+impl RequestRecord {
+    /// The status of what the request did on the world: the handler's own
+    /// answer, whatever the client was told.
+    pub fn effective_status(&self) -> u16 {
+        self.applied_status.unwrap_or(self.status)
+    }
 }
 
 /// One ref a git push created, moved or deleted (all-zero SHAs for an

@@ -373,6 +373,7 @@ mod tests {
             duration_ms: 1.0,
             rate_scope: String::new(),
             cost: 1,
+            applied_status: None,
         }
     }
 

@@ -149,8 +149,19 @@ pub(crate) async fn send(executor: &EffectExecutor, effect: &Effect) -> Result<S
         Err(error) if method_not_allowed(&error) => {
             Sent::Refused(not_allowed_reason(wanted.merge_method, &error))
         }
+        // Another merge moved the base while GitHub merged ours; GitHub
+        // asks to try again, and nothing landed. Sent again after the next
+        // reconcile (an unanswered send: it spends no attempt).
+        Err(error) if base_moved_during_merge(&error) => Sent::Unknown(error.to_string()),
         other => Sent::from_result(other),
     })
+}
+
+/// GitHub's 409 "Base branch was modified. Review and try the merge
+/// again.", told apart from its other 409s (a head that moved).
+fn base_moved_during_merge(error: &GitHubError) -> bool {
+    matches!(error, GitHubError::Status { status: 409, message, .. }
+        if message.to_ascii_lowercase().contains("base branch was modified"))
 }
 
 /// GitHub's 405 for a method the repository's settings turn off
@@ -168,4 +179,36 @@ fn not_allowed_reason(method: MergeMethod, error: &GitHubError) -> String {
          `merge.method` to an allowed method, then unblock",
         method.repository_setting()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(status: u16, message: &str) -> GitHubError {
+        GitHubError::Status {
+            method: "PUT",
+            path: "/repos/o/r/pulls/1/merge".into(),
+            status,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_merge_refused_because_the_base_moved_is_tried_again_and_a_moved_head_is_not() {
+        let base_moved = answered(
+            409,
+            "Base branch was modified. Review and try the merge again.",
+        );
+        assert!(base_moved_during_merge(&base_moved));
+        let head_moved = answered(
+            409,
+            "Head branch was modified. Review and try the merge again.",
+        );
+        assert!(!base_moved_during_merge(&head_moved));
+        assert!(!base_moved_during_merge(&answered(
+            405,
+            "Pull Request is not mergeable"
+        )));
+    }
 }

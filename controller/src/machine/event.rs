@@ -402,7 +402,12 @@ pub enum Event {
         editor: Option<String>,
         by_operator: bool,
     },
-    IssueClosed,
+    /// An issue the run is bound to was closed. Only a close of the issue
+    /// the run works on now means anything: an EPIC run's earlier issue is
+    /// closed by its own merge, and that close may arrive late.
+    IssueClosed {
+        issue: IssueNumber,
+    },
     /// The run's repository is no longer served (removed from the App's
     /// installation or the configuration): the run stops, and nothing is
     /// written to a repository the controller cannot reach.
@@ -443,7 +448,7 @@ impl Event {
             Event::LabelRemovalRefused(_) => "label_removal_refused",
             Event::HumanReview(_) => "human_review",
             Event::IssueTextChanged { .. } => "issue_text_changed",
-            Event::IssueClosed => "issue_closed",
+            Event::IssueClosed { .. } => "issue_closed",
             Event::RepositoryAccessLost { .. } => "repository_access_lost",
             Event::TransientFailure { .. } => "transient_failure",
             Event::MergeResult(_) => "merge_result",

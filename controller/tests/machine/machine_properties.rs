@@ -358,7 +358,13 @@ fn event_for(state: &RunState, settings: &RunSettings, family: u8, flavor: u8) -
         9 => Event::TransientFailure {
             detail: "502".into(),
         },
-        10 => Event::IssueClosed,
+        10 => Event::IssueClosed {
+            issue: if flavor.is_multiple_of(2) {
+                state.issue
+            } else {
+                autoforge_journal::testing::issue(state.issue.get() + 1)
+            },
+        },
         11 => Event::EffectConflict {
             identity: "x".into(),
             reason: "refused".into(),

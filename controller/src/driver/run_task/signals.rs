@@ -229,7 +229,9 @@ pub fn signal_action(signal: &RunSignal) -> SignalAction {
             editor: editor.clone(),
             by_operator: *by_operator,
         },
-        RunSignal::IssueClosed { .. } => SignalAction::Feed(Box::new(Event::IssueClosed)),
+        RunSignal::IssueClosed { issue } => {
+            SignalAction::Feed(Box::new(Event::IssueClosed { issue: *issue }))
+        }
         RunSignal::Command {
             verb,
             comment_id,

@@ -7,7 +7,7 @@ use crate::machine::event::Event;
 use crate::machine::phase::Phase;
 use crate::machine::protected::describe_paths;
 use crate::machine::state::{Awaiting, RunState};
-use autoforge_journal::CommitSha;
+use autoforge_journal::{CommitSha, IssueNumber};
 
 /// A transient GitHub (or validation-runner) failure while the driver did
 /// the awaited step: the phase stays and no round is consumed.
@@ -33,9 +33,14 @@ pub(super) fn transient_failure(state: &RunState) -> Result<Decision, MachineErr
 
 /// The run's issue was closed. While work on it is under way that needs an
 /// operator; once the PR is ready or merged, closing is what a merge does
-/// (`Closes #n`), so the merge read-back decides instead.
-pub(super) fn issue_closed(state: &RunState) -> Result<Decision, MachineError> {
+/// (`Closes #n`), so the merge read-back decides instead. The close of
+/// another issue (an earlier issue of the EPIC, closed by its merge and
+/// heard late) changes nothing.
+pub(super) fn issue_closed(state: &RunState, issue: IssueNumber) -> Result<Decision, MachineError> {
     let mut turn = Turn::new(state);
+    if issue != state.issue {
+        return Ok(turn.finish());
+    }
     match state.phase {
         Phase::Initializing | Phase::Plan | Phase::Implement | Phase::Review | Phase::Fix => {
             turn.block("the issue was closed while the run worked on it")?;

@@ -121,7 +121,7 @@ pub fn decide(state: &RunState, event: &Event) -> Result<Decision, MachineError>
                 progress_resets_retries(state, decision)
             });
         }
-        Event::IssueClosed => return common::issue_closed(state),
+        Event::IssueClosed { issue } => return common::issue_closed(state, *issue),
         Event::ValidationFinished {
             sha,
             passed,

@@ -267,8 +267,18 @@ fn a_result_for_another_phase_gets_a_correction() {
 #[test]
 fn closing_the_issue_during_implement_blocks() {
     let mut run = Run::default_run();
-    run.apply(Event::IssueClosed);
+    let issue = run.state.issue;
+    run.apply(Event::IssueClosed { issue });
     assert_eq!(run.state.phase, Phase::Blocked);
+}
+
+#[test]
+fn a_late_close_of_another_issue_of_the_run_leaves_the_current_one_at_work() {
+    let mut run = Run::default_run();
+    let before = run.state.clone();
+    let earlier = autoforge_journal::testing::issue(run.state.issue.get() + 7);
+    run.apply(Event::IssueClosed { issue: earlier });
+    assert_eq!(run.state, before);
 }
 
 #[test]

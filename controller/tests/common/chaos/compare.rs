@@ -66,6 +66,17 @@ pub fn canonical(world: &World) -> Value {
         all.sort();
         all
     };
+    // fakehub keys its comments by id, and a JSON object's keys sort as
+    // text ("10" before "9"), so two runs whose ids cross a power of ten
+    // at different moments would list one thread's comments in different
+    // orders: order them by id, the order they were made in.
+    let mut all_comments: Vec<(u64, &Value)> = state["comments"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(id, c)| Some((id.parse().ok()?, c)))
+        .collect();
+    all_comments.sort_by_key(|(id, _)| *id);
     let mut repos = BTreeMap::new();
     for repo in state["repos"]
         .as_object()
@@ -82,11 +93,9 @@ pub fn canonical(world: &World) -> Value {
             .map(|(_, i)| i)
         {
             let number = issue["number"].as_u64().unwrap_or_default();
-            let comments: Vec<Value> = state["comments"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(_, c)| c)
+            let comments: Vec<Value> = all_comments
+                .iter()
+                .map(|(_, c)| *c)
                 .filter(|c| c["repo_id"].as_u64() == repo_id && c["issue_number"] == number)
                 .map(|c| {
                     json!({"by": login(&c["user_id"]), "body": norm(&c["body"]),

@@ -1,13 +1,14 @@
 //! Replicas (SPEC §6): three `autoforge serve` processes on one Postgres
 //! and one fakehub, GitHub's webhooks spread over them by a relay, drive
-//! many runs at once. One replica is SIGKILLed while it holds runs, another
-//! is SIGSTOPped past its lease and resumed. The journal's lease history
-//! (`lease_holdings`) must show one holder per run at a time and every
-//! journalled write inside its writer's holding, the paused replica's late
-//! writes refused, and fakehub every object once.
+//! many runs at once. The implementer waits at a gate the test opens, so
+//! every run is held mid-launch when one replica is SIGKILLed and another
+//! SIGSTOPped; the paused one is resumed once its runs were taken over.
+//! The journal's lease history (`lease_holdings`) must show one holder per
+//! run at a time and every journalled write inside its writer's holding,
+//! the paused replica's late writes refused, and fakehub every object once.
 //!
-//! `AUTOFORGE_REPLICA_RUNS` sets the number of runs (50 unless set;
-//! `docs/reliability.md` has the command for the larger size).
+//! The quick test runs 12 runs, `replica_full` 50; `AUTOFORGE_REPLICA_RUNS`
+//! sets either (`docs/reliability.md` has the commands).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,11 +28,14 @@ use super::crash_serve::{comments_exactly_once, get};
 /// Short leases, so a dead or paused replica's runs are taken over soon.
 const LEASE_SECONDS: u64 = 10;
 
-pub(super) fn config() -> String {
+/// Implement (`implement`, the TOML lines of its profile after
+/// `command = `) and a clean review, with `driver_extra` added to the
+/// driver's section.
+fn config_with(driver_extra: &str, implement: &str) -> String {
     format!(
         r#"[driver]
 lease_seconds = {LEASE_SECONDS}
-
+{driver_extra}
 [agents.profiles.implementer]
 command = {implement}
 
@@ -46,8 +50,15 @@ review = "reviewer"
 commands = ["true"]
 timeout_seconds = 60
 "#,
-        implement = agent_command("phase_implement.sh", &["per_issue", "-"]),
         review = agent_command("phase_review.sh", &["clean", "1"]),
+    )
+}
+
+/// Runs taken to READY_FOR_MERGE by a scripted implementer and reviewer.
+pub(super) fn config() -> String {
+    config_with(
+        "",
+        &agent_command("phase_implement.sh", &["per_issue", "-"]),
     )
 }
 
@@ -85,33 +96,12 @@ fn gated_config(runs: usize, gate: &std::path::Path) -> String {
         "/bin/sh",
         scripts.join("phase_implement.sh").display().to_string(),
     );
-    format!(
-        r#"[driver]
-lease_seconds = {LEASE_SECONDS}
-concurrency = {concurrency}
-
-[agents.profiles.implementer]
-command = {implement}
-
-[agents.profiles.implementer.sandbox]
-read_only = [{gate:?}, {scripts:?}]
-
-[agents.profiles.reviewer]
-command = {review}
-
-[agents.roles]
-implement = "implementer"
-review = "reviewer"
-
-[validation]
-commands = ["true"]
-timeout_seconds = 60
-"#,
-        concurrency = runs.div_ceil(3),
-        gate = gate.display().to_string(),
-        scripts = scripts.display().to_string(),
-        review = agent_command("phase_review.sh", &["clean", "1"]),
-    )
+    let implement = format!(
+        "{implement}\n\n[agents.profiles.implementer.sandbox]\nread_only = [{:?}, {:?}]",
+        gate.display().to_string(),
+        scripts.display().to_string(),
+    );
+    config_with(&format!("concurrency = {}\n", runs.div_ceil(3)), &implement)
 }
 
 /// The lease owner prefix of a serve process's driver.

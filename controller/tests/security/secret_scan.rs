@@ -1,6 +1,7 @@
-//! Secrets never leak (SPEC §17): the chaos workload (with kills) and the
-//! demo run with recognisable secrets, and every byte they wrote is
-//! searched for each secret in its raw, base64 and URL-encoded forms:
+//! Secrets never leak (SPEC §17): the chaos workload (with kills of serve,
+//! agents and Postgres) and the demo run with recognisable secrets, and
+//! every byte they wrote is searched for each secret in its raw, base64
+//! and URL-encoded forms:
 //! serve's logs, every journal table (a `pg_dump` of the data), every file
 //! of the state directory (mirrors, worktrees, launch logs with their
 //! prompts and read-context folders), what the agents saw (their prompts,
@@ -17,8 +18,8 @@ use base64::Engine as _;
 use secrecy::ExposeSecret;
 use serde_json::Value;
 
-use crate::common::chaos::{Killer, Workload, WorkloadOptions, seed_from_env};
-use crate::common::{OWNER, World};
+use crate::common::World;
+use crate::common::chaos::{Killer, Mirror, Workload, WorkloadOptions, seed_from_env};
 
 /// The agent vendor key serve hands its agents through `env_inherit`.
 const AGENT_KEY_VAR: &str = "ANTHROPIC_API_KEY";
@@ -179,31 +180,9 @@ async fn fakehub_places(world: &World, places: &mut Places) {
     }
     places.push(("fakehub objects".into(), state.to_string().into_bytes()));
     for repo in ["widgets", crate::common::chaos::workload::GADGETS] {
-        let dir = tempfile::tempdir().unwrap();
-        let url = world.hub.git_url(OWNER, repo);
-        let header = format!(
-            "http.extraHeader=Authorization: Bearer {}",
-            world.owner().token
-        );
-        let git = |args: &[&str]| {
-            let output = std::process::Command::new("git")
-                .args(["-c", &header])
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("run git");
-            assert!(output.status.success(), "git {args:?}");
-            output.stdout
-        };
-        git(&["clone", "-q", "--mirror", &url, "m.git"]);
-        let history = git(&[
-            "--git-dir",
-            "m.git",
-            "log",
-            "-p",
-            "--all",
-            "--format=%H%n%B",
-        ]);
+        let history = crate::common::off_the_runtime(|| {
+            Mirror::of(world, repo).git(&["log", "-p", "--all", "--format=%H%n%B"])
+        });
         places.push((format!("git history of {repo}"), history));
     }
 }
@@ -258,7 +237,6 @@ fn allowed(place: &str, secret: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
-#[ignore = "not passing yet: not run since it sends the dashboard token; run with --ignored secret_the_chaos"]
 async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
     let unique = uuid::Uuid::new_v4().simple().to_string();
     let webhook = format!("whsec-chaos-{unique}");
@@ -272,8 +250,9 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
         webhook_secret: Some(webhook.clone()),
         profile_extra: format!("env_inherit = [\"{AGENT_KEY_VAR}\"]\n"),
         database_password: Some(format!("pgpass-chaos-{unique}")),
+        ..WorkloadOptions::default()
     };
-    let killer = Killer::new(seed_from_env(), 4, true);
+    let killer = Killer::new(seed_from_env(), 4, true).with_postgres_kills();
     let mut workload = Workload::start(Some(killer), options).await;
     workload.drive().await;
     let world = &workload.world;

@@ -199,20 +199,39 @@ fn pull_view(pull: &Value, hub: &str, login: &dyn Fn(&Value) -> Option<String>) 
         "reviews": reviews})
 }
 
-/// Every branch of `octo/<repo>`: its commits' messages and its tree
-/// (paths and blob ids, which depend on content only).
-fn git_view(world: &World, repo: &str) -> Value {
-    let dir = tempfile::tempdir().expect("a clone folder");
-    let url = world.hub.git_url(OWNER, repo);
-    let header = format!(
-        "http.extraHeader=Authorization: Bearer {}",
-        world.owner().token
-    );
-    let git = |args: &[&str]| {
+/// A mirror clone of `octo/<repo>` from fakehub, fetched as the owner.
+pub struct Mirror {
+    dir: tempfile::TempDir,
+    header: String,
+}
+
+impl Mirror {
+    pub fn of(world: &World, repo: &str) -> Mirror {
+        let mirror = Mirror {
+            dir: tempfile::tempdir().expect("a clone folder"),
+            header: format!(
+                "http.extraHeader=Authorization: Bearer {}",
+                world.owner().token
+            ),
+        };
+        let url = world.hub.git_url(OWNER, repo);
+        mirror.run(&["clone", "-q", "--mirror", &url, "m.git"]);
+        mirror
+    }
+
+    /// `git ARGS` on the mirror; its stdout. A failure fails the test with
+    /// git's stderr.
+    pub fn git(&self, args: &[&str]) -> Vec<u8> {
+        let mut all = vec!["--git-dir", "m.git"];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+
+    fn run(&self, args: &[&str]) -> Vec<u8> {
         let output = std::process::Command::new("git")
-            .args(["-c", &header])
+            .args(["-c", &self.header])
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(self.dir.path())
             .output()
             .expect("run git");
         assert!(
@@ -220,18 +239,19 @@ fn git_view(world: &World, repo: &str) -> Value {
             "git {args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    git(&["clone", "-q", "--mirror", &url, "m.git"]);
-    let in_mirror = |args: &[&str]| {
-        let mut all = vec!["--git-dir", "m.git"];
-        all.extend_from_slice(args);
-        git(&all)
-    };
+        output.stdout
+    }
+}
+
+/// Every branch of `octo/<repo>`: its commits' messages and its tree
+/// (paths and blob ids, which depend on content only).
+fn git_view(world: &World, repo: &str) -> Value {
+    let mirror = Mirror::of(world, repo);
+    let text = |args: &[&str]| String::from_utf8_lossy(&mirror.git(args)).into_owned();
     let mut branches = BTreeMap::new();
-    for line in in_mirror(&["for-each-ref", "--format=%(refname)"]).lines() {
-        let log = in_mirror(&["log", "--format=%s%n%b%n--", line]);
-        let tree = in_mirror(&["ls-tree", "-r", line]);
+    for line in text(&["for-each-ref", "--format=%(refname)"]).lines() {
+        let log = text(&["log", "--format=%s%n%b%n--", line]);
+        let tree = text(&["ls-tree", "-r", line]);
         branches.insert(line.to_owned(), json!({"log": log, "tree": tree}));
     }
     json!(branches)

@@ -127,7 +127,7 @@ async fn holdings_now(world: &World) -> Vec<(RunId, i64, u32, bool)> {
         else {
             continue;
         };
-        if !run.lease_expires_at.is_some_and(|at| at > now) {
+        if run.lease_expires_at.is_none_or(|at| at <= now) {
             continue;
         }
         let launches = journal.list_launches(run.id).await.unwrap_or_default();

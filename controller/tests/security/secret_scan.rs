@@ -277,22 +277,7 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
         secrets.push(Secret::token("an installation token", token));
     }
 
-    let mut places: Places = Vec::new();
-    places.push((
-        "serve's log".into(),
-        std::fs::read(workload.serve_log()).unwrap(),
-    ));
-    places.push(("journal tables".into(), journal_dump(&db_url)));
-    let state = world.state_dir().to_owned();
-    // The key file is where the App's key is kept, not a leak.
-    let key = state.join("app.pem");
-    files_below(&state, "state dir", &|p| p == key, &mut places);
-    let evidence = workload.evidence.path().to_owned();
-    let log = workload.serve_log();
-    files_below(&evidence, "agent evidence", &|p| p == log, &mut places);
-    fakehub_places(world, &mut places).await;
-    admin_places(world, &dashboard, &mut places).await;
-
+    let places = every_place(&workload, &db_url, &dashboard).await;
     let envs = places
         .iter()
         .filter(|(p, _)| p.starts_with("agent evidence:") && p.ends_with(".env"))
@@ -316,22 +301,64 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
     );
 
     // The scan can fail: a secret planted in four kinds of place is found.
-    let token = &tokens[0];
+    let planted = [
+        tokens[0].as_str(),
+        webhook.as_str(),
+        db_password.as_str(),
+        agent_key.as_str(),
+    ];
+    planted_secrets_are_found(&workload, &secrets, planted).await;
+}
+
+/// Every place the chaos workload wrote to: serve's log, the journal, the
+/// state directory, the agents' evidence, fakehub and the admin pages.
+async fn every_place(workload: &Workload, db_url: &str, dashboard: &str) -> Places {
+    let world = &workload.world;
+    let mut places: Places = Vec::new();
+    places.push((
+        "serve's log".into(),
+        std::fs::read(workload.serve_log()).unwrap(),
+    ));
+    places.push(("journal tables".into(), journal_dump(db_url)));
+    let state = world.state_dir().to_owned();
+    // The key file is where the App's key is kept, not a leak.
+    let key = state.join("app.pem");
+    files_below(&state, "state dir", &|p| p == key, &mut places);
+    let evidence = workload.evidence.path().to_owned();
+    let log = workload.serve_log();
+    files_below(&evidence, "agent evidence", &|p| p == log, &mut places);
+    fakehub_places(world, &mut places).await;
+    admin_places(world, dashboard, &mut places).await;
+    places
+}
+
+/// Plants an installation token (base64, in a comment on fakehub), the
+/// webhook secret (URL-encoded, in a state-dir file), the database
+/// password (in serve's log) and the agent key (in a prompt), and
+/// requires the scan to find each where it was planted.
+async fn planted_secrets_are_found(
+    workload: &Workload,
+    secrets: &[Secret],
+    [token, webhook, db_password, agent_key]: [&str; 4],
+) {
+    let world = &workload.world;
     let b64 = base64::engine::general_purpose::STANDARD.encode(token);
     world
         .comment(&world.owner(), 1, &format!("leaked {b64}"))
         .await;
-    std::fs::write(state.join("planted.txt"), url_encode(&webhook)).unwrap();
+    let state = world.state_dir().to_owned();
+    std::fs::write(state.join("planted.txt"), url_encode(webhook)).unwrap();
     let mut log_text = std::fs::read(workload.serve_log()).unwrap();
     log_text.extend_from_slice(db_password.as_bytes());
     let mut planted: Places = vec![("serve's log".into(), log_text)];
+    let key = state.join("app.pem");
     files_below(&state, "state dir", &|p| p == key, &mut planted);
     fakehub_places(world, &mut planted).await;
     planted.push((
         "agent evidence:planted.prompt".into(),
-        agent_key.clone().into_bytes(),
+        agent_key.as_bytes().to_vec(),
     ));
-    let planted_found: Vec<(String, String)> = findings(&planted, &secrets)
+    let planted_found: Vec<(String, String)> = findings(&planted, secrets)
         .into_iter()
         .filter(|(p, s)| !allowed(p, s))
         .collect();

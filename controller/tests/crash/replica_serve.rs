@@ -23,7 +23,7 @@ use common::{Person, Replica, World, WorldOptions, agent_command};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::crash_serve::{comments_exactly_once, get};
+use super::crash_serve::{comments_exactly_once, get, implement_and_review};
 
 /// Short leases, so a dead or paused replica's runs are taken over soon.
 const LEASE_SECONDS: u64 = 10;
@@ -32,25 +32,9 @@ const LEASE_SECONDS: u64 = 10;
 /// `command = `) and a clean review, with `driver_extra` added to the
 /// driver's section.
 fn config_with(driver_extra: &str, implement: &str) -> String {
-    format!(
-        r#"[driver]
-lease_seconds = {LEASE_SECONDS}
-{driver_extra}
-[agents.profiles.implementer]
-command = {implement}
-
-[agents.profiles.reviewer]
-command = {review}
-
-[agents.roles]
-implement = "implementer"
-review = "reviewer"
-
-[validation]
-commands = ["true"]
-timeout_seconds = 60
-"#,
-        review = agent_command("phase_review.sh", &["clean", "1"]),
+    implement_and_review(
+        &format!("[driver]\nlease_seconds = {LEASE_SECONDS}\n{driver_extra}"),
+        implement,
     )
 }
 

@@ -394,7 +394,7 @@ async fn replica_three_serve_processes_finish_every_run_once_through_a_kill_and_
 
 /// The full size: 50 runs unless `AUTOFORGE_REPLICA_RUNS` is set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "the full replica size (50 runs) takes about 10 min: --ignored replica_full"]
+#[ignore = "the full replica size (50 runs) takes about 4 min on two cores: --ignored replica_full"]
 async fn replica_full_fifty_runs_on_three_serve_processes_through_a_kill_and_a_pause() {
     three_replicas_through_a_kill_and_a_pause(run_count(FULL_RUNS)).await;
 }

@@ -67,6 +67,30 @@ pub(super) enum Scenario {
     PlanAndPublish,
 }
 
+/// A configuration of `driver` (the whole `[driver]` section), an
+/// implementer (`implement`: the TOML after its `command = `, further
+/// lines of its profile allowed) and a clean reviewer.
+pub(super) fn implement_and_review(driver: &str, implement: &str) -> String {
+    format!(
+        r#"{driver}
+[agents.profiles.implementer]
+command = {implement}
+
+[agents.profiles.reviewer]
+command = {review}
+
+[agents.roles]
+implement = "implementer"
+review = "reviewer"
+
+[validation]
+commands = ["true"]
+timeout_seconds = 60
+"#,
+        review = agent_command("phase_review.sh", &["clean", "1"]),
+    )
+}
+
 impl Scenario {
     fn config(self) -> String {
         match self {
@@ -82,27 +106,12 @@ impl Scenario {
                     .config()
                     .replace("[agents.roles]\n", "[agents.roles]\nplan = \"planner\"\n")
             ),
-            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => format!(
-                r#"{DRIVER}
-[agents.profiles.implementer]
-command = {implement}
-
-[agents.profiles.reviewer]
-command = {review}
-
-[agents.roles]
-implement = "implementer"
-review = "reviewer"
-
-[validation]
-commands = ["true"]
-timeout_seconds = 60
-"#,
-                implement = agent_command(
+            Scenario::PublishAndReview | Scenario::AdoptPersonsPr => implement_and_review(
+                DRIVER,
+                &agent_command(
                     "phase_implement.sh",
-                    &["good", "{hub}/octo/widgets/issues/1"]
+                    &["good", "{hub}/octo/widgets/issues/1"],
                 ),
-                review = agent_command("phase_review.sh", &["clean", "1"]),
             ),
             Scenario::InlineReviewRounds => format!(
                 r#"{DRIVER}

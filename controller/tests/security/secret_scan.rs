@@ -1,6 +1,7 @@
-//! Secrets never leak (SPEC §17): the chaos workload (with kills) and the
-//! demo run with recognisable secrets, and every byte they wrote is
-//! searched for each secret in its raw, base64 and URL-encoded forms:
+//! Secrets never leak (SPEC §17): the chaos workload (with kills of serve,
+//! agents and Postgres) and the demo run with recognisable secrets, and
+//! every byte they wrote is searched for each secret in its raw, base64
+//! and URL-encoded forms:
 //! serve's logs, every journal table (a `pg_dump` of the data), every file
 //! of the state directory (mirrors, worktrees, launch logs with their
 //! prompts and read-context folders), what the agents saw (their prompts,
@@ -17,8 +18,8 @@ use base64::Engine as _;
 use secrecy::ExposeSecret;
 use serde_json::Value;
 
-use crate::common::chaos::{Killer, Workload, WorkloadOptions, seed_from_env};
-use crate::common::{OWNER, World};
+use crate::common::World;
+use crate::common::chaos::{Killer, Mirror, Workload, WorkloadOptions, seed_from_env};
 
 /// The agent vendor key serve hands its agents through `env_inherit`.
 const AGENT_KEY_VAR: &str = "ANTHROPIC_API_KEY";
@@ -179,31 +180,9 @@ async fn fakehub_places(world: &World, places: &mut Places) {
     }
     places.push(("fakehub objects".into(), state.to_string().into_bytes()));
     for repo in ["widgets", crate::common::chaos::workload::GADGETS] {
-        let dir = tempfile::tempdir().unwrap();
-        let url = world.hub.git_url(OWNER, repo);
-        let header = format!(
-            "http.extraHeader=Authorization: Bearer {}",
-            world.owner().token
-        );
-        let git = |args: &[&str]| {
-            let output = std::process::Command::new("git")
-                .args(["-c", &header])
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("run git");
-            assert!(output.status.success(), "git {args:?}");
-            output.stdout
-        };
-        git(&["clone", "-q", "--mirror", &url, "m.git"]);
-        let history = git(&[
-            "--git-dir",
-            "m.git",
-            "log",
-            "-p",
-            "--all",
-            "--format=%H%n%B",
-        ]);
+        let history = crate::common::off_the_runtime(|| {
+            Mirror::of(world, repo).git(&["log", "-p", "--all", "--format=%H%n%B"])
+        });
         places.push((format!("git history of {repo}"), history));
     }
 }
@@ -258,7 +237,6 @@ fn allowed(place: &str, secret: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
-#[ignore = "not passing yet: not run since it sends the dashboard token; run with --ignored secret_the_chaos"]
 async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
     let unique = uuid::Uuid::new_v4().simple().to_string();
     let webhook = format!("whsec-chaos-{unique}");
@@ -272,8 +250,9 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
         webhook_secret: Some(webhook.clone()),
         profile_extra: format!("env_inherit = [\"{AGENT_KEY_VAR}\"]\n"),
         database_password: Some(format!("pgpass-chaos-{unique}")),
+        ..WorkloadOptions::default()
     };
-    let killer = Killer::new(seed_from_env(), 4, true);
+    let killer = Killer::new(seed_from_env(), 4, true).with_postgres_kills();
     let mut workload = Workload::start(Some(killer), options).await;
     workload.drive().await;
     let world = &workload.world;
@@ -298,22 +277,7 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
         secrets.push(Secret::token("an installation token", token));
     }
 
-    let mut places: Places = Vec::new();
-    places.push((
-        "serve's log".into(),
-        std::fs::read(workload.serve_log()).unwrap(),
-    ));
-    places.push(("journal tables".into(), journal_dump(&db_url)));
-    let state = world.state_dir().to_owned();
-    // The key file is where the App's key is kept, not a leak.
-    let key = state.join("app.pem");
-    files_below(&state, "state dir", &|p| p == key, &mut places);
-    let evidence = workload.evidence.path().to_owned();
-    let log = workload.serve_log();
-    files_below(&evidence, "agent evidence", &|p| p == log, &mut places);
-    fakehub_places(world, &mut places).await;
-    admin_places(world, &dashboard, &mut places).await;
-
+    let places = every_place(&workload, &db_url, &dashboard).await;
     let envs = places
         .iter()
         .filter(|(p, _)| p.starts_with("agent evidence:") && p.ends_with(".env"))
@@ -337,22 +301,64 @@ async fn secret_the_chaos_workload_writes_no_secret_anywhere() {
     );
 
     // The scan can fail: a secret planted in four kinds of place is found.
-    let token = &tokens[0];
+    let planted = [
+        tokens[0].as_str(),
+        webhook.as_str(),
+        db_password.as_str(),
+        agent_key.as_str(),
+    ];
+    planted_secrets_are_found(&workload, &secrets, planted).await;
+}
+
+/// Every place the chaos workload wrote to: serve's log, the journal, the
+/// state directory, the agents' evidence, fakehub and the admin pages.
+async fn every_place(workload: &Workload, db_url: &str, dashboard: &str) -> Places {
+    let world = &workload.world;
+    let mut places: Places = Vec::new();
+    places.push((
+        "serve's log".into(),
+        std::fs::read(workload.serve_log()).unwrap(),
+    ));
+    places.push(("journal tables".into(), journal_dump(db_url)));
+    let state = world.state_dir().to_owned();
+    // The key file is where the App's key is kept, not a leak.
+    let key = state.join("app.pem");
+    files_below(&state, "state dir", &|p| p == key, &mut places);
+    let evidence = workload.evidence.path().to_owned();
+    let log = workload.serve_log();
+    files_below(&evidence, "agent evidence", &|p| p == log, &mut places);
+    fakehub_places(world, &mut places).await;
+    admin_places(world, dashboard, &mut places).await;
+    places
+}
+
+/// Plants an installation token (base64, in a comment on fakehub), the
+/// webhook secret (URL-encoded, in a state-dir file), the database
+/// password (in serve's log) and the agent key (in a prompt), and
+/// requires the scan to find each where it was planted.
+async fn planted_secrets_are_found(
+    workload: &Workload,
+    secrets: &[Secret],
+    [token, webhook, db_password, agent_key]: [&str; 4],
+) {
+    let world = &workload.world;
     let b64 = base64::engine::general_purpose::STANDARD.encode(token);
     world
         .comment(&world.owner(), 1, &format!("leaked {b64}"))
         .await;
-    std::fs::write(state.join("planted.txt"), url_encode(&webhook)).unwrap();
+    let state = world.state_dir().to_owned();
+    std::fs::write(state.join("planted.txt"), url_encode(webhook)).unwrap();
     let mut log_text = std::fs::read(workload.serve_log()).unwrap();
     log_text.extend_from_slice(db_password.as_bytes());
     let mut planted: Places = vec![("serve's log".into(), log_text)];
+    let key = state.join("app.pem");
     files_below(&state, "state dir", &|p| p == key, &mut planted);
     fakehub_places(world, &mut planted).await;
     planted.push((
         "agent evidence:planted.prompt".into(),
-        agent_key.clone().into_bytes(),
+        agent_key.as_bytes().to_vec(),
     ));
-    let planted_found: Vec<(String, String)> = findings(&planted, &secrets)
+    let planted_found: Vec<(String, String)> = findings(&planted, secrets)
         .into_iter()
         .filter(|(p, s)| !allowed(p, s))
         .collect();

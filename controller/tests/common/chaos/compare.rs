@@ -41,31 +41,7 @@ pub fn normalise(text: &str, hub: &str) -> String {
 /// fakehub's objects of every repository, normalised.
 pub fn canonical(world: &World) -> Value {
     let state = world.hub.state();
-    let hub = world.hub.base_url().to_owned();
-    let norm = |v: &Value| v.as_str().map(|s| normalise(s, &hub));
-    let users: BTreeMap<u64, String> = state["users"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(_, u)| Some((u["id"].as_u64()?, u["login"].as_str()?.to_owned())))
-        .collect();
-    let login = |v: &Value| v.as_u64().and_then(|id| users.get(&id).cloned());
-    let reactions = |v: &Value| {
-        let mut all: Vec<String> = v
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| {
-                format!(
-                    "{}:{}",
-                    login(&r["user_id"]).unwrap_or_default(),
-                    r["content"]
-                )
-            })
-            .collect();
-        all.sort();
-        all
-    };
+    let view = View::of(&state, world.hub.base_url());
     let mut repos = BTreeMap::new();
     for repo in state["repos"]
         .as_object()
@@ -74,62 +50,143 @@ pub fn canonical(world: &World) -> Value {
         .map(|(_, r)| r)
     {
         let repo_id = repo["id"].as_u64();
-        let mut issues = Vec::new();
-        for issue in repo["issues"]
+        let issues: Vec<Value> = repo["issues"]
             .as_object()
             .into_iter()
             .flatten()
-            .map(|(_, i)| i)
-        {
-            let number = issue["number"].as_u64().unwrap_or_default();
-            let comments: Vec<Value> = state["comments"]
+            .map(|(_, issue)| view.issue(repo_id, issue))
+            .collect();
+        let name = repo["name"].as_str().unwrap_or_default().to_owned();
+        let git = crate::common::off_the_runtime(|| git_view(world, &name));
+        repos.insert(
+            name,
+            json!({"issues": issues, "check_runs": view.check_runs(repo_id), "labels": repo["labels"]
+                .as_array().into_iter().flatten().map(|l| l["name"].clone()).collect::<Vec<_>>(),
+                "git": git}),
+        );
+    }
+    json!({ "repositories": repos, "writes": write_counts(world) })
+}
+
+/// What the normalised views of one fakehub state share: its address,
+/// its users' logins, its comments and check runs.
+struct View<'a> {
+    hub: String,
+    users: BTreeMap<u64, String>,
+    /// Every comment, oldest first.
+    comments: Vec<&'a Value>,
+    check_runs: Vec<&'a Value>,
+}
+
+impl<'a> View<'a> {
+    fn of(state: &'a Value, hub: &str) -> View<'a> {
+        let users = state["users"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, u)| Some((u["id"].as_u64()?, u["login"].as_str()?.to_owned())))
+            .collect();
+        // fakehub keys its comments by id, and a JSON object's keys sort as
+        // text ("10" before "9"), so two runs whose ids cross a power of ten
+        // at different moments would list one thread's comments in
+        // different orders: order them by id, the order they were made in.
+        let mut comments: Vec<(u64, &Value)> = state["comments"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(id, c)| Some((id.parse().ok()?, c)))
+            .collect();
+        comments.sort_by_key(|(id, _)| *id);
+        View {
+            hub: hub.to_owned(),
+            users,
+            comments: comments.into_iter().map(|(_, c)| c).collect(),
+            check_runs: state["check_runs"]
                 .as_object()
                 .into_iter()
                 .flatten()
                 .map(|(_, c)| c)
-                .filter(|c| c["repo_id"].as_u64() == repo_id && c["issue_number"] == number)
-                .map(|c| {
-                    json!({"by": login(&c["user_id"]), "body": norm(&c["body"]),
-                        "edited": c["created_at"] != c["updated_at"],
-                        "reactions": reactions(&c["reactions"])})
-                })
-                .collect();
-            let mut labels: Vec<String> = issue["labels"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|l| l.as_str().map(str::to_owned))
-                .collect();
-            labels.sort();
-            let events: Vec<String> = issue["events"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| {
-                    format!(
-                        "{} {} {}",
-                        login(&e["actor_id"]).unwrap_or_default(),
-                        e["event"].as_str().unwrap_or_default(),
-                        e["label"].as_str().unwrap_or_default()
-                    )
-                })
-                .collect();
-            let pull = pull_view(&issue["pull"], &hub, &login);
-            issues.push(json!({
-                "number": number, "title": norm(&issue["title"]), "body": norm(&issue["body"]),
-                "by": login(&issue["user_id"]), "open": issue["state_open"],
-                "state_reason": issue["state_reason"], "labels": labels, "events": events,
-                "reactions": reactions(&issue["reactions"]),
-                "parent": issue["parent"].get(1), "sub_issues": issue["sub_issues"]
-                    .as_array().into_iter().flatten().map(|s| s[1].clone()).collect::<Vec<_>>(),
-                "pull": pull, "comments": comments,
-            }));
+                .collect(),
         }
-        let mut checks: Vec<String> = state["check_runs"]
-            .as_object()
+    }
+
+    fn norm(&self, v: &Value) -> Option<String> {
+        v.as_str().map(|s| normalise(s, &self.hub))
+    }
+
+    fn login(&self, v: &Value) -> Option<String> {
+        v.as_u64().and_then(|id| self.users.get(&id).cloned())
+    }
+
+    /// Who reacted with what, sorted.
+    fn reactions(&self, v: &Value) -> Vec<String> {
+        let mut all: Vec<String> = v
+            .as_array()
             .into_iter()
             .flatten()
-            .map(|(_, c)| c)
+            .map(|r| {
+                format!(
+                    "{}:{}",
+                    self.login(&r["user_id"]).unwrap_or_default(),
+                    r["content"]
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// One issue or PR with its comments, labels, events and review.
+    fn issue(&self, repo_id: Option<u64>, issue: &Value) -> Value {
+        let number = issue["number"].as_u64().unwrap_or_default();
+        let comments: Vec<Value> = self
+            .comments
+            .iter()
+            .filter(|c| c["repo_id"].as_u64() == repo_id && c["issue_number"] == number)
+            .map(|c| {
+                json!({"by": self.login(&c["user_id"]), "body": self.norm(&c["body"]),
+                    "edited": c["created_at"] != c["updated_at"],
+                    "reactions": self.reactions(&c["reactions"])})
+            })
+            .collect();
+        let mut labels: Vec<String> = issue["labels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.as_str().map(str::to_owned))
+            .collect();
+        labels.sort();
+        let events: Vec<String> = issue["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                format!(
+                    "{} {} {}",
+                    self.login(&e["actor_id"]).unwrap_or_default(),
+                    e["event"].as_str().unwrap_or_default(),
+                    e["label"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        let login = |v: &Value| self.login(v);
+        let pull = pull_view(&issue["pull"], &self.hub, &login);
+        json!({
+            "number": number, "title": self.norm(&issue["title"]), "body": self.norm(&issue["body"]),
+            "by": self.login(&issue["user_id"]), "open": issue["state_open"],
+            "state_reason": issue["state_reason"], "labels": labels, "events": events,
+            "reactions": self.reactions(&issue["reactions"]),
+            "parent": issue["parent"].get(1), "sub_issues": issue["sub_issues"]
+                .as_array().into_iter().flatten().map(|s| s[1].clone()).collect::<Vec<_>>(),
+            "pull": pull, "comments": comments,
+        })
+    }
+
+    /// The repository's check runs, one line each, sorted.
+    fn check_runs(&self, repo_id: Option<u64>) -> Vec<String> {
+        let mut checks: Vec<String> = self
+            .check_runs
+            .iter()
             .filter(|c| c["repo_id"].as_u64() == repo_id)
             .map(|c| {
                 normalise(
@@ -143,21 +200,13 @@ pub fn canonical(world: &World) -> Value {
                         c["output_summary"],
                         c["output_text"]
                     ),
-                    &hub,
+                    &self.hub,
                 )
             })
             .collect();
         checks.sort();
-        let name = repo["name"].as_str().unwrap_or_default().to_owned();
-        let git = crate::common::off_the_runtime(|| git_view(world, &name));
-        repos.insert(
-            name,
-            json!({"issues": issues, "check_runs": checks, "labels": repo["labels"]
-                .as_array().into_iter().flatten().map(|l| l["name"].clone()).collect::<Vec<_>>(),
-                "git": git}),
-        );
+        checks
     }
-    json!({ "repositories": repos, "writes": write_counts(world) })
 }
 
 fn pull_view(pull: &Value, hub: &str, login: &dyn Fn(&Value) -> Option<String>) -> Value {
@@ -190,20 +239,39 @@ fn pull_view(pull: &Value, hub: &str, login: &dyn Fn(&Value) -> Option<String>) 
         "reviews": reviews})
 }
 
-/// Every branch of `octo/<repo>`: its commits' messages and its tree
-/// (paths and blob ids, which depend on content only).
-fn git_view(world: &World, repo: &str) -> Value {
-    let dir = tempfile::tempdir().expect("a clone folder");
-    let url = world.hub.git_url(OWNER, repo);
-    let header = format!(
-        "http.extraHeader=Authorization: Bearer {}",
-        world.owner().token
-    );
-    let git = |args: &[&str]| {
+/// A mirror clone of `octo/<repo>` from fakehub, fetched as the owner.
+pub struct Mirror {
+    dir: tempfile::TempDir,
+    header: String,
+}
+
+impl Mirror {
+    pub fn of(world: &World, repo: &str) -> Mirror {
+        let mirror = Mirror {
+            dir: tempfile::tempdir().expect("a clone folder"),
+            header: format!(
+                "http.extraHeader=Authorization: Bearer {}",
+                world.owner().token
+            ),
+        };
+        let url = world.hub.git_url(OWNER, repo);
+        mirror.run(&["clone", "-q", "--mirror", &url, "m.git"]);
+        mirror
+    }
+
+    /// `git ARGS` on the mirror; its stdout. A failure fails the test with
+    /// git's stderr.
+    pub fn git(&self, args: &[&str]) -> Vec<u8> {
+        let mut all = vec!["--git-dir", "m.git"];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+
+    fn run(&self, args: &[&str]) -> Vec<u8> {
         let output = std::process::Command::new("git")
-            .args(["-c", &header])
+            .args(["-c", &self.header])
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(self.dir.path())
             .output()
             .expect("run git");
         assert!(
@@ -211,18 +279,19 @@ fn git_view(world: &World, repo: &str) -> Value {
             "git {args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    git(&["clone", "-q", "--mirror", &url, "m.git"]);
-    let in_mirror = |args: &[&str]| {
-        let mut all = vec!["--git-dir", "m.git"];
-        all.extend_from_slice(args);
-        git(&all)
-    };
+        output.stdout
+    }
+}
+
+/// Every branch of `octo/<repo>`: its commits' messages and its tree
+/// (paths and blob ids, which depend on content only).
+fn git_view(world: &World, repo: &str) -> Value {
+    let mirror = Mirror::of(world, repo);
+    let text = |args: &[&str]| String::from_utf8_lossy(&mirror.git(args)).into_owned();
     let mut branches = BTreeMap::new();
-    for line in in_mirror(&["for-each-ref", "--format=%(refname)"]).lines() {
-        let log = in_mirror(&["log", "--format=%s%n%b%n--", line]);
-        let tree = in_mirror(&["ls-tree", "-r", line]);
+    for line in text(&["for-each-ref", "--format=%(refname)"]).lines() {
+        let log = text(&["log", "--format=%s%n%b%n--", line]);
+        let tree = text(&["ls-tree", "-r", line]);
         branches.insert(line.to_owned(), json!({"log": log, "tree": tree}));
     }
     json!(branches)

@@ -1,12 +1,15 @@
 //! The random kills of a chaos run: a seeded generator picks when the
 //! next kill comes and what it hits (the `autoforge serve` process, which
-//! is then started again on the same database, port and state directory,
-//! or the process tree of a running agent), and every kill is logged with
-//! its moment, so a failing run can be replayed with its seed.
+//! is then started again on the same database, port and state directory;
+//! the process tree of a running agent; or the Postgres server, which is
+//! started again on its data directory after a moment down), and every
+//! kill is logged with its moment, so a failing run can be replayed with
+//! its seed.
 
 use std::time::{Duration, Instant};
 
 use crate::common::World;
+use crate::common::cluster::TestCluster;
 
 /// `AUTOFORGE_CHAOS_SEED`: the seed of a run to replay.
 pub const SEED_ENV: &str = "AUTOFORGE_CHAOS_SEED";
@@ -66,6 +69,9 @@ pub enum Target {
     Serve,
     /// SIGKILL of every process of one running agent launch.
     Agent,
+    /// SIGKILL of the Postgres server (its postmaster), then a restart on
+    /// the same data directory.
+    Postgres,
 }
 
 /// One kill: when (since the run began) and what.
@@ -82,6 +88,9 @@ pub struct Killer {
     /// Serve kills to deal; the run is crash-free once they are dealt.
     serve_kills: usize,
     agent_kills: bool,
+    /// Whether the workload's Postgres is killed too (it then runs on a
+    /// cluster of its own, see [`Killer::kills_postgres`]).
+    postgres_kills: bool,
     began: Instant,
     next: Instant,
     pub kills: Vec<Kill>,
@@ -104,12 +113,25 @@ impl Killer {
             rng,
             serve_kills,
             agent_kills,
+            postgres_kills: false,
             began,
             next,
             kills: Vec::new(),
             env: Vec::new(),
             agent_wait_until: None,
         }
+    }
+
+    /// Also SIGKILLs the Postgres server now and then.
+    pub fn with_postgres_kills(mut self) -> Self {
+        self.postgres_kills = true;
+        self
+    }
+
+    /// Whether this schedule kills Postgres: the workload then needs a
+    /// cluster of its own to hand to [`Killer::tick`].
+    pub fn kills_postgres(&self) -> bool {
+        self.postgres_kills
     }
 
     /// Environment every restarted serve process gets.
@@ -119,14 +141,19 @@ impl Killer {
     }
 
     pub fn serve_kills(&self) -> usize {
-        self.kills
-            .iter()
-            .filter(|k| k.target == Target::Serve)
-            .count()
+        self.count(Target::Serve)
     }
 
     pub fn agent_kills(&self) -> usize {
-        self.kills.len() - self.serve_kills()
+        self.count(Target::Agent)
+    }
+
+    pub fn postgres_kills(&self) -> usize {
+        self.count(Target::Postgres)
+    }
+
+    fn count(&self, target: Target) -> usize {
+        self.kills.iter().filter(|k| k.target == target).count()
     }
 
     /// The seed and every kill, for a failure message.
@@ -148,11 +175,24 @@ impl Killer {
     /// that no run is retrying a failed step: an agent is killed only then,
     /// so kills never exhaust a phase's retry bound (that would park the
     /// run for `/autoforge retry`, a different outcome, not a bug).
-    pub async fn tick(&mut self, world: &mut World, agent_kill_safe: bool) {
+    /// `cluster` is the workload's own Postgres when it is killed too.
+    pub async fn tick(
+        &mut self,
+        world: &mut World,
+        cluster: Option<&mut TestCluster>,
+        agent_kill_safe: bool,
+    ) {
         if self.serve_kills() >= self.serve_kills || Instant::now() < self.next {
             return;
         }
         let at = self.began.elapsed();
+        if let Some(cluster) = cluster
+            && self.agent_wait_until.is_none()
+            && self.postgres_due()
+        {
+            self.kill_postgres(cluster, at).await;
+            return;
+        }
         let agent_allowed = self.agent_kills && agent_kill_safe;
         if self.agent_wait_until.is_none() && agent_allowed && self.rng.chance(30) {
             self.agent_wait_until = Some(Instant::now() + Duration::from_secs(15));
@@ -188,12 +228,45 @@ impl Killer {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         world.restart_serve(&env).await;
-        // Mostly after the dead process's lease ran out (5 s), so the run
-        // moves between kills; sometimes inside it, during recovery.
+        self.schedule_next();
+    }
+
+    /// The next kill: half the time after the dead process's lease ran
+    /// out (5 s), so the run moves between kills, half the time inside it,
+    /// during recovery.
+    fn schedule_next(&mut self) {
         self.next = Instant::now()
             + self
                 .rng
-                .between(Duration::from_secs(1), Duration::from_secs(10));
+                .between(Duration::from_secs(1), Duration::from_secs(9));
+    }
+
+    /// Whether this kill hits Postgres: about one in seven, and at least
+    /// one once half the serve kills are dealt, so every chaos run that
+    /// asks for them has one.
+    fn postgres_due(&mut self) -> bool {
+        if !self.postgres_kills {
+            return false;
+        }
+        let none_yet = self.postgres_kills() == 0 && self.serve_kills() * 2 >= self.serve_kills;
+        self.rng.chance(15) || none_yet
+    }
+
+    /// SIGKILLs Postgres, leaves it down for a moment (serve's deliveries
+    /// are refused meanwhile and its queries fail), and starts it again.
+    async fn kill_postgres(&mut self, cluster: &mut TestCluster, at: Duration) {
+        let down = self
+            .rng
+            .between(Duration::from_millis(200), Duration::from_secs(3));
+        cluster.kill().await;
+        eprintln!("chaos: {at:.1?} SIGKILL of Postgres (down for {down:.1?})");
+        self.kills.push(Kill {
+            at,
+            target: Target::Postgres,
+        });
+        tokio::time::sleep(down).await;
+        cluster.start_again().await;
+        self.schedule_next();
     }
 }
 

@@ -9,6 +9,6 @@ pub mod compare;
 pub mod killer;
 pub mod workload;
 
-pub use compare::{canonical, differences, marker_counts};
+pub use compare::{Mirror, canonical, differences, marker_counts};
 pub use killer::{KILLS_ENV, Killer, SEED_ENV, seed_from_env};
 pub use workload::{Workload, WorkloadOptions};

@@ -11,7 +11,9 @@
 //! restarts serve with `auto` before the EPIC is labelled — an operator
 //! changing the configuration between two runs.
 //!
-//! With a [`Killer`] the same steps run while it kills serve and agents.
+//! With a [`Killer`] the same steps run while it kills serve and agents
+//! (and Postgres, when it asks to: the workload then runs on a durable
+//! cluster of its own, so the kills touch no other test).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,6 +22,7 @@ use autoforge_journal::{Run, RunFilter, RunId, Stage};
 use serde_json::{Value, json};
 
 use super::killer::Killer;
+use crate::common::cluster::TestCluster;
 use crate::common::git::agent_script;
 use crate::common::{OWNER, Person, World, WorldOptions};
 
@@ -38,24 +41,53 @@ pub struct WorkloadOptions {
     pub database_password: Option<String>,
     /// Appended to every agent profile (e.g. `env_inherit`).
     pub profile_extra: String,
+    /// Every agent launch first sleeps this many seconds (a slower agent,
+    /// as real ones are): the workload then lasts long enough for a chaos
+    /// run's kills to land all through it, agents' included.
+    pub agent_pace_seconds: u32,
 }
 
-/// One profile: `recorded.sh EVIDENCE ROLE none SCRIPT ARGS...`.
-fn profile(evidence: &Path, name: &str, role: &str, script: &str, args: &[&str]) -> String {
+/// One profile: `recorded.sh EVIDENCE ROLE none SCRIPT ARGS...`, behind
+/// `sh -c 'sleep PACE && exec "$@"'` when the options pace the agents.
+fn profile(
+    evidence: &Path,
+    options: &WorkloadOptions,
+    [name, role, script]: [&str; 3],
+    args: &[&str],
+) -> String {
     let evidence = evidence.display().to_string();
-    let mut argv = vec![
-        agent_script("recorded.sh"),
+    // Behind `sh` the sandbox shows only the scripts' folder, not the
+    // crate folder that `agent_script`'s `..` passes through.
+    let scripts = std::fs::canonicalize(agent_script(""))
+        .expect("the scripted agents' folder")
+        .display()
+        .to_string();
+    let script_path = |name: &str| format!("{scripts}/{name}");
+    let mut argv = Vec::new();
+    if options.agent_pace_seconds > 0 {
+        argv.extend([
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            format!("sleep {} && exec \"$@\"", options.agent_pace_seconds),
+            "paced".to_owned(),
+        ]);
+    }
+    argv.extend([
+        script_path("recorded.sh"),
         evidence.clone(),
         role.to_owned(),
         "none".to_owned(),
-        agent_script(script),
-    ];
+        script_path(script),
+    ]);
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let quoted: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
+    // The sandbox shows an agent its own program's folder; behind `sh` the
+    // scripts' folder has to be named.
     format!(
         "[agents.profiles.{name}]\ncommand = [{}]\nidle_timeout_seconds = 120\nmax_runtime_seconds = 180\n\
-         {{extra}}\n[agents.profiles.{name}.sandbox]\nread_write = [{evidence:?}]\n\n",
-        quoted.join(", ")
+         {}\n[agents.profiles.{name}.sandbox]\nread_write = [{evidence:?}]\nread_only = [{scripts:?}]\n\n",
+        quoted.join(", "),
+        options.profile_extra
     )
 }
 
@@ -67,45 +99,27 @@ pub fn config(evidence: &Path, mode: &str, options: &WorkloadOptions) -> String 
         .collect();
     let mut epic_args = vec!["after"];
     epic_args.extend(children.iter().map(String::as_str));
+    let profile = |which: [&str; 3], args: &[&str]| profile(evidence, options, which, args);
     let profiles = [
         profile(
-            evidence,
-            "implementer",
-            "implement",
-            "phase_implement.sh",
+            ["implementer", "implement", "phase_implement.sh"],
             &["per_issue", "-"],
         ),
         profile(
-            evidence,
-            "first_reviewer",
-            "review",
-            "phase_review.sh",
+            ["first_reviewer", "review", "phase_review.sh"],
             &["inline", "1"],
         ),
         profile(
-            evidence,
-            "later_reviewer",
-            "review",
-            "phase_review.sh",
+            ["later_reviewer", "review", "phase_review.sh"],
             &["clean", "auto"],
         ),
         profile(
-            evidence,
-            "fixer",
-            "fix",
-            "phase_fix.sh",
+            ["fixer", "fix", "phase_fix.sh"],
             &["fix_and_defer", "R1-F1", "R1-F2"],
         ),
-        profile(
-            evidence,
-            "epic",
-            "update_epic",
-            "phase_update_epic.sh",
-            &epic_args,
-        ),
+        profile(["epic", "update_epic", "phase_update_epic.sh"], &epic_args),
     ]
-    .concat()
-    .replace("{extra}", &options.profile_extra);
+    .concat();
     format!(
         r#"[driver]
 lease_seconds = 5
@@ -133,6 +147,9 @@ pub struct Workload {
     pub evidence: tempfile::TempDir,
     pub killer: Option<Killer>,
     pub options: WorkloadOptions,
+    /// The workload's own Postgres, when the killer kills it. Declared
+    /// after `world`, whose database lives on it.
+    cluster: Option<TestCluster>,
     began: Instant,
 }
 
@@ -146,12 +163,17 @@ impl Workload {
     pub async fn start(killer: Option<Killer>, options: WorkloadOptions) -> Workload {
         let evidence = tempfile::tempdir().expect("an evidence folder");
         let log_file = evidence.path().join("serve.log");
+        let cluster = match &killer {
+            Some(killer) if killer.kills_postgres() => Some(TestCluster::start_durable().await),
+            _ => None,
+        };
         let world = World::start_with(WorldOptions {
             config_toml: Some(config(evidence.path(), "on-command", &options)),
             env: options.env.clone(),
             log_file: Some(log_file),
             webhook_secret: options.webhook_secret.clone(),
             database_password: options.database_password.clone(),
+            database_server: cluster.as_ref().map(|c| c.url().clone()),
             ..WorldOptions::default()
         })
         .await;
@@ -161,6 +183,7 @@ impl Workload {
             evidence,
             killer,
             options,
+            cluster,
             began: Instant::now(),
         }
     }
@@ -245,14 +268,9 @@ impl Workload {
         F: Fn(&[Run]) -> Option<Run>,
     {
         loop {
-            let runs = self
-                .world
-                .db
-                .journal()
-                .list_runs(RunFilter::All, 100)
-                .await
-                .expect("list runs");
-            if let Some(run) = check(&runs) {
+            // A read fails while a killed Postgres is down or just back.
+            let runs = self.world.db.journal().list_runs(RunFilter::All, 100).await;
+            if let Some(run) = runs.ok().and_then(|runs| check(&runs)) {
                 return run;
             }
             self.pause(what).await;
@@ -264,9 +282,10 @@ impl Workload {
         let what = format!("run {run:?} in {phase}, every effect observed");
         loop {
             let journal = self.world.db.journal();
-            let current = journal.get_run(run).await.expect("get the run");
-            let effects = journal.list_effects(run).await.expect("list effects");
-            if current.is_some_and(|r| r.phase == phase)
+            // A read fails while a killed Postgres is down or just back.
+            if let (Ok(Some(current)), Ok(effects)) =
+                (journal.get_run(run).await, journal.list_effects(run).await)
+                && current.phase == phase
                 && effects.iter().all(|e| e.stage == Stage::Observed)
             {
                 return;
@@ -281,29 +300,33 @@ impl Workload {
         let patience = PATIENCE + PER_KILL * u32::try_from(kills).unwrap_or(u32::MAX);
         if self.began.elapsed() > patience {
             let kills = self.killer.as_ref().map(Killer::describe);
-            panic!("timed out waiting for {what}; {kills:?}");
+            let log = std::fs::read_to_string(self.serve_log()).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+            panic!(
+                "timed out after {:.0} s waiting for {what}; {kills:?}; serve's log ends:\n{tail}",
+                self.began.elapsed().as_secs_f64()
+            );
         }
         if self.killer.is_some() {
             let safe = self.no_run_retrying().await;
             if let Some(killer) = self.killer.as_mut() {
-                killer.tick(&mut self.world, safe).await;
+                killer
+                    .tick(&mut self.world, self.cluster.as_mut(), safe)
+                    .await;
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
     /// No run counts a retry of a failed step (its state's
-    /// `counters.retries` is 0).
+    /// `counters.retries` is 0); false when the journal cannot say.
     async fn no_run_retrying(&self) -> bool {
-        let runs = self
-            .world
-            .db
-            .journal()
-            .list_runs(RunFilter::All, 100)
-            .await
-            .expect("list runs");
-        runs.iter()
-            .all(|run| run.state["counters"]["retries"].as_u64().unwrap_or(0) == 0)
+        let runs = self.world.db.journal().list_runs(RunFilter::All, 100).await;
+        runs.is_ok_and(|runs| {
+            runs.iter()
+                .all(|run| run.state["counters"]["retries"].as_u64().unwrap_or(0) == 0)
+        })
     }
 
     async fn open_issue(&self, person: &Person, repo: &str, title: &str, body: &str) -> u64 {

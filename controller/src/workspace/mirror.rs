@@ -10,6 +10,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use secrecy::SecretString;
 use tempfile::TempDir;
@@ -35,6 +36,9 @@ pub struct Mirror {
     worktrees: PathBuf,
     exports: PathBuf,
     git: Git,
+    /// Held while the mirror is created and while a worktree is
+    /// registered in it (see [`Workspaces::mirror_lock`]).
+    lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Mirror {
@@ -61,8 +65,10 @@ impl Mirror {
             worktrees: root.join("worktrees").join(owner).join(repo),
             exports: root.join("exports"),
             git: workspaces.git().pinning(&path),
+            lock: workspaces.mirror_lock(&path),
             path,
         };
+        let creating = mirror.locked().await;
         if !mirror.path.join("HEAD").is_file() {
             let args = [
                 OsStr::new("init"),
@@ -74,11 +80,17 @@ impl Mirror {
             workspaces.git().run(&parent, &args, None).await?;
         }
         mirror.restore_config()?;
+        drop(creating);
         Ok(mirror)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Waits for the mirror's lock (worktree registration holds it).
+    pub(super) async fn locked(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        Arc::clone(&self.lock).lock_owned().await
     }
 
     pub fn owner(&self) -> &str {

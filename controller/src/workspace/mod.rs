@@ -23,7 +23,9 @@ mod mirror;
 mod pin;
 mod worktree;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use continuation::{MAX_STATUS_ENTRIES, Prepared, WorkMode, kept_ref};
 pub use git::{Git, GitError};
@@ -146,6 +148,11 @@ pub fn restrict_state_dir(dir: &Path) -> Result<(), WorkspaceError> {
 pub struct Workspaces {
     root: PathBuf,
     git: Git,
+    /// One lock per mirror, shared by every clone of this value: creating
+    /// a mirror and registering a worktree in it must not interleave (a
+    /// `git worktree prune` of one run deletes the half-made entry of
+    /// another run's `git worktree add`).
+    locks: Arc<std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl Workspaces {
@@ -158,7 +165,17 @@ impl Workspaces {
         Ok(Self {
             root: state_dir.to_owned(),
             git: Git::new(state_dir.join("git-home")),
+            locks: Arc::default(),
         })
+    }
+
+    /// The lock of the mirror at `path` (see [`Workspaces::locks`]).
+    pub(super) fn mirror_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(locks.entry(path.to_owned()).or_default())
     }
 
     pub fn state_dir(&self) -> &Path {

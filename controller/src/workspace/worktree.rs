@@ -45,6 +45,8 @@ impl Worktree {
         issue: IssueNumber,
         sha: &CommitSha,
     ) -> Result<Self, WorkspaceError> {
+        // Another run of this repository may be adding its worktree now.
+        let _registering = mirror.locked().await;
         mirror.restore_config()?;
         let path = mirror.worktrees_dir().join(issue.to_string());
         let worktree = Self {

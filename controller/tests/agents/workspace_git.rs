@@ -570,3 +570,30 @@ async fn a_graft_planted_in_the_mirror_does_not_fake_ancestry_or_hide_commits() 
     std::fs::write(mirror.path().join("info/grafts"), format!("{hidden}\n")).unwrap();
     assert!(mirror.is_ancestor(&base, &head).await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runs_of_one_repository_create_its_mirror_and_their_worktrees_at_once() {
+    let upstream = Upstream::new();
+    let sha = upstream.commit("a.txt", "one\n", "first");
+    let state = tempfile::tempdir().unwrap();
+    let workspaces = Workspaces::open(state.path()).unwrap();
+    // Eight runs of one repository start together in one process: each
+    // opens the (absent) mirror, fetches and adds its own worktree.
+    let runs: Vec<_> = (1..=8u64)
+        .map(|issue| {
+            let (workspaces, url, sha) = (workspaces.clone(), upstream.url(), sha.clone());
+            tokio::spawn(async move {
+                let mirror = workspaces.mirror("octo", "widgets", &url).await?;
+                mirror.fetch_shas(std::slice::from_ref(&sha), None).await?;
+                Worktree::ensure(&mirror, autoforge_journal::testing::issue(issue), &sha).await
+            })
+        })
+        .collect();
+    for run in runs {
+        let worktree = run.await.unwrap().unwrap();
+        assert_eq!(
+            std::fs::read(worktree.path().join("a.txt")).unwrap(),
+            b"one\n"
+        );
+    }
+}

@@ -377,14 +377,16 @@ impl Journal {
     /// Records that the last send was answered with a server error, a
     /// timeout or a rate limit and the read-back after it showed nothing:
     /// that send does not count against [`MAX_ATTEMPTS`]. Only for an
-    /// `attempted` effect with a send not yet so recorded.
-    pub async fn mark_unanswered(&self, lease: &Lease, id: EffectId) -> Result<()> {
+    /// `attempted` effect with a send not yet so recorded. `answer` (what
+    /// GitHub said) is kept in `reason` for the operator, should the budget
+    /// run out.
+    pub async fn mark_unanswered(&self, lease: &Lease, id: EffectId, answer: &str) -> Result<()> {
         let mut conn = self.conn().await?;
         let marked: Option<i64> = sqlx::query_scalar(concat!(
             "WITH held AS (SELECT r.id FROM runs r WHERE r.id = $2 AND ",
             lease_is_current!("$3", "$4"),
             " FOR SHARE) \
-             UPDATE effects e SET unanswered = e.unanswered + 1, updated_at = now() \
+             UPDATE effects e SET unanswered = e.unanswered + 1, reason = $5, updated_at = now() \
              FROM held WHERE e.id = $1 AND e.run_id = held.id \
                  AND e.stage = 'attempted' AND e.unanswered < e.attempts \
                  AND e.unanswered < 5 \
@@ -394,6 +396,7 @@ impl Journal {
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.fencing_token)
+        .bind(answer)
         .fetch_optional(&mut *conn)
         .await?;
         match marked {

@@ -3,7 +3,7 @@
 //! once, read back — and the dispatch from an effect's kind to the kind's
 //! `reconcile` and `send`. What those may conclude is in [`super::protocol`].
 
-use autoforge_journal::{Effect, EffectKind, Lease, Stage};
+use autoforge_journal::{Effect, EffectKind, Lease, MAX_UNANSWERED_SENDS, Stage};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -64,10 +64,15 @@ impl EffectExecutor {
             return self.settle(lease, effect, first).await;
         }
         if effect.sends_exhausted() {
+            let last = effect
+                .reason
+                .as_deref()
+                .map(|answer| format!(", the last: {answer}"))
+                .unwrap_or_default();
             let reason = format!(
                 "{} was sent {} times without a visible result ({} of them answered with \
-                 an error); perform it by hand (target {}, identity {}) or remove whatever \
-                 prevents it, then unblock",
+                 an error{last}); perform it by hand (target {}, identity {}) or remove \
+                 whatever prevents it, then unblock",
                 effect.kind, effect.attempts, effect.unanswered, effect.target, effect.identity
             );
             self.journal
@@ -93,6 +98,20 @@ impl EffectExecutor {
         // answer to our own earlier send that landed.
         let after = self.reconcile(effect, &ownership).await?;
         match (after, sent) {
+            // After a send whose outcome is unknown, a refusal may be
+            // GitHub refusing for the sake of that earlier send, still
+            // landing (a merge it is finishing): the next reconcile
+            // decides, within the unanswered budget.
+            (Observation::Absent, Sent::Refused(reason))
+                if effect.attempts > 0 && effect.unanswered + 1 < MAX_UNANSWERED_SENDS =>
+            {
+                let answer = format!("GitHub refused the {}: {reason}", effect.kind);
+                tracing::warn!(effect = %effect.id, kind = %effect.kind, %answer, "refused after an earlier send of unknown outcome; reconciled again later");
+                self.journal
+                    .mark_unanswered(lease, effect.id, &answer)
+                    .await?;
+                Ok(DriveOutcome::StillAttempted)
+            }
             (Observation::Absent, Sent::Refused(reason)) => {
                 let reason = format!("GitHub refused the {}: {reason}", effect.kind);
                 self.journal
@@ -105,7 +124,9 @@ impl EffectExecutor {
                 // send is not one whose outcome is in doubt, so it does not
                 // spend one of the effect's attempts.
                 tracing::warn!(effect = %effect.id, kind = %effect.kind, %error, "send answered with an error and not visible; stays attempted");
-                self.journal.mark_unanswered(lease, effect.id).await?;
+                self.journal
+                    .mark_unanswered(lease, effect.id, &error)
+                    .await?;
                 Ok(DriveOutcome::StillAttempted)
             }
             (Observation::Absent, Sent::Answered) => {

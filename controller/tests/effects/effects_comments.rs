@@ -337,6 +337,70 @@ async fn sends_answered_502_are_resent_after_a_reconcile_and_stop_after_five_wit
 }
 
 #[tokio::test]
+async fn a_refusal_after_a_send_of_unknown_outcome_is_reconciled_again_before_it_counts() {
+    let mut world = world_with_issue().await;
+    let [row] = world
+        .journal(vec![world.plan(&reply(55), &BTreeMap::new())])
+        .await
+        .try_into()
+        .unwrap();
+    let executor = world.executor();
+    world.fault("POST", COMMENTS, FaultKind::Status { status: 502 }, Some(1));
+    assert_eq!(
+        world.drive(&executor, row.id).await,
+        DriveOutcome::StillAttempted
+    );
+    // The resend is refused, as GitHub may refuse for the sake of an
+    // earlier send still landing: not final yet.
+    world.fault("POST", COMMENTS, FaultKind::Status { status: 422 }, Some(1));
+    assert_eq!(
+        world.drive(&executor, row.id).await,
+        DriveOutcome::StillAttempted
+    );
+    let stored = world.row(row.id).await;
+    assert_eq!(
+        (stored.stage, stored.attempts, stored.unanswered),
+        (Stage::Attempted, 2, 2)
+    );
+    world.clear_faults();
+    let outcome = world.drive(&executor, row.id).await;
+    assert!(matches!(outcome, DriveOutcome::Observed(_)), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn refusals_that_persist_after_a_send_of_unknown_outcome_end_in_a_conflict_naming_them() {
+    let mut world = world_with_issue().await;
+    let [row] = world
+        .journal(vec![world.plan(&reply(56), &BTreeMap::new())])
+        .await
+        .try_into()
+        .unwrap();
+    let executor = world.executor();
+    world.fault("POST", COMMENTS, FaultKind::Status { status: 502 }, Some(1));
+    assert_eq!(
+        world.drive(&executor, row.id).await,
+        DriveOutcome::StillAttempted
+    );
+    world.fault("POST", COMMENTS, FaultKind::Status { status: 422 }, None);
+    let mut sends = 1;
+    let reason = loop {
+        sends += 1;
+        match world.drive(&executor, row.id).await {
+            DriveOutcome::StillAttempted => assert!(sends < 10, "never settled"),
+            DriveOutcome::Conflict { reason } => break reason,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(
+        reason.contains("GitHub refused the post_comment"),
+        "{reason}"
+    );
+    assert_eq!(sends, autoforge_journal::MAX_UNANSWERED_SENDS);
+    assert_eq!(world.writes_to("POST", COMMENTS), sends as usize);
+    assert_eq!(world.row(row.id).await.stage, Stage::Conflict);
+}
+
+#[tokio::test]
 async fn a_write_that_landed_while_answered_502_is_observed_not_resent() {
     let mut world = world_with_issue().await;
     let [row] = world

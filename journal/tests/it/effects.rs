@@ -148,16 +148,27 @@ async fn sends_answered_with_an_error_do_not_spend_attempts_but_have_their_own_b
     )
     .await;
     // Nothing sent yet: there is no send to call unanswered.
-    let error = journal.mark_unanswered(&lease, ids[0]).await.unwrap_err();
+    let error = journal
+        .mark_unanswered(&lease, ids[0], "502 Bad Gateway")
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, JournalError::IllegalStage { .. }),
         "{error:?}"
     );
     for send in 1..=MAX_UNANSWERED_SENDS {
         assert_eq!(journal.mark_attempted(&lease, ids[0]).await.unwrap(), send);
-        journal.mark_unanswered(&lease, ids[0]).await.unwrap();
+        journal
+            .mark_unanswered(&lease, ids[0], "502 Bad Gateway")
+            .await
+            .unwrap();
         // One send is recorded as unanswered once.
-        assert!(journal.mark_unanswered(&lease, ids[0]).await.is_err());
+        assert!(
+            journal
+                .mark_unanswered(&lease, ids[0], "502 Bad Gateway")
+                .await
+                .is_err()
+        );
     }
     let error = journal.mark_attempted(&lease, ids[0]).await.unwrap_err();
     assert!(
@@ -166,6 +177,7 @@ async fn sends_answered_with_an_error_do_not_spend_attempts_but_have_their_own_b
     );
     let effect = journal.get_effect(ids[0]).await.unwrap().unwrap();
     assert_eq!((effect.attempts, effect.unanswered), (5, 5));
+    assert_eq!(effect.reason.as_deref(), Some("502 Bad Gateway"));
     assert!(effect.sends_exhausted());
 }
 
@@ -183,7 +195,10 @@ async fn an_answered_send_after_unanswered_ones_still_leaves_one_attempt_in_doub
     )
     .await;
     journal.mark_attempted(&lease, ids[0]).await.unwrap();
-    journal.mark_unanswered(&lease, ids[0]).await.unwrap();
+    journal
+        .mark_unanswered(&lease, ids[0], "502 Bad Gateway")
+        .await
+        .unwrap();
     journal.mark_attempted(&lease, ids[0]).await.unwrap();
     journal.mark_attempted(&lease, ids[0]).await.unwrap();
     let error = journal.mark_attempted(&lease, ids[0]).await.unwrap_err();

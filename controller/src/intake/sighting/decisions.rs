@@ -230,4 +230,3 @@ pub(super) fn plan_commands(
     }
     Ok(change)
 }
-

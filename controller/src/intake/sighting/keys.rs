@@ -140,4 +140,3 @@ pub(super) fn predates(removal: &str, start_key: &str) -> bool {
         _ => false,
     }
 }
-

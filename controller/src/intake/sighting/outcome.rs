@@ -280,4 +280,3 @@ pub async fn entries_for(
     };
     Ok(Some(change))
 }
-

@@ -1,5 +1,8 @@
 //! Test support, public so other crates' tests use the same harness:
-//! [`TestDatabase::fresh`] gives each test its own migrated database.
+//! [`TestDatabase::fresh`] gives each test its own migrated database, and
+//! [`TestDatabase::fresh_migrated_to`] one that an older build left (its
+//! migrations up to a version), which [`TestDatabase::copy_rows_to`] fills
+//! with the rows of another.
 //!
 //! With `DATABASE_URL` set, the databases are created on that server. Without
 //! it, one ephemeral [`LocalPostgres`] is started per test process, on first
@@ -112,6 +115,134 @@ impl TestDatabase {
     pub fn pool(&self) -> &PgPool {
         &self.journal.pool
     }
+}
+
+/// The versions of the migrations this build embeds, oldest first.
+pub fn migration_versions() -> Vec<i64> {
+    crate::journal::MIGRATOR
+        .iter()
+        .filter(|m| m.migration_type.is_up_migration())
+        .map(|m| m.version)
+        .collect()
+}
+
+impl TestDatabase {
+    /// A new database with the embedded migrations applied up to and
+    /// including `version` only: the journal as the build before a newer
+    /// migration left it.
+    pub async fn fresh_migrated_to(version: i64) -> TestDatabase {
+        let database = TestDatabase::fresh_unmigrated().await;
+        if let Err(error) = crate::journal::MIGRATOR
+            .run_to(version, &database.journal.pool)
+            .await
+        {
+            panic!("cannot migrate a test database to version {version}: {error}");
+        }
+        database
+    }
+
+    /// Copies every row of this database into `target`, table by table,
+    /// for the tables and columns `target` has: a column it lacks (one a
+    /// later migration added) is left out, one only it has takes its
+    /// default. Ids are kept, and `target`'s identity sequences continue
+    /// after them. Tables are filled parents first, so the foreign keys
+    /// hold. Returns how many rows were copied.
+    pub async fn copy_rows_to(&self, target: &TestDatabase) -> anyhow::Result<u64> {
+        let mut tx = target.pool().begin().await?;
+        let mut copied = 0;
+        for table in tables_parents_first(&mut tx).await? {
+            let columns: Vec<String> = sqlx::query_scalar(
+                "SELECT column_name::text FROM information_schema.columns \
+                 WHERE table_schema = 'public' AND table_name = $1 AND is_generated = 'NEVER' \
+                 ORDER BY ordinal_position",
+            )
+            .bind(&table)
+            .fetch_all(&mut *tx)
+            .await?;
+            let list = columns
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            // Through JSON, each value leaves by its type's output and comes
+            // back by its input function: bytes, times and documents alike.
+            let rows: Vec<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT to_jsonb(t) FROM \"{table}\" t"
+            )))
+            .fetch_all(self.pool())
+            .await?;
+            let insert = format!(
+                "INSERT INTO \"{table}\" ({list}) OVERRIDING SYSTEM VALUE \
+                 SELECT {list} FROM jsonb_populate_record(NULL::\"{table}\", $1)"
+            );
+            for row in rows {
+                sqlx::query(sqlx::AssertSqlSafe(insert.clone()))
+                    .bind(row)
+                    .execute(&mut *tx)
+                    .await?;
+                copied += 1;
+            }
+            continue_identities(&mut tx, &table).await?;
+        }
+        tx.commit().await?;
+        Ok(copied)
+    }
+}
+
+/// The tables of the connection's database (the migrations' own left
+/// out), each after the tables its foreign keys name.
+async fn tables_parents_first(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
+    let mut left: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables \
+         WHERE table_schema = 'public' AND table_type = 'BASE TABLE' \
+         AND table_name <> '_sqlx_migrations' ORDER BY table_name",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let edges: Vec<(String, String)> = sqlx::query_as(
+        "SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint \
+         WHERE contype = 'f' AND connamespace = 'public'::regnamespace",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut ordered: Vec<String> = Vec::new();
+    while !left.is_empty() {
+        let ready: Vec<String> = left
+            .iter()
+            .filter(|table| {
+                edges.iter().all(|(child, parent)| {
+                    child != *table || parent == *table || ordered.contains(parent)
+                })
+            })
+            .cloned()
+            .collect();
+        anyhow::ensure!(!ready.is_empty(), "foreign keys in a cycle among {left:?}");
+        left.retain(|table| !ready.contains(table));
+        ordered.extend(ready);
+    }
+    Ok(ordered)
+}
+
+/// Moves each identity sequence of `table` past the ids it holds, so the
+/// next row inserted without an id does not collide with a copied one.
+async fn continue_identities(conn: &mut PgConnection, table: &str) -> anyhow::Result<()> {
+    let identities: Vec<String> = sqlx::query_scalar(
+        "SELECT column_name::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND table_name = $1 AND is_identity = 'YES'",
+    )
+    .bind(table)
+    .fetch_all(&mut *conn)
+    .await?;
+    for column in identities {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT setval(pg_get_serial_sequence('\"{table}\"', '{column}'), \
+             COALESCE((SELECT max(\"{column}\") FROM \"{table}\"), 1), \
+             EXISTS (SELECT 1 FROM \"{table}\"))"
+        )))
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 /// The URL of the server test databases are created on: `DATABASE_URL`, or

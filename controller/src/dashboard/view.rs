@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use autoforge_journal::{
-    IssueNumber, Journal, JournalError, PullNumber, RunId, RunListRow, RunQuery,
+    AgentLaunch, AuditEvent, Effect, IssueNumber, Journal, JournalError, PullNumber, RunId,
+    RunListRow, RunQuery, RunningLaunch, ValidationRecord,
 };
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -228,78 +229,12 @@ pub async fn load_run(journal: &Journal, id: RunId) -> Result<Option<RunDetail>,
     let (Some(run), Some(row)) = (journal.get_run(id).await?, journal.run_row(id).await?) else {
         return Ok(None);
     };
-    let timeline = journal
-        .list_audit_events(id)
-        .await?
-        .into_iter()
-        .map(|event| TimelineEntry {
-            at: event.recorded_at,
-            text: timeline_text(&event.kind, &event.detail),
-            from: transition_phase(&event.kind, &event.detail, "from"),
-            to: transition_phase(&event.kind, &event.detail, "to"),
-            no_op: is_no_op(&event.kind, &event.detail),
-            kind: event.kind,
-        })
-        .collect();
-    let effects = journal
-        .list_effects(id)
-        .await?
-        .into_iter()
-        .map(|effect| EffectRow {
-            kind: effect.kind.as_str().to_owned(),
-            link: effect.observed.as_ref().and_then(web_link),
-            review: review_mark(&effect.payload),
-            created_at: effect.created_at,
-            identity: effect.identity,
-            stage: effect.stage.as_str().to_owned(),
-            attempts: effect.attempts,
-            reason: effect.reason,
-            updated_at: effect.updated_at,
-        })
-        .collect();
-    let launches = journal
-        .list_launches(id)
-        .await?
-        .into_iter()
-        .map(|launch| LaunchRow {
-            log_tail: log_tail(&Path::new(&launch.log_dir).join("output.log")),
-            phase: launch.phase,
-            role: launch.role,
-            profile: launch.profile,
-            attempt: launch.attempt,
-            started_at: launch.started_at,
-            ended_at: launch.ended_at,
-            exit_status: launch.exit_status,
-            duration_ms: launch.duration_ms,
-            tokens: launch.tokens,
-            cost_micros: launch.cost_micros,
-            outcome: launch.outcome,
-        })
-        .collect();
-    let validations = journal
-        .list_validations(id, None)
-        .await?
-        .into_iter()
-        .map(|record| ValidationRow {
-            sha: record.sha,
-            command: record.command,
-            outcome: record.outcome.as_str().to_owned(),
-            duration_ms: record.duration_ms,
-            output_tail: record.output_tail,
-            recorded_at: record.recorded_at,
-        })
-        .collect();
+    let timeline = rows(journal.list_audit_events(id).await?);
+    let effects = rows(journal.list_effects(id).await?);
+    let launches = rows(journal.list_launches(id).await?);
+    let validations = rows(journal.list_validations(id, None).await?);
     let running = match run.active {
-        true => journal.running_launch(id).await?.map(|launch| LiveLaunch {
-            role: launch.role,
-            profile: launch.profile,
-            attempt: launch.attempt,
-            started_at: launch.started_at,
-            heartbeat_at: launch.heartbeat_at,
-            elapsed_ms: launch.elapsed_ms,
-            output_bytes: launch.output_bytes,
-            tokens: launch.tokens,
-        }),
+        true => journal.running_launch(id).await?.map(LiveLaunch::from),
         false => None,
     };
     let state = &run.state;
@@ -328,6 +263,87 @@ pub async fn load_run(journal: &Journal, id: RunId) -> Result<Option<RunDetail>,
         launches,
         validations,
     }))
+}
+
+/// Journal records as the rows a page shows, in their order.
+fn rows<R, T: From<R>>(records: Vec<R>) -> Vec<T> {
+    records.into_iter().map(T::from).collect()
+}
+
+impl From<AuditEvent> for TimelineEntry {
+    fn from(event: AuditEvent) -> TimelineEntry {
+        TimelineEntry {
+            at: event.recorded_at,
+            text: timeline_text(&event.kind, &event.detail),
+            from: transition_phase(&event.kind, &event.detail, "from"),
+            to: transition_phase(&event.kind, &event.detail, "to"),
+            no_op: is_no_op(&event.kind, &event.detail),
+            kind: event.kind,
+        }
+    }
+}
+
+impl From<Effect> for EffectRow {
+    fn from(effect: Effect) -> EffectRow {
+        EffectRow {
+            kind: effect.kind.as_str().to_owned(),
+            link: effect.observed.as_ref().and_then(web_link),
+            review: review_mark(&effect.payload),
+            created_at: effect.created_at,
+            identity: effect.identity,
+            stage: effect.stage.as_str().to_owned(),
+            attempts: effect.attempts,
+            reason: effect.reason,
+            updated_at: effect.updated_at,
+        }
+    }
+}
+
+impl From<AgentLaunch> for LaunchRow {
+    fn from(launch: AgentLaunch) -> LaunchRow {
+        LaunchRow {
+            log_tail: log_tail(&Path::new(&launch.log_dir).join("output.log")),
+            phase: launch.phase,
+            role: launch.role,
+            profile: launch.profile,
+            attempt: launch.attempt,
+            started_at: launch.started_at,
+            ended_at: launch.ended_at,
+            exit_status: launch.exit_status,
+            duration_ms: launch.duration_ms,
+            tokens: launch.tokens,
+            cost_micros: launch.cost_micros,
+            outcome: launch.outcome,
+        }
+    }
+}
+
+impl From<ValidationRecord> for ValidationRow {
+    fn from(record: ValidationRecord) -> ValidationRow {
+        ValidationRow {
+            sha: record.sha,
+            command: record.command,
+            outcome: record.outcome.as_str().to_owned(),
+            duration_ms: record.duration_ms,
+            output_tail: record.output_tail,
+            recorded_at: record.recorded_at,
+        }
+    }
+}
+
+impl From<RunningLaunch> for LiveLaunch {
+    fn from(launch: RunningLaunch) -> LiveLaunch {
+        LiveLaunch {
+            role: launch.role,
+            profile: launch.profile,
+            attempt: launch.attempt,
+            started_at: launch.started_at,
+            heartbeat_at: launch.heartbeat_at,
+            elapsed_ms: launch.elapsed_ms,
+            output_bytes: launch.output_bytes,
+            tokens: launch.tokens,
+        }
+    }
 }
 
 /// A one-line reading of an audit record; transitions read as `A → B`.

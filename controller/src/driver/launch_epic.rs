@@ -50,54 +50,12 @@ pub(super) async fn epic_plan(
     inputs: EpicInputs<'_>,
 ) -> Result<PhasePlan, DriverError> {
     let (api, repo) = (&access.api, &access.repo);
-    let base = access.html_base.trim_end_matches('/');
-    let issue_url = |n: IssueNumber| format!("{base}/{repo}/issues/{n}");
-    let pr_url = |n: PullNumber| format!("{base}/{repo}/pull/{n}");
     let epic = api.issue(repo, inputs.epic).await?;
     let epic_body = epic.body.clone().unwrap_or_default();
     let children = epic_children(api, repo, &epic, &shared.config.epic_label).await?;
-    let section_value = roadmap_section_value(&epic_body);
-    let yes_no = |flag: bool| Value::trusted(if flag { "yes" } else { "no" });
     let pending = inputs.merges_since_roadmap > 0;
-    // A re-request asks for the roadmap whenever the machine could still
-    // require it (due now, or due at completion with merges uncounted).
-    let rerequest = inputs
-        .rerequest
-        .filter(|_| !inputs.want_progress)
-        .map(|reason| {
-            (
-                reason,
-                ReRequest {
-                    next_issue: true,
-                    roadmap: inputs.roadmap_due || pending,
-                },
-            )
-        });
-    let finished_pr_url = inputs.finished_pr.map(pr_url).unwrap_or_default();
-    let mut values = BTreeMap::from([
-        ("EPIC_URL", Value::trusted(issue_url(inputs.epic))),
-        (
-            "ISSUE_URL",
-            Value::trusted(issue_url(inputs.finished_issue)),
-        ),
-        ("PR_URL", Value::trusted(finished_pr_url)),
-        ("REPOSITORY", Value::trusted(repo.to_string())),
-        ("CURRENT_ROADMAP_SECTION", section_value),
-        ("ROADMAP_START_MARKER", Value::trusted(ROADMAP_START)),
-        ("ROADMAP_END_MARKER", Value::trusted(ROADMAP_END)),
-        ("ROADMAP_UPDATE_DUE", yes_no(inputs.roadmap_due)),
-    ]);
-    match rerequest {
-        Some((reason, asked)) => {
-            values.insert(
-                "PROGRESS_COMMENT_URL",
-                Value::trusted(progress_comment_url(effects, inputs.epic).unwrap_or_default()),
-            );
-            values.insert("RE_REQUEST_REASON", Value::trusted(reason));
-            values.extend(rerequest_values(asked));
-        }
-        None => values.extend(merges_values(&inputs, pr_url)),
-    }
+    let rerequest = epic_rerequest(&inputs);
+    let values = epic_values(access, effects, &inputs, &epic_body, rerequest);
     let issue_ref = |number| IssueRef {
         owner: repo.owner().to_owned(),
         repo: repo.name().to_owned(),
@@ -125,6 +83,69 @@ pub(super) async fn epic_plan(
         },
         rerequest: rerequest.map(|(_, asked)| asked),
     })
+}
+
+/// What a re-request asks for, with the machine's reason, unless this
+/// launch is the first (which reports progress). The roadmap is asked for
+/// whenever the machine could still require it (due now, or due at
+/// completion with merges uncounted).
+fn epic_rerequest<'a>(inputs: &EpicInputs<'a>) -> Option<(&'a str, ReRequest)> {
+    let pending = inputs.merges_since_roadmap > 0;
+    inputs
+        .rerequest
+        .filter(|_| !inputs.want_progress)
+        .map(|reason| {
+            (
+                reason,
+                ReRequest {
+                    next_issue: true,
+                    roadmap: inputs.roadmap_due || pending,
+                },
+            )
+        })
+}
+
+/// The prompt's values: the EPIC, the finished issue and PR, the roadmap
+/// as it stands, and either the merges to report or what a re-request
+/// asks for.
+fn epic_values(
+    access: &RepositoryAccess,
+    effects: &[Effect],
+    inputs: &EpicInputs<'_>,
+    epic_body: &str,
+    rerequest: Option<(&str, ReRequest)>,
+) -> BTreeMap<&'static str, Value> {
+    let repo = &access.repo;
+    let base = access.html_base.trim_end_matches('/');
+    let issue_url = |n: IssueNumber| format!("{base}/{repo}/issues/{n}");
+    let pr_url = |n: PullNumber| format!("{base}/{repo}/pull/{n}");
+    let yes_no = |flag: bool| Value::trusted(if flag { "yes" } else { "no" });
+    let finished_pr_url = inputs.finished_pr.map(pr_url).unwrap_or_default();
+    let mut values = BTreeMap::from([
+        ("EPIC_URL", Value::trusted(issue_url(inputs.epic))),
+        (
+            "ISSUE_URL",
+            Value::trusted(issue_url(inputs.finished_issue)),
+        ),
+        ("PR_URL", Value::trusted(finished_pr_url)),
+        ("REPOSITORY", Value::trusted(repo.to_string())),
+        ("CURRENT_ROADMAP_SECTION", roadmap_section_value(epic_body)),
+        ("ROADMAP_START_MARKER", Value::trusted(ROADMAP_START)),
+        ("ROADMAP_END_MARKER", Value::trusted(ROADMAP_END)),
+        ("ROADMAP_UPDATE_DUE", yes_no(inputs.roadmap_due)),
+    ]);
+    match rerequest {
+        Some((reason, asked)) => {
+            values.insert(
+                "PROGRESS_COMMENT_URL",
+                Value::trusted(progress_comment_url(effects, inputs.epic).unwrap_or_default()),
+            );
+            values.insert("RE_REQUEST_REASON", Value::trusted(reason));
+            values.extend(rerequest_values(asked));
+        }
+        None => values.extend(merges_values(inputs, pr_url)),
+    }
+    values
 }
 
 /// The EPIC's managed roadmap section as it stands, untrusted, or `(none)`.

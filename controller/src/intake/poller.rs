@@ -285,9 +285,10 @@ impl Poller {
         Ok(applied)
     }
 
-    /// Comments written since the run started. Only versions the journal
-    /// has not seen count; an edit whose earlier version we saw is left to
-    /// its webhook, since the poller cannot tell what the edit added.
+    /// Comments written since the run started. Only unedited comments the
+    /// journal has not seen count; an edited one is left to its webhook,
+    /// since the poller can tell neither what the edit added nor who made
+    /// it.
     async fn poll_comments(
         &self,
         run: &Run,
@@ -313,9 +314,20 @@ impl Poller {
             if self.journal.observed_change(&key).await?.is_some() {
                 continue;
             }
+            // A comment's commands are the author's only while nobody else
+            // has edited it, and the REST comment names its author, never
+            // its editor: an edit is left to its webhook (GitHub's
+            // redelivery brings back a lost one), which names the editor.
+            // Edited shows either as a version seen before or as a change
+            // time later than the creation (to the second, as GitHub
+            // gives both).
             let edited = comment.updated_at != comment.created_at;
             let prefix = comment_key_prefix(&run.repository, comment.id);
-            if edited && self.journal.observed_change_with_prefix(&prefix).await? {
+            if edited || self.journal.observed_change_with_prefix(&prefix).await? {
+                tracing::debug!(
+                    comment = comment.id,
+                    "an edited comment is left to its webhook: the poller cannot tell who edited it"
+                );
                 continue;
             }
             let Some(user) = &comment.user else {

@@ -20,7 +20,7 @@ use crate::common::scenario::{
 
 /// The run rows as the journal holds them, without the columns every
 /// lease and wake-up moves: what a command would change.
-async fn run_rows(s: &Running) -> String {
+pub(super) async fn run_rows(s: &Running) -> String {
     let runs = s
         .world
         .db
@@ -80,7 +80,7 @@ async fn comment_as_the_app(s: &Running, issue: u64, body: &str) -> u64 {
 
 /// Waits until every delivery fakehub sent about comment `comment` (at
 /// least `at_least` of them) is processed.
-async fn deliveries_processed(s: &Running, comment: u64, at_least: usize) {
+pub(super) async fn deliveries_processed(s: &Running, comment: u64, at_least: usize) {
     let hub = &s.world.hub;
     let journal = s.world.db.journal();
     scenario::eventually(

@@ -12,6 +12,7 @@ mod creds_git;
 mod creds_managed_db;
 mod creds_tokens;
 mod hostile_commands;
+mod hostile_edits;
 mod sandbox_config;
 mod sandbox_hostile;
 mod sandbox_launch;

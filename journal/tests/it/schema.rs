@@ -98,3 +98,53 @@ async fn an_invalid_url_is_refused_without_echoing_the_password() {
     assert!(!error.to_string().contains("hunter2"), "{error}");
     assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
 }
+
+/// The fixture helpers of the migration test: a database stopped at the
+/// previous version takes another's rows with their bytes and ids, leaves
+/// out what the newest migration added, and continues its ids after
+/// them; migrating it then keeps every row.
+#[tokio::test]
+async fn rows_copied_into_a_database_at_the_previous_version_survive_its_migration() {
+    let versions = autoforge_journal::testing::migration_versions();
+    let [.., previous, _newest] = versions[..] else {
+        panic!("at least two migrations: {versions:?}");
+    };
+    let source = TestDatabase::fresh().await;
+    let (run, lease) = leased_run(&source, 7).await;
+    transition(
+        source.journal(),
+        &lease,
+        run.version,
+        "IMPLEMENT",
+        &[crate::intent(EffectKind::PostComment, "c-1")],
+    )
+    .await;
+    let before = source.journal().list_effects(run.id).await.unwrap();
+
+    let old = TestDatabase::fresh_migrated_to(previous).await;
+    assert!(!old.journal().migrations_current().await.unwrap());
+    let copied = source.copy_rows_to(&old).await.unwrap();
+    assert!(copied >= 2, "the run and its effect at least: {copied}");
+    old.journal().migrate().await.unwrap();
+    assert!(old.journal().migrations_current().await.unwrap());
+
+    let after = old.journal().list_effects(run.id).await.unwrap();
+    assert_eq!(after, before, "the effect rows, byte for byte");
+    let moved = old.journal().get_run(run.id).await.unwrap().unwrap();
+    assert_eq!(
+        (moved.phase.as_str(), &moved.state),
+        (
+            "IMPLEMENT",
+            &source
+                .journal()
+                .get_run(run.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .state
+        )
+    );
+    // A new row gets an id after the copied ones, not one of theirs.
+    let next = old.journal().create_run(&crate::new_run(8)).await.unwrap();
+    assert!(next.id.0 > run.id.0, "{:?} after {:?}", next.id, run.id);
+}

@@ -38,7 +38,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::agents::profile::{LaunchProfile, ProfileError, TokenUsage};
+use crate::agents::profile::{LaunchProfile, ProfileError, ReadOutput, TokenUsage};
 use crate::machine::AgentPhase;
 use crate::redact::Redactor;
 
@@ -243,34 +243,14 @@ fn launch_environment(
 pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchError> {
     let profile = request.profile;
     let log_dir = &request.log_dir;
-    let dir_error = |source| LaunchError::LogDir {
-        path: log_dir.clone(),
-        source,
-    };
-    let (prompt_file, output_file) = prepare_log_dir(&request)?;
-    let argv = profile.argv(prompt_file.as_deref(), output_file.as_deref())?;
-    let dirs = view::LaunchDirs::create(log_dir, output_file.as_deref()).map_err(dir_error)?;
-    let env = launch_environment(profile, &dirs)?;
-    let (program, args) = argv.split_first().ok_or_else(|| {
-        LaunchError::Profile(ProfileError::EmptyCommand {
-            profile: profile.name.clone(),
-        })
-    })?;
-    let spawn_error = |source| LaunchError::Spawn {
-        profile: profile.name.clone(),
-        source,
-    };
-    let program = view::resolve_program(
-        program,
-        request.workdir,
-        env.get("PATH").map(|p| p.as_os_str()),
-    )
-    .map_err(spawn_error)?;
-    let sandbox = view::launch_sandbox(&request, &dirs, &program)?;
-    let mut command = sandbox.command(program.as_os_str(), args, request.workdir);
-    command.env_clear().envs(&env);
-
-    let log = LogFile::create(&log_dir.join("output.log"), request.log_limit).map_err(dir_error)?;
+    let (command, output_file) = sandboxed_command(&request)?;
+    let log =
+        LogFile::create(&log_dir.join("output.log"), request.log_limit).map_err(|source| {
+            LaunchError::LogDir {
+                path: log_dir.clone(),
+                source,
+            }
+        })?;
     let mut sink =
         capture::OutputSink::separate(request.capture, Some(log), request.redactor.clone())
             .read_usage_with(&profile.output);
@@ -289,13 +269,14 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     span.in_scope(|| tracing::info!(log_dir = %log_dir.display(), "launch started"));
     let report = supervise(&request, command, stdin, limits, &mut sink, span.clone())
         .await
-        .map_err(spawn_error)?;
+        .map_err(|source| spawn_error(profile, source))?;
     let output_bytes = sink.total_bytes();
     let (stdout, stderr, log_error) = sink.finish();
     if let Some(e) = log_error {
         tracing::warn!(error = %e, "launch log incomplete");
     }
     let read = profile.read_output(&whole_lines(&stdout), stderr.tail_text());
+    let record = launch_record(&request, started_at, &report, output_bytes, &read);
     let final_message = match &output_file {
         Some(path) => read_final_message(path, request.redactor).await,
         None => None,
@@ -303,7 +284,69 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
     .or(read.message);
     write_tail_log(log_dir, &stdout, &stderr);
     span.in_scope(|| tracing::info!(exit = ?report.exit, duration_ms = report.duration.as_millis() as u64, output_bytes, "launch finished"));
-    let record = LaunchRecord {
+    if let Some(events) = request.events {
+        events.send(LaunchEvent::Finished(Box::new(record.clone())));
+    }
+    Ok(LaunchOutcome {
+        record,
+        stdout,
+        stderr,
+        final_message,
+    })
+}
+
+fn spawn_error(profile: &LaunchProfile, source: std::io::Error) -> LaunchError {
+    LaunchError::Spawn {
+        profile: profile.name.clone(),
+        source,
+    }
+}
+
+/// The launch's log directory prepared and its process described: the
+/// profile's argv, inside the sandbox, with the agent's environment only;
+/// also the final-message file, where the profile has one.
+fn sandboxed_command(
+    request: &LaunchSpec<'_>,
+) -> Result<(tokio::process::Command, Option<PathBuf>), LaunchError> {
+    let profile = request.profile;
+    let (prompt_file, output_file) = prepare_log_dir(request)?;
+    let argv = profile.argv(prompt_file.as_deref(), output_file.as_deref())?;
+    let dirs =
+        view::LaunchDirs::create(&request.log_dir, output_file.as_deref()).map_err(|source| {
+            LaunchError::LogDir {
+                path: request.log_dir.clone(),
+                source,
+            }
+        })?;
+    let env = launch_environment(profile, &dirs)?;
+    let (program, args) = argv.split_first().ok_or_else(|| {
+        LaunchError::Profile(ProfileError::EmptyCommand {
+            profile: profile.name.clone(),
+        })
+    })?;
+    let program = view::resolve_program(
+        program,
+        request.workdir,
+        env.get("PATH").map(|p| p.as_os_str()),
+    )
+    .map_err(|source| spawn_error(profile, source))?;
+    let sandbox = view::launch_sandbox(request, &dirs, &program)?;
+    let mut command = sandbox.command(program.as_os_str(), args, request.workdir);
+    command.env_clear().envs(&env);
+    Ok((command, output_file))
+}
+
+/// The journal's record of a finished launch, priced when the profile has
+/// a price table and the launch reported its usage apart.
+fn launch_record(
+    request: &LaunchSpec<'_>,
+    started_at: DateTime<Utc>,
+    report: &RunReport,
+    output_bytes: u64,
+    read: &ReadOutput,
+) -> LaunchRecord {
+    let profile = request.profile;
+    LaunchRecord {
         profile: profile.name.clone(),
         role: request.role,
         started_at,
@@ -316,19 +359,10 @@ pub async fn launch(request: LaunchSpec<'_>) -> Result<LaunchOutcome, LaunchErro
             .price
             .zip(read.usage)
             .map(|(price, usage)| price.cost_micros(&usage)),
-        log_dir: log_dir.clone(),
+        log_dir: request.log_dir.clone(),
         descendants_killed: report.descendants_killed,
         group_survived: report.group_survived,
-    };
-    if let Some(events) = request.events {
-        events.send(LaunchEvent::Finished(Box::new(record.clone())));
     }
-    Ok(LaunchOutcome {
-        record,
-        stdout,
-        stderr,
-        final_message,
-    })
 }
 
 /// Runs the launch's process group to its end while its heartbeats are

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::io::BufRead;
+use std::time::Duration;
 
 use fakehub::FaultRule;
 use serde_json::{Value, json};
@@ -503,14 +504,17 @@ async fn conflicts_make_a_pull_dirty_and_unmergeable_and_a_moved_base_makes_it_b
     );
 }
 
+/// Each injected fault fires on its route the number of times it was told
+/// to. A secondary rate limit also closes the caller's window for its
+/// `retry-after`: a request sent inside it is refused the same way and
+/// counted, and once the window has opened the caller is served again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "written before fakehub refused requests inside a window a rate limit closed: its later requests now get 403; to be rewritten around the windows"]
 async fn injected_faults_fire_as_configured() {
     let w = world().await;
     let base = w.hub.base_url();
     let rules: Vec<FaultRule> = serde_json::from_value(json!([
         {"type": "status", "status": 502, "method": "GET", "route": "/user", "count": 1},
-        {"type": "secondary_rate_limit", "retry_after": 7, "route": "/rate_limit", "count": 1},
+        {"type": "secondary_rate_limit", "retry_after": 1, "route": "/rate_limit", "count": 1},
         {"type": "ambiguous_write", "route": "/repos/{owner}/{repo}/issues", "method": "POST", "count": 1},
     ]))
     .unwrap();
@@ -536,8 +540,31 @@ async fn injected_faults_fire_as_configured() {
             limited.status().as_u16(),
             limited.headers()["retry-after"].to_str().unwrap()
         ),
-        (403, "7")
+        (403, "1")
     );
+    assert_eq!(w.hub.closed_windows(), 1);
+
+    // Past the grace fakehub gives a request already on its way, but still
+    // inside the one-second window: refused like the fault, and counted.
+    tokio::time::sleep(Duration::from_millis(
+        u64::try_from(fakehub::faults_windows::IN_FLIGHT_GRACE_MS).unwrap() + 50,
+    ))
+    .await;
+    let inside = get("/user").await.unwrap();
+    assert_eq!(inside.status().as_u16(), 403);
+    assert!(inside.headers().contains_key("retry-after"));
+    let counted = w.hub.closed_window_requests();
+    assert_eq!(counted.len(), 1, "{counted:?}");
+    assert_eq!(
+        (counted[0].method.as_str(), counted[0].path.as_str()),
+        ("GET", "/user")
+    );
+
+    // Waiting out what was left of the window (fakehub said how long):
+    // the caller is served again and the next fault on the list fires.
+    let left = u64::try_from(counted[0].ms_before_open).unwrap();
+    tokio::time::sleep(Duration::from_millis(left + 50)).await;
+    assert_eq!(get("/user").await.unwrap().status(), 200);
     let ambiguous = w
         .http
         .post(format!("{base}/repos/alice/widgets/issues"))
@@ -554,6 +581,11 @@ async fn injected_faults_fire_as_configured() {
         .await
         .unwrap();
     assert_eq!(issues.len(), 1, "the ambiguous write was applied");
+    assert_eq!(
+        w.hub.closed_window_requests().len(),
+        1,
+        "nothing after the window opened is counted inside it"
+    );
 
     w.hub.set_faults(serde_json::from_value(json!([{"type": "ambiguous_write", "drop": true, "method": "POST", "count": 1}, {"type": "exhaust_primary", "route": "/repos/{owner}/{repo}", "count": 1}])).unwrap());
     let dropped = w
@@ -578,6 +610,7 @@ async fn injected_faults_fire_as_configured() {
         ),
         (403, "0")
     );
+    // Alice's limit is spent; Bob's is his own and sees both writes.
     let issues: Vec<Value> = w
         .http
         .get(format!("{base}/repos/alice/widgets/issues"))

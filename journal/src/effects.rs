@@ -356,13 +356,15 @@ impl Journal {
                  fencing_token = $4, updated_at = now() \
              FROM held WHERE e.id = $1 AND e.run_id = held.id \
                  AND e.stage IN ('intended', 'attempted') \
-                 AND e.attempts - e.unanswered < 2 AND e.unanswered < 5 \
+                 AND e.attempts - e.unanswered < $5 AND e.unanswered < $6 \
              RETURNING e.attempts"
         ))
         .bind(id)
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.fencing_token)
+        .bind(MAX_ATTEMPTS)
+        .bind(MAX_UNANSWERED_SENDS)
         .fetch_optional(&mut *conn)
         .await?;
         match attempts {
@@ -389,7 +391,7 @@ impl Journal {
              UPDATE effects e SET unanswered = e.unanswered + 1, reason = $5, updated_at = now() \
              FROM held WHERE e.id = $1 AND e.run_id = held.id \
                  AND e.stage = 'attempted' AND e.unanswered < e.attempts \
-                 AND e.unanswered < 5 \
+                 AND e.unanswered < $6 \
              RETURNING e.id"
         ))
         .bind(id)
@@ -397,6 +399,7 @@ impl Journal {
         .bind(&lease.owner)
         .bind(lease.fencing_token)
         .bind(answer)
+        .bind(MAX_UNANSWERED_SENDS)
         .fetch_optional(&mut *conn)
         .await?;
         match marked {

@@ -109,19 +109,29 @@ async fn illegal_stage_moves_are_refused() {
     );
 }
 
-#[tokio::test]
-async fn an_effect_is_attempted_at_most_twice() {
+/// A leased run with one `merge_pr` intent.
+async fn one_merge_intent() -> (
+    TestDatabase,
+    autoforge_journal::Lease,
+    Vec<autoforge_journal::EffectId>,
+) {
     let db = TestDatabase::fresh().await;
-    let journal = db.journal();
     let (_, lease) = leased_run(&db, 1).await;
     let (_, ids) = transition(
-        journal,
+        db.journal(),
         &lease,
         0,
         "MERGE",
         &[intent(EffectKind::MergePr, "m")],
     )
     .await;
+    (db, lease, ids)
+}
+
+#[tokio::test]
+async fn an_effect_is_attempted_at_most_twice() {
+    let (db, lease, ids) = one_merge_intent().await;
+    let journal = db.journal();
     assert_eq!(journal.mark_attempted(&lease, ids[0]).await.unwrap(), 1);
     assert_eq!(
         journal.mark_attempted(&lease, ids[0]).await.unwrap(),
@@ -136,17 +146,8 @@ async fn an_effect_is_attempted_at_most_twice() {
 
 #[tokio::test]
 async fn sends_answered_with_an_error_do_not_spend_attempts_but_have_their_own_bound() {
-    let db = TestDatabase::fresh().await;
+    let (db, lease, ids) = one_merge_intent().await;
     let journal = db.journal();
-    let (_, lease) = leased_run(&db, 1).await;
-    let (_, ids) = transition(
-        journal,
-        &lease,
-        0,
-        "MERGE",
-        &[intent(EffectKind::MergePr, "m")],
-    )
-    .await;
     // Nothing sent yet: there is no send to call unanswered.
     let error = journal
         .mark_unanswered(&lease, ids[0], "502 Bad Gateway")
@@ -183,17 +184,8 @@ async fn sends_answered_with_an_error_do_not_spend_attempts_but_have_their_own_b
 
 #[tokio::test]
 async fn an_answered_send_after_unanswered_ones_still_leaves_one_attempt_in_doubt() {
-    let db = TestDatabase::fresh().await;
+    let (db, lease, ids) = one_merge_intent().await;
     let journal = db.journal();
-    let (_, lease) = leased_run(&db, 1).await;
-    let (_, ids) = transition(
-        journal,
-        &lease,
-        0,
-        "MERGE",
-        &[intent(EffectKind::MergePr, "m")],
-    )
-    .await;
     journal.mark_attempted(&lease, ids[0]).await.unwrap();
     journal
         .mark_unanswered(&lease, ids[0], "502 Bad Gateway")

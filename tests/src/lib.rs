@@ -1,5 +1,7 @@
 //! Shared helpers for autoforge end-to-end tests.
 
+pub mod bench;
+
 use std::path::{Path, PathBuf};
 
 /// The repository's root directory (this crate sits in `tests/`).

@@ -121,6 +121,9 @@ pub struct MergeRules {
     /// Check names branch protection requires on the default branch.
     #[serde(default)]
     pub required_checks: Option<Vec<String>>,
+    /// Whether a pull request must be up to date with its base to merge.
+    #[serde(default)]
+    pub require_up_to_date: Option<bool>,
 }
 
 pub fn set_merge_rules(
@@ -142,6 +145,9 @@ pub fn set_merge_rules(
     }
     if let Some(checks) = &rules.required_checks {
         r.required_checks = checks.clone();
+    }
+    if let Some(strict) = rules.require_up_to_date {
+        r.require_up_to_date = strict;
     }
     shared.mark_dirty();
     Ok(())

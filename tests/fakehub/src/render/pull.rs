@@ -54,7 +54,7 @@ pub fn mergeability(ctx: Ctx<'_>, repo: &Repo, issue: &Issue) -> (Option<bool>, 
     if approvals(ctx, repo, pull) < repo.required_approving_reviews {
         return (Some(true), "blocked");
     }
-    if stats.behind {
+    if stats.behind && repo.require_up_to_date {
         return (Some(true), "behind");
     }
     let unstable = ctx

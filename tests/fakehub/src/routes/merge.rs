@@ -152,6 +152,12 @@ async fn merge_to_the_end(
                 ),
             ));
         }
+        if state == "behind" {
+            return Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Head branch is not up to date with the base branch",
+            ));
+        }
         if mergeable != Some(true) || !["clean", "unstable", "has_hooks"].contains(&state) {
             return Err(not_mergeable());
         }

@@ -301,6 +301,7 @@ pub async fn branch(
             "enabled": protected,
             "required_status_checks": {
                 "enforcement_level": if protected { "non_admins" } else { "off" },
+                "strict": protected && r.require_up_to_date,
                 "contexts": if protected { json!(r.required_checks) } else { json!([]) },
                 "checks": r.required_checks.iter().filter(|_| protected).map(|c| json!({"context": c, "app_id": null})).collect::<Vec<_>>(),
             },

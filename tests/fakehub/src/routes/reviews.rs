@@ -332,7 +332,7 @@ pub async fn branch_rules(
             "ruleset_source": format!("{owner}/{repo}"),
             "ruleset_id": r.id,
             "parameters": {
-                "strict_required_status_checks_policy": false,
+                "strict_required_status_checks_policy": r.require_up_to_date,
                 "do_not_enforce_on_create": false,
                 "required_status_checks": required,
             },

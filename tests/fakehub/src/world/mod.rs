@@ -312,6 +312,12 @@ pub struct Repo {
     /// a merge (`required_approving_review_count`); 0 is no such rule.
     #[serde(default)]
     pub required_approving_reviews: u32,
+    /// Branch protection's "require branches to be up to date before
+    /// merging" (`required_status_checks.strict`). Only then is a pull
+    /// request whose head lacks the base tip `behind` and refused a merge;
+    /// GitHub merges such a pull request otherwise.
+    #[serde(default)]
+    pub require_up_to_date: bool,
 }
 
 /// A commit status (the older statuses API), as CI systems report it.

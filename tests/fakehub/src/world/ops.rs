@@ -183,6 +183,7 @@ impl World {
                 pushed_at: now,
                 settings: Default::default(),
                 required_approving_reviews: 0,
+                require_up_to_date: false,
             },
         );
         Ok(id)

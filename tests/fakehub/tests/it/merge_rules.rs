@@ -1,7 +1,8 @@
 //! Merging as a repository's settings and rules demand: the merge methods
 //! it allows (GitHub's 405 for the others), a ruleset requiring approving
 //! reviews (`blocked` until a writer approves), the squash commit, and the
-//! files listing capped at 3,000 like GitHub's.
+//! files listing capped at 3,000 like GitHub's, and a pull request behind
+//! its base: merged unless branch protection requires it up to date.
 
 use serde_json::{Value, json};
 
@@ -49,6 +50,18 @@ async fn call(
         .unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Pushes a commit touching another file straight to `main`, so PR #1's
+/// head no longer contains the base tip.
+fn move_main(w: &World) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("w");
+    clone(&w.hub, "alice", "widgets", &w.alice, &work);
+    std::fs::write(work.join("elsewhere.txt"), "moved\n").unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "move main"]);
+    git(&work, &["push", "-q", "origin", "main"]);
 }
 
 /// The PR's `mergeable_state` once GitHub has computed it.
@@ -293,4 +306,57 @@ async fn the_files_listing_stops_at_3000_while_changed_files_counts_them_all() {
         listed += files.as_array().unwrap().len();
     }
     assert_eq!(listed, 3000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_behind_its_base_merges_unless_protection_requires_it_up_to_date() {
+    for strict in [false, true] {
+        let w = world().await;
+        let head = open_pull(&w, 1).await;
+        move_main(&w);
+        w.hub
+            .set_merge_rules(
+                "alice",
+                "widgets",
+                &fakehub::MergeRules {
+                    require_up_to_date: Some(strict),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let (_, rules) = call(
+            &w,
+            &w.bob,
+            reqwest::Method::GET,
+            "/repos/alice/widgets/rules/branches/main",
+            Value::Null,
+        )
+        .await;
+        assert_eq!(rules, json!([]), "no rule names checks, so none is listed");
+        let path = "/repos/alice/widgets/pulls/1/merge";
+        let (status, answer) = call(
+            &w,
+            &w.alice,
+            reqwest::Method::PUT,
+            path,
+            json!({"sha": head}),
+        )
+        .await;
+        if strict {
+            assert_eq!(status, 405, "{answer}");
+            assert!(
+                answer["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not up to date"),
+                "{answer}"
+            );
+            assert_eq!(merge_state(&w).await, "behind");
+        } else {
+            assert_eq!(
+                status, 200,
+                "GitHub merges a pull request behind its base: {answer}"
+            );
+        }
+    }
 }

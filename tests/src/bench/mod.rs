@@ -7,6 +7,7 @@
 
 pub mod chart;
 pub mod ingest;
+pub mod procstat;
 pub mod stats;
 
 use std::path::{Path, PathBuf};

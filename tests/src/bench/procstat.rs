@@ -1,0 +1,146 @@
+//! What a process has cost, read from `/proc`: CPU time of the process
+//! itself apart from its waited-for children (git, bwrap, agents), and its
+//! peak resident memory.
+//!
+//! The cycle, scale and recovery sections read these for the `autoforge
+//! serve` process they start, so the controller's own cost is reported
+//! apart from the tools it runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+/// CPU time of one process, split into its own and its reaped children's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuTimes {
+    /// utime + stime: the process's own threads.
+    pub own: Duration,
+    /// cutime + cstime: children it has waited for (and their children).
+    pub children: Duration,
+}
+
+impl CpuTimes {
+    /// What was spent between `earlier` and `self` (never negative).
+    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            own: self.own.saturating_sub(earlier.own),
+            children: self.children.saturating_sub(earlier.children),
+        }
+    }
+}
+
+/// Reads the CPU times of `pid` from `/proc/<pid>/stat`.
+pub fn cpu_times(pid: u32) -> anyhow::Result<CpuTimes> {
+    let path = proc_path(pid, "stat");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    parse_stat(&text, clock_ticks_per_second())
+}
+
+/// Peak and current resident set size of `pid`, in bytes (`VmHWM`, `VmRSS`).
+pub fn memory(pid: u32) -> anyhow::Result<Memory> {
+    let path = proc_path(pid, "status");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Memory {
+        peak_rss: status_kib(&text, "VmHWM:")? * 1024,
+        rss: status_kib(&text, "VmRSS:")? * 1024,
+    })
+}
+
+/// Resident memory of one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// The high-water mark since the process started.
+    pub peak_rss: u64,
+    /// Now.
+    pub rss: u64,
+}
+
+fn proc_path(pid: u32, file: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/{file}"))
+}
+
+/// Linux reports stat times in clock ticks; USER_HZ is 100 on every
+/// architecture Linux exposes to user space, so no libc call is needed.
+fn clock_ticks_per_second() -> u64 {
+    100
+}
+
+/// Parses `/proc/<pid>/stat`. The command name (field 2) is in parentheses
+/// and may hold spaces or parentheses, so fields are counted after the last
+/// `)`: utime, stime, cutime, cstime are fields 14–17.
+fn parse_stat(text: &str, ticks_per_second: u64) -> anyhow::Result<CpuTimes> {
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        bail!("no command name in a stat line: {text:?}");
+    };
+    // `rest` starts at field 3 (state), so field N is at index N - 3.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |number: usize| -> anyhow::Result<u64> {
+        let raw = fields
+            .get(number - 3)
+            .with_context(|| format!("stat field {number} missing"))?;
+        raw.parse::<u64>()
+            .with_context(|| format!("stat field {number} is {raw:?}"))
+    };
+    let ticks = |total: u64| Duration::from_millis(total * 1000 / ticks_per_second);
+    Ok(CpuTimes {
+        own: ticks(field(14)? + field(15)?),
+        children: ticks(field(16)? + field(17)?),
+    })
+}
+
+fn status_kib(text: &str, key: &str) -> anyhow::Result<u64> {
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(key))
+        .with_context(|| format!("no {key} in a status file"))?;
+    let value = line[key.len()..].trim().trim_end_matches("kB").trim();
+    value
+        .parse::<u64>()
+        .with_context(|| format!("{key} is {value:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_a_command_name_with_spaces_and_parens() {
+        let line = "42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 150 50 30 20 0 0";
+        let times = parse_stat(line, 100).expect("parse");
+        assert_eq!(times.own, Duration::from_millis(2000));
+        assert_eq!(times.children, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_truncated_stat_line_is_an_error() {
+        assert!(parse_stat("42 (x) S 1 2", 100).is_err());
+    }
+
+    #[test]
+    fn this_process_has_a_peak_rss_at_least_its_current_one() {
+        let memory = memory(std::process::id()).expect("read own status");
+        assert!(memory.peak_rss >= memory.rss && memory.rss > 0);
+    }
+
+    #[test]
+    fn cpu_spent_by_this_process_shows_in_its_own_time() {
+        let before = cpu_times(std::process::id()).expect("read own stat");
+        // Spin until a clock tick is charged (or give up after a minute on
+        // a starved machine); the assertion is on accounting, not speed.
+        let started = std::time::Instant::now();
+        let mut x = 0u64;
+        let mut spent = CpuTimes::default();
+        while spent.own == Duration::ZERO && started.elapsed() < Duration::from_secs(60) {
+            for _ in 0..1_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            spent = cpu_times(std::process::id())
+                .expect("read own stat")
+                .since(&before);
+        }
+        assert!(spent.own > Duration::ZERO, "spent {spent:?}");
+    }
+}

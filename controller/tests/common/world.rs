@@ -166,6 +166,20 @@ impl World {
         path: &str,
         body: Value,
     ) -> Value {
+        let (status, text) = self.try_rest_as(person, method, path, body).await;
+        assert!(status.is_success(), "{path}: {status} {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    /// A REST call to fakehub as `person`: its status and body, whatever
+    /// they are (a person's own call meets injected faults too).
+    pub async fn try_rest_as(
+        &self,
+        person: &Person,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> (reqwest::StatusCode, String) {
         let response = self
             .http
             .request(method, format!("{}{path}", self.hub.base_url()))
@@ -176,9 +190,7 @@ impl World {
             .await
             .expect("fakehub answers");
         let status = response.status();
-        let text = response.text().await.expect("body");
-        assert!(status.is_success(), "{path}: {status} {text}");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
+        (status, response.text().await.expect("body"))
     }
 
     /// Answered API writes (anything but GET) to routes matching `route`.

@@ -113,6 +113,33 @@ async fn open_issue(s: &Running, repo: &str, title: &str) -> Value {
     .await
 }
 
+/// The operator labels an EPIC while fakehub injects faults: like a person
+/// at the API, the test tries again when GitHub answers an error (adding a
+/// label twice is harmless, so a write applied but answered 502 is too).
+async fn label_amid_faults(s: &Running, repo: &str, epic: u64) {
+    let path = format!("/repos/{OWNER}/{repo}/issues/{epic}/labels");
+    for _ in 0..50 {
+        let (status, text) = s
+            .world
+            .try_rest_as(
+                &s.owner,
+                Method::POST,
+                &path,
+                json!({"labels": ["autoforge"]}),
+            )
+            .await;
+        if status.is_success() {
+            return;
+        }
+        let transient = status.is_server_error()
+            || status == reqwest::StatusCode::FORBIDDEN
+            || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
+        assert!(transient, "{path}: {status} {text}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{path}: still refused after 50 tries");
+}
+
 async fn rest(s: &Running, method: Method, path: &str, body: Value) -> Value {
     s.world.rest_as(&s.owner, method, path, body).await
 }
@@ -370,13 +397,7 @@ async fn chaos_github_epics_across_five_repositories_finish_once_under_every_fau
         .set_fault_profiles(&["combined"])
         .expect("the combined profile");
     for (repo, epic) in &epics {
-        rest(
-            &s,
-            Method::POST,
-            &format!("/repos/{OWNER}/{repo}/issues/{epic}/labels"),
-            json!({"labels": ["autoforge"]}),
-        )
-        .await;
+        label_amid_faults(&s, repo, *epic).await;
     }
     all_runs_done(&s, epics.len(), size.patience).await;
     let elapsed = started.elapsed();

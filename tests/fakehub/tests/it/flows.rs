@@ -419,7 +419,8 @@ async fn credentials_decide_between_401_403_and_404() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conflicts_make_a_pull_dirty_and_unmergeable_and_a_moved_base_makes_it_behind() {
+async fn conflicts_make_a_pull_dirty_and_unmergeable_and_a_moved_base_makes_it_behind_if_required()
+{
     let w = world().await;
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("w");
@@ -493,6 +494,20 @@ async fn conflicts_make_a_pull_dirty_and_unmergeable_and_a_moved_base_makes_it_b
         .await
         .unwrap();
     assert_eq!(refused.status(), 405);
+    // GitHub calls a pull request behind its base `behind` only where
+    // branch protection requires it up to date; elsewhere it is `clean`.
+    let side = pull(3).await;
+    assert_eq!(side["mergeable_state"].as_str(), Some("clean"));
+    w.hub
+        .set_merge_rules(
+            "alice",
+            "widgets",
+            &fakehub::MergeRules {
+                require_up_to_date: Some(true),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let side = pull(3).await;
     assert_eq!(side["mergeable_state"].as_str(), Some("behind"));
     git(&work, &["fetch", "-q", "origin"]);

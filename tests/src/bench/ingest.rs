@@ -32,7 +32,6 @@ struct Target {
 }
 
 struct RunResult {
-    sent: usize,
     elapsed: Duration,
     latencies_us: Vec<u64>,
 }
@@ -54,7 +53,7 @@ impl RunResult {
             .collect();
         sorted.sort_by(f64::total_cmp);
         Figures {
-            rate: self.sent as f64 / self.elapsed.as_secs_f64(),
+            rate: self.latencies_us.len() as f64 / self.elapsed.as_secs_f64(),
             p50_ms: percentile(&sorted, 0.50).unwrap_or(0.0),
             p99_ms: percentile(&sorted, 0.99).unwrap_or(0.0),
             p999_ms: percentile(&sorted, 0.999).unwrap_or(0.0),
@@ -104,11 +103,7 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
             );
         }
         let spread = |pick: fn(&Figures) -> f64| {
-            Spread::of(&runs.iter().map(pick).collect::<Vec<_>>()).unwrap_or(Spread {
-                median: 0.0,
-                min: 0.0,
-                max: 0.0,
-            })
+            Spread::of(&runs.iter().map(pick).collect::<Vec<_>>()).unwrap_or_default()
         };
         let rate = spread(|f| f.rate);
         points.push((concurrency as f64, rate.median));
@@ -129,9 +124,9 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
     journal.close().await;
     drop(server);
 
-    let chart = "benchmarks/ingest-throughput.svg";
+    let chart = "ingest-throughput.svg";
     line_chart(
-        &options.chart_dir.join("ingest-throughput.svg"),
+        &options.chart_path(chart),
         "Durable webhook ingest",
         "concurrency",
         "deliveries/s",
@@ -200,7 +195,6 @@ async fn closed_loop(
         latencies_us.extend(worker.await??);
     }
     Ok(RunResult {
-        sent: latencies_us.len(),
         elapsed: started.elapsed(),
         latencies_us,
     })

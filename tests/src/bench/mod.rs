@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+/// The folder beside the report that holds its charts.
+pub const CHART_DIR: &str = "benchmarks";
+
 /// How long and how often each measurement runs.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -23,8 +26,15 @@ pub struct BenchOptions {
     pub seconds: u64,
     /// A smaller size everywhere, to check that the bench itself works.
     pub quick: bool,
-    /// The folder charts are written to (beside the report).
+    /// The folder charts are written to (`CHART_DIR` beside the report).
     pub chart_dir: PathBuf,
+}
+
+impl BenchOptions {
+    /// Where the chart file `name` is written.
+    pub fn chart_path(&self, name: &str) -> PathBuf {
+        self.chart_dir.join(name)
+    }
 }
 
 /// One section of the report.
@@ -34,8 +44,8 @@ pub struct Section {
     pub title: String,
     /// Its body: tables and the prose that says what was measured and how.
     pub markdown: String,
-    /// SVG files this section wrote, relative to the report's folder.
-    pub charts: Vec<PathBuf>,
+    /// Names of the SVG files this section wrote into `CHART_DIR`.
+    pub charts: Vec<String>,
 }
 
 /// The whole report: a header naming the machine and build, then each section.
@@ -62,7 +72,7 @@ impl Report {
                 section.markdown.trim_end()
             ));
             for chart in &section.charts {
-                out.push_str(&format!("\n![{}]({})\n", chart.display(), chart.display()));
+                out.push_str(&format!("\n![{chart}]({CHART_DIR}/{chart})\n"));
             }
             out.push('\n');
         }

@@ -6,7 +6,6 @@
 //! serve` process they start, so the controller's own cost is reported
 //! apart from the tools it runs.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -32,17 +31,12 @@ impl CpuTimes {
 
 /// Reads the CPU times of `pid` from `/proc/<pid>/stat`.
 pub fn cpu_times(pid: u32) -> anyhow::Result<CpuTimes> {
-    let path = proc_path(pid, "stat");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    parse_stat(&text, clock_ticks_per_second())
+    parse_stat(&read_proc(pid, "stat")?, CLOCK_TICKS_PER_SECOND)
 }
 
 /// Peak and current resident set size of `pid`, in bytes (`VmHWM`, `VmRSS`).
 pub fn memory(pid: u32) -> anyhow::Result<Memory> {
-    let path = proc_path(pid, "status");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_proc(pid, "status")?;
     Ok(Memory {
         peak_rss: status_kib(&text, "VmHWM:")? * 1024,
         rss: status_kib(&text, "VmRSS:")? * 1024,
@@ -58,15 +52,15 @@ pub struct Memory {
     pub rss: u64,
 }
 
-fn proc_path(pid: u32, file: &str) -> PathBuf {
-    PathBuf::from(format!("/proc/{pid}/{file}"))
+/// The text of `/proc/<pid>/<file>`.
+fn read_proc(pid: u32, file: &str) -> anyhow::Result<String> {
+    let path = format!("/proc/{pid}/{file}");
+    std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))
 }
 
 /// Linux reports stat times in clock ticks; USER_HZ is 100 on every
 /// architecture Linux exposes to user space, so no libc call is needed.
-fn clock_ticks_per_second() -> u64 {
-    100
-}
+const CLOCK_TICKS_PER_SECOND: u64 = 100;
 
 /// Parses `/proc/<pid>/stat`. The command name (field 2) is in parentheses
 /// and may hold spaces or parentheses, so fields are counted after the last

@@ -1,7 +1,7 @@
 //! Medians, spreads and latency percentiles for the bench report.
 
 /// The median of repeated measurements with their smallest and largest value.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,

@@ -3,12 +3,13 @@
 //!
 //! `cargo run --release -p autoforge-tests --bin bench -- --report docs/benchmarks.md`
 //! runs every section; `--only ingest` runs some; `--quick` checks the bench
-//! itself at a small size. Charts go to `benchmarks/` beside the report.
+//! itself at a small size. Charts go to `benchmarks/` (`CHART_DIR`) beside
+//! the report.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use autoforge_tests::bench::{BenchOptions, Report, Section, ingest};
+use autoforge_tests::bench::{BenchOptions, CHART_DIR, Report, Section, ingest};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -50,7 +51,7 @@ fn main() -> anyhow::Result<()> {
         .map(PathBuf::from)
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or_else(|| PathBuf::from("."));
-    let chart_dir = report_dir.join("benchmarks");
+    let chart_dir = report_dir.join(CHART_DIR);
     std::fs::create_dir_all(&chart_dir)
         .with_context(|| format!("creating {}", chart_dir.display()))?;
     let options = BenchOptions {

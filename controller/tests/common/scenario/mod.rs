@@ -432,9 +432,18 @@ impl Running {
     /// How many times `role` was launched.
     pub fn launches(&self, role: impl AsRole) -> u32 {
         let role = role.role().role_name();
-        std::fs::read_to_string(self.evidence.path().join(format!("{role}.count")))
-            .map(|text| text.trim().parse().expect("a launch count"))
-            .unwrap_or(0)
+        // `recorded.sh` claims launch N by creating `ROLE.N.claimed`.
+        let claimed = |entry: std::io::Result<std::fs::DirEntry>| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let n = name.strip_prefix(role)?.strip_prefix('.')?;
+            n.strip_suffix(".claimed")?.parse::<u32>().ok()
+        };
+        std::fs::read_dir(self.evidence.path())
+            .expect("the evidence folder")
+            .filter_map(claimed)
+            .count()
+            .try_into()
+            .expect("a launch count")
     }
 
     /// A path inside the evidence folder, for agents that keep a counter.

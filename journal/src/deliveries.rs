@@ -60,18 +60,26 @@ pub struct Delivery {
     pub error: Option<String>,
 }
 
+/// Refuses a delivery the inbox cannot key: it needs both ids.
+pub(crate) fn check_delivery(delivery: &NewDelivery) -> Result<()> {
+    if delivery.delivery_id.is_empty() || delivery.event.is_empty() {
+        return Err(JournalError::InvalidInput(
+            "a delivery needs a delivery id and an event".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 const DELIVERY_COLUMNS: &str = "id, delivery_id, event, action, repository, installation_id, \
      payload, received_at, next_attempt_at, claimed_by, attempts, processed_at, failed_at, error";
 
 impl Journal {
     /// Stores a delivery unless its id is already known. One round trip and
     /// durable on return, so ingress may acknowledge afterwards.
+    /// Ingress stores through [`crate::DeliveryCommitter`] instead, which
+    /// shares one commit among deliveries arriving together.
     pub async fn insert_delivery(&self, delivery: &NewDelivery) -> Result<InsertOutcome> {
-        if delivery.delivery_id.is_empty() || delivery.event.is_empty() {
-            return Err(JournalError::InvalidInput(
-                "a delivery needs a delivery id and an event".to_owned(),
-            ));
-        }
+        check_delivery(delivery)?;
         let id: Option<DeliveryId> = sqlx::query_scalar(
             "INSERT INTO deliveries \
                  (delivery_id, event, action, repository, installation_id, payload) \

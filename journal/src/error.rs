@@ -105,6 +105,14 @@ impl fmt::Display for DatabaseError {
     }
 }
 
+impl DatabaseError {
+    /// A failure known only by its description (one error answered to
+    /// several waiters, or a timeout of our own).
+    pub(crate) fn message(text: String) -> DatabaseError {
+        DatabaseError(text.into())
+    }
+}
+
 impl std::error::Error for DatabaseError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.source()

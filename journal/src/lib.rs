@@ -8,7 +8,8 @@
 //! - Start: [`Journal::connect`] (with `DATABASE_URL`, or the URL of a
 //!   [`localpg::LocalPostgres`] started under `<state_dir>/postgres`), then
 //!   [`Journal::migrate`]. `/readyz` asks [`Journal::migrations_current`].
-//! - Ingress: [`Journal::insert_delivery`]; workers
+//! - Ingress: a [`DeliveryCommitter`] ([`Journal::delivery_committer`]),
+//!   which shares one commit among deliveries arriving together; workers
 //!   [`Journal::claim_deliveries`], then mark them processed or failed.
 //! - A driver holds a run through a [`Lease`] ([`Journal::acquire_lease`],
 //!   renewed well before `expires_at`). Every write for the run takes the
@@ -31,6 +32,7 @@ mod deliveries;
 mod effects;
 mod error;
 mod github_ids;
+mod group_commit;
 mod holdings;
 mod ids;
 mod journal;
@@ -53,6 +55,7 @@ pub use effects::{
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
+pub use group_commit::{COMMITTERS, DeliveryCommitter, MAX_BATCH};
 pub use holdings::LeaseHolding;
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};

@@ -3,23 +3,30 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use autoforge_journal::{InsertOutcome, Journal, NewDelivery};
+use autoforge_journal::{DeliveryCommitter, InsertOutcome, Journal, NewDelivery};
 use tokio::sync::Notify;
 
 use crate::webhook::{DeliveryInbox, ReceivedDelivery, StoreOutcome};
 
-/// Stores deliveries with `Journal::insert_delivery`, which commits before
-/// it returns, so the route may acknowledge right after. Each new delivery
-/// wakes the local dispatcher, so it does not wait for its next idle poll.
+/// Stores deliveries through the journal's group commit
+/// ([`DeliveryCommitter`]), which answers only once the delivery's row is
+/// committed, so the route may acknowledge right after; deliveries that
+/// arrive together share that commit. Each new delivery wakes the local
+/// dispatcher, so it does not wait for its next idle poll.
 #[derive(Clone, Debug)]
 pub struct JournalInbox {
-    journal: Journal,
+    committer: DeliveryCommitter,
     wakeup: Arc<Notify>,
 }
 
 impl JournalInbox {
-    pub fn new(journal: Journal, wakeup: Arc<Notify>) -> Self {
-        JournalInbox { journal, wakeup }
+    /// Starts the journal's committer tasks (on the current runtime); they
+    /// end when the last clone of the inbox is dropped.
+    pub fn new(journal: &Journal, wakeup: Arc<Notify>) -> Self {
+        JournalInbox {
+            committer: journal.delivery_committer(),
+            wakeup,
+        }
     }
 }
 
@@ -41,7 +48,7 @@ impl DeliveryInbox for JournalInbox {
             installation_id,
             payload: delivery.body,
         };
-        match self.journal.insert_delivery(&row).await? {
+        match self.committer.insert(row).await? {
             InsertOutcome::Inserted(_) => {
                 self.wakeup.notify_one();
                 Ok(StoreOutcome::Stored)
@@ -75,7 +82,7 @@ mod tests {
     async fn a_delivery_is_stored_once_with_its_columns_and_raw_body() {
         let db = TestDatabase::fresh().await;
         let wakeup = Arc::new(Notify::new());
-        let inbox = JournalInbox::new(db.journal().clone(), Arc::clone(&wakeup));
+        let inbox = JournalInbox::new(db.journal(), Arc::clone(&wakeup));
         assert_eq!(
             inbox.store(delivery(Some(42))).await.unwrap(),
             StoreOutcome::Stored
@@ -97,7 +104,7 @@ mod tests {
     #[tokio::test]
     async fn an_installation_id_beyond_the_column_is_refused_not_wrapped() {
         let db = TestDatabase::fresh().await;
-        let inbox = JournalInbox::new(db.journal().clone(), Arc::new(Notify::new()));
+        let inbox = JournalInbox::new(db.journal(), Arc::new(Notify::new()));
         let error = inbox.store(delivery(Some(u64::MAX))).await.unwrap_err();
         assert!(error.to_string().contains("installation id"), "{error}");
         assert!(db.journal().get_delivery("guid-1").await.unwrap().is_none());

@@ -30,7 +30,7 @@ pub fn webhook_listener_router(
     webhook: impl Into<WebhookEndpoint>,
     wakeup: Arc<Notify>,
 ) -> Router {
-    webhook_router(JournalInbox::new(journal.clone(), wakeup), webhook).merge(probes(journal))
+    webhook_router(JournalInbox::new(&journal, wakeup), webhook).merge(probes(journal))
 }
 
 /// What the admin listener answers: the probes, and the dashboard and

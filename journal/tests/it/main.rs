@@ -6,6 +6,7 @@
 
 mod deliveries;
 mod effects;
+mod group_commit;
 mod holdings;
 mod launches;
 mod leases;

@@ -1,0 +1,276 @@
+//! Webhook ingest (#19 §1): how fast `/webhook` takes signed deliveries
+//! while each is durable before its answer, beside two references
+//! measured in the same run on the same machine:
+//!
+//! - autoforge: the webhook listener's router (what `autoforge serve`
+//!   mounts, from this release build) over the journal's group-commit
+//!   inbox, on a managed local Postgres with fsync and synchronous commit
+//!   on. Nothing dispatches the stored deliveries, so the figure is
+//!   ingress alone.
+//! - Probot: a minimal Probot app (`probot.rs`), which checks and parses
+//!   each delivery and stores nothing.
+//! - pgbench: Postgres inserting the same row with one durable commit per
+//!   row, the ceiling a one-commit-per-delivery design could reach.
+//!
+//! wrk drives autoforge and Probot with the same body, secret and load
+//! (`wrk.rs`); pgbench drives itself. Each repeat runs every target at
+//! every concurrency, in turn, so noise from the shared machine falls on
+//! all of them; the report gives medians of the repeats with their spread.
+
+mod postgres;
+mod probot;
+mod wrk;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use autoforge_journal::Journal;
+use autoforge_journal::localpg::{LocalPgOptions, LocalPostgres};
+use secrecy::SecretString;
+
+use super::chart::{Series, line_chart};
+use super::stats::Spread;
+use super::{BenchOptions, Section};
+
+/// The delivery every request carries: GitHub's `issue_comment.created`
+/// example, its comment grown until the body is [`BODY_BYTES`] long.
+const EXAMPLE: &str =
+    include_str!("../../../fixtures/github/webhooks/issue_comment.created.1.json");
+const BODY_BYTES: usize = 12_600;
+const EVENT: &str = "issue_comment";
+const SECRET: &str = "bench-webhook-secret";
+const PATH: &str = "/webhook";
+const CONCURRENCIES: [usize; 3] = [1, 16, 64];
+
+/// One load run's figures.
+#[derive(Debug, Clone, Copy)]
+pub struct Figures {
+    /// Requests answered (pgbench: transactions committed).
+    pub requests: u64,
+    pub rate: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+}
+
+/// The three things measured, in the order each repeat runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Autoforge,
+    Probot,
+    Pgbench,
+}
+
+const TARGETS: [Target; 3] = [Target::Autoforge, Target::Probot, Target::Pgbench];
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Autoforge => "autoforge",
+            Target::Probot => "Probot",
+            Target::Pgbench => "pgbench",
+        }
+    }
+}
+
+/// The body, exactly [`BODY_BYTES`] long.
+fn body() -> anyhow::Result<String> {
+    let mut payload: serde_json::Value = serde_json::from_str(EXAMPLE)?;
+    let compact = serde_json::to_string(&payload)?;
+    let missing = BODY_BYTES
+        .checked_sub(compact.len())
+        .context("the example is already larger than the bench's body")?;
+    let comment = payload["comment"]["body"]
+        .as_str()
+        .context("the example has a comment body")?;
+    let grown = format!("{comment}{}", "x".repeat(missing));
+    payload["comment"]["body"] = serde_json::Value::String(grown);
+    let body = serde_json::to_string(&payload)?;
+    if body.len() != BODY_BYTES {
+        bail!("the grown body is {} bytes, not {BODY_BYTES}", body.len());
+    }
+    Ok(body)
+}
+
+/// Every run's figures, per target and concurrency.
+#[derive(Default)]
+struct Measured {
+    runs: Vec<(Target, usize, Figures)>,
+}
+
+impl Measured {
+    fn spread(&self, target: Target, concurrency: usize, pick: fn(&Figures) -> f64) -> Spread {
+        let values: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|(t, c, _)| *t == target && *c == concurrency)
+            .map(|(_, _, figures)| pick(figures))
+            .collect();
+        Spread::of(&values).unwrap_or_default()
+    }
+}
+
+/// Runs the ingest section.
+pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
+    let scratch = tempfile::tempdir()?;
+    let body = body()?;
+    let body_file = scratch.path().join("body.json");
+    std::fs::write(&body_file, &body)?;
+    let secret = SecretString::from(SECRET.to_owned());
+    let signature = autoforge::webhook::sign_body(&secret, body.as_bytes());
+
+    let root = scratch.path().join("postgres");
+    let mut pg_options = LocalPgOptions::persistent();
+    pg_options.stop_on_drop = true;
+    let server =
+        tokio::task::spawn_blocking(move || LocalPostgres::start(&root, pg_options)).await??;
+    let journal = Journal::connect(&server.database_url()).await?;
+    journal.migrate().await?;
+    let postgres = postgres::Server::from_url(&server.database_url())?;
+
+    // Nobody dispatches here: the bench measures ingress alone.
+    let wakeup = Arc::new(tokio::sync::Notify::new());
+    let app = autoforge::serve::webhook_listener_router(journal.clone(), secret.clone(), wakeup);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let autoforge_url = format!("http://{}{PATH}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let probot = probot::Probot::start(SECRET, PATH).await?;
+
+    let delivery = wrk::Delivery {
+        body: &body_file,
+        signature: &signature,
+        event: EVENT,
+    };
+    let duration = Duration::from_secs(options.seconds);
+    let warm_up = Duration::from_secs(1);
+    for (url, name) in [(&autoforge_url, "autoforge"), (&probot.url, "probot")] {
+        wrk::load(url, &delivery, 16, warm_up, &format!("warm-{name}")).await?;
+    }
+    let mut measured = Measured::default();
+    for repeat in 0..options.repeats {
+        for concurrency in CONCURRENCIES {
+            for target in TARGETS {
+                postgres.reset().await?;
+                let prefix = format!("r{repeat}-c{concurrency}");
+                let figures = match target {
+                    Target::Autoforge => {
+                        let figures =
+                            wrk::load(&autoforge_url, &delivery, concurrency, duration, &prefix)
+                                .await?;
+                        // Every answered delivery has its row (a request
+                        // cut off when wrk stopped may have one too).
+                        let rows = postgres.deliveries().await?;
+                        if rows < figures.requests {
+                            bail!("{} deliveries answered but {rows} stored", figures.requests);
+                        }
+                        figures
+                    }
+                    Target::Probot => {
+                        wrk::load(&probot.url, &delivery, concurrency, duration, &prefix).await?
+                    }
+                    Target::Pgbench => {
+                        postgres
+                            .pgbench(concurrency, duration, &body, scratch.path())
+                            .await?
+                    }
+                };
+                eprintln!(
+                    "ingest: repeat {repeat} c{concurrency} {}: {:.0} req/s p99 {:.2} ms",
+                    target.name(),
+                    figures.rate,
+                    figures.p99_ms
+                );
+                measured.runs.push((target, concurrency, figures));
+            }
+        }
+    }
+    drop(probot);
+    journal.close().await;
+    drop(server);
+    report(options, &measured)
+}
+
+/// The section's tables and charts.
+fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section> {
+    let median = |target, concurrency, pick| measured.spread(target, concurrency, pick).median;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let mut throughput = Vec::new();
+    let mut latency = Vec::new();
+    for concurrency in CONCURRENCIES {
+        let rate = |target| measured.spread(target, concurrency, |f| f.rate);
+        let ours = median(Target::Autoforge, concurrency, |f| f.rate);
+        throughput.push(format!(
+            "| {concurrency} | {} | {} | {} | {:.2}× | {:.2}× |",
+            rate(Target::Autoforge).display(0),
+            rate(Target::Probot).display(0),
+            rate(Target::Pgbench).display(0),
+            ratio(ours, median(Target::Probot, concurrency, |f| f.rate)),
+            ratio(ours, median(Target::Pgbench, concurrency, |f| f.rate)),
+        ));
+        for target in TARGETS {
+            let spread = |pick| measured.spread(target, concurrency, pick).display(2);
+            latency.push(format!(
+                "| {concurrency} | {} | {} | {} | {} |",
+                target.name(),
+                spread(|f| f.p50_ms),
+                spread(|f| f.p99_ms),
+                spread(|f| f.p999_ms),
+            ));
+        }
+    }
+    let series = |pick: fn(&Figures) -> f64| -> Vec<Series> {
+        TARGETS
+            .iter()
+            .map(|&target| Series {
+                name: target.name().into(),
+                points: CONCURRENCIES
+                    .iter()
+                    .map(|&c| (c as f64, median(target, c, pick)))
+                    .collect(),
+            })
+            .collect()
+    };
+    let rate_chart = "ingest-throughput.svg";
+    line_chart(
+        &options.chart_path(rate_chart),
+        "Webhook ingest throughput",
+        "concurrency",
+        "requests/s",
+        &series(|f| f.rate),
+    )?;
+    let p99_chart = "ingest-p99.svg";
+    line_chart(
+        &options.chart_path(p99_chart),
+        "Webhook ingest p99 latency",
+        "concurrency",
+        "p99 ms",
+        &series(|f| f.p99_ms),
+    )?;
+    let markdown = format!(
+        "Signed `{EVENT}` deliveries of {BODY_BYTES} bytes, each with a delivery id of its \
+         own, posted by wrk (closed loop, keep-alive) for {} s per run; median of {} \
+         repeats (min–max), every target at every concurrency in each repeat, the inbox \
+         emptied and checkpointed before each run.\n\n\
+         - **autoforge**: the webhook listener of this build over the journal's group \
+           commit, on a local Postgres with fsync and synchronous commit on; every answer \
+           follows its delivery's durable commit (checked: rows ≥ answers after each run).\n\
+         - **Probot** {}: a no-op `issue_comment.created` handler behind Probot's Node \
+           middleware, same secret and body; it stores nothing.\n\
+         - **pgbench**: the same row inserted by pgbench (`--protocol=prepared`), one \
+           durable commit per row, on the same server.\n\n\
+         | concurrency | autoforge req/s | Probot req/s | pgbench tx/s | autoforge ÷ Probot | autoforge ÷ pgbench |\n\
+         |---|---|---|---|---|---|\n{}\n\n\
+         | concurrency | target | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|\n{}\n",
+        options.seconds,
+        options.repeats,
+        probot::PROBOT_VERSION,
+        throughput.join("\n"),
+        latency.join("\n"),
+    );
+    Ok(Section {
+        title: "Webhook ingest".into(),
+        markdown,
+        charts: vec![rate_chart.into(), p99_chart.into()],
+    })
+}

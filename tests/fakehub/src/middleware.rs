@@ -29,11 +29,23 @@ const MAX_LOGGED_REQUESTS: usize = 100_000;
 /// Largest response body the ETag layer buffers.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-pub async fn api_layer(
-    State(shared): State<Arc<Shared>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+pub async fn api_layer(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    // GitHub finishes a request that reached it even when the client goes
+    // away (a controller killed mid-request): the write lands and is
+    // logged. Served on a task of its own, the request is not cancelled
+    // with the client's connection, so the log never misses a write that
+    // landed.
+    let served = tokio::spawn(serve_request(shared, req, next));
+    served.await.unwrap_or_else(|error| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("fakehub: the request's task failed: {error}"),
+        )
+            .into_response()
+    })
+}
+
+async fn serve_request(shared: Arc<Shared>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().clone();
     let route = req

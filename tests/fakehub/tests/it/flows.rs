@@ -1280,3 +1280,70 @@ async fn a_held_read_waits_for_its_release_through_the_control_api_and_sees_the_
     assert_eq!(read.await.unwrap()["title"], "after");
     assert_eq!(held().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_client_goes_away_still_lands_and_is_logged() {
+    let w = world().await;
+    let base = w.hub.base_url().to_owned();
+    let created = w
+        .http
+        .post(format!("{base}/repos/alice/widgets/issues"))
+        .bearer_auth(&w.alice)
+        .json(&json!({"title": "before"}))
+        .send()
+        .await
+        .unwrap();
+    let number = created.json::<Value>().await.unwrap()["number"].clone();
+    let issue = format!("{base}/repos/alice/widgets/issues/{number}");
+    let route = "/repos/{owner}/{repo}/issues/{number}";
+    w.hub
+        .set_faults(vec![FaultRule::hold("PATCH", route, "gone")]);
+    // The client sends its write, then goes away (as a controller killed
+    // mid-request does) while GitHub is still working on it.
+    let write = tokio::spawn({
+        let (http, token, issue) = (w.http.clone(), w.alice.clone(), issue.clone());
+        async move {
+            http.patch(issue)
+                .bearer_auth(token)
+                .json(&json!({"title": "after"}))
+                .send()
+                .await
+        }
+    });
+    while w.hub.held("gone") == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    write.abort();
+    assert!(write.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        w.hub.release("gone"),
+        1,
+        "the write still waits to be served"
+    );
+    w.hub.set_faults(vec![]);
+    let mut logged = None;
+    for _ in 0..100 {
+        logged = w
+            .hub
+            .requests()
+            .into_iter()
+            .find(|r| r.method == "PATCH" && r.route == route);
+        if logged.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(logged.map(|r| r.status), Some(200), "the write is logged");
+    let read = w
+        .http
+        .get(&issue)
+        .bearer_auth(&w.alice)
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(read["title"], "after", "the write landed");
+}

@@ -105,10 +105,17 @@ async fn commit_loop(
         if received == 0 {
             return;
         }
+        // A request that gave up waiting (answered 503, so GitHub will
+        // deliver it again) needs no row: after an outage the backlog of
+        // abandoned deliveries is not written before the live ones.
+        batch.retain(|pending| !pending.answer.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
         let deliveries: Vec<&NewDelivery> = batch.iter().map(|p| &p.delivery).collect();
         let outcomes = commit(&options, &mut connection, &deliveries).await;
         for (pending, outcome) in batch.drain(..).zip(outcomes) {
-            // A request that gave up waiting (its 503 already sent) is
+            // A request that gave up while its batch was committing is
             // gone; its row, if committed, makes the redelivery a duplicate.
             let _ = pending.answer.send(outcome);
         }
@@ -135,10 +142,22 @@ async fn commit(
             // as duplicates now: durable either way.
             *connection = None;
             let mut outcomes = Vec::with_capacity(deliveries.len());
+            // Once the server cannot be reached, the rest fail at once
+            // rather than each waiting for a connection of its own.
+            let mut unreachable: Option<String> = None;
             for delivery in deliveries {
+                if let Some(why) = &unreachable {
+                    outcomes.push(Err(JournalError::Database(DatabaseError::message(
+                        why.clone(),
+                    ))));
+                    continue;
+                }
                 let outcome = match connected(options, connection).await {
                     Ok(conn) => insert_batch(conn, &[*delivery]).await,
-                    Err(error) => Err(error),
+                    Err(error) => {
+                        unreachable = Some(error.to_string());
+                        Err(error)
+                    }
                 };
                 let outcome =
                     outcome.and_then(|mut one| one.pop().unwrap_or_else(|| Err(stopped())));

@@ -26,6 +26,8 @@ pub struct DemoReport {
     /// `kind → stage → count`.
     pub effects: BTreeMap<String, BTreeMap<String, u64>>,
     pub github_requests: RequestSummary,
+    /// Agent launches of every run (relaunches included).
+    pub agent_launches: i64,
     /// Objects beyond the first that share a marker identity; must be 0.
     pub duplicates: u64,
     /// The identities behind `duplicates`, for diagnosis.
@@ -57,6 +59,8 @@ pub struct RequestSummary {
     pub by_controller: ReadWrite,
     /// `"METHOD route" → count`.
     pub by_route: BTreeMap<String, u64>,
+    /// `"METHOD route" → count` of the controller's requests only.
+    pub controller_by_route: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
@@ -80,17 +84,19 @@ pub fn summarize_requests(records: &[fakehub::world::RequestRecord]) -> RequestS
         } else {
             summary.writes += 1;
         }
+        let route = format!("{} {}", record.method, record.route);
         if matches!(record.token_kind.as_str(), "installation" | "app_jwt") {
             if read {
                 summary.by_controller.reads += 1;
             } else {
                 summary.by_controller.writes += 1;
             }
+            *summary
+                .controller_by_route
+                .entry(route.clone())
+                .or_default() += 1;
         }
-        *summary
-            .by_route
-            .entry(format!("{} {}", record.method, record.route))
-            .or_default() += 1;
+        *summary.by_route.entry(route).or_default() += 1;
     }
     summary
 }
@@ -244,6 +250,12 @@ pub async fn build(
         .values()
         .map(|objects| u64::try_from(objects.len().saturating_sub(1)).unwrap_or(u64::MAX))
         .sum();
+    let run_ids: Vec<_> = runs.iter().map(|run| run.id).collect();
+    let agent_launches = journal
+        .launch_totals(&run_ids)
+        .await
+        .context("cannot count the agent launches")?
+        .launches;
     let mut runs: Vec<ReportedRun> = runs
         .into_iter()
         .map(|run| ReportedRun {
@@ -257,6 +269,7 @@ pub async fn build(
         .collect();
     runs.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(DemoReport {
+        agent_launches,
         outcome: outcome.to_owned(),
         runs,
         effects,
@@ -400,5 +413,13 @@ mod tests {
         );
         assert_eq!(summary.by_route["GET /repos/{owner}/{repo}"], 2);
         assert_eq!(summary.by_route["POST /repos/{owner}/{repo}/issues"], 1);
+        assert_eq!(
+            summary
+                .controller_by_route
+                .get("POST /repos/{owner}/{repo}/issues"),
+            None,
+            "a person's request is not the controller's"
+        );
+        assert_eq!(summary.controller_by_route["GET /repos/{owner}/{repo}"], 2);
     }
 }

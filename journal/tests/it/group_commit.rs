@@ -143,3 +143,16 @@ async fn a_committer_whose_connection_was_cut_reconnects_and_stores_the_next_del
         assert!(matches!(outcome, InsertOutcome::Inserted(_)), "{id}");
     }
 }
+
+#[tokio::test]
+async fn a_delivery_whose_request_gave_up_before_its_commit_is_not_stored() {
+    use futures_util::FutureExt;
+    let db = TestDatabase::fresh().await;
+    let committer = db.journal().delivery_committer();
+    // Queued, then abandoned before a committer ran (as ingress does when
+    // its store timeout passes and it answers 503): GitHub delivers it again.
+    assert!(committer.insert(delivery("gave-up")).now_or_never().is_none());
+    let kept = committer.insert(delivery("kept")).await.unwrap();
+    assert!(matches!(kept, InsertOutcome::Inserted(_)));
+    assert!(db.journal().get_delivery("gave-up").await.unwrap().is_none());
+}

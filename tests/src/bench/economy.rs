@@ -1,0 +1,189 @@
+//! GitHub API economy (#19 §2): the requests the controller makes for the
+//! demo's workload (an EPIC of three issues: implement, review rounds with
+//! a finding and its fix, a follow-up issue, auto merge, EPIC updates), as
+//! fakehub counts them, by route and split into reads and writes, next to
+//! the fewest the SPEC allows for the same work.
+//!
+//! The minimum is derived from what the run did (its effects, launches and
+//! merges, from the demo's report), one rule per line:
+//!
+//! - every write is one request (SPEC §6 rule 2: sent once);
+//! - every effect reads its identity before the send and again after it
+//!   (rule 2: reconcile, send, reconcile; rule 5: the append kinds digest
+//!   the body before and read it back after): two reads;
+//! - a push is sent over git, but its ref is read before and after: two
+//!   reads;
+//! - a launch's read-context needs its subject and that subject's
+//!   conversation (the issue or PR and its comments, or the EPIC and its
+//!   sub-issues): two reads;
+//! - a merge is gated on the head's checks: one read beyond the merge
+//!   effect's own;
+//! - a run starts on a fresh read of the labeller's permission and of the
+//!   issue: two reads;
+//! - installation tokens are minted as the controller needs them: counted
+//!   as made.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::chart::bar_chart;
+use super::{BenchOptions, Section};
+
+/// One line of the derived minimum.
+struct Need {
+    what: String,
+    reads: u64,
+    writes: u64,
+    rule: &'static str,
+}
+
+/// Runs the demo in-process and reads its report.
+async fn demo_report() -> anyhow::Result<Value> {
+    let folder = tempfile::tempdir()?;
+    let report = folder.path().join("report.json");
+    let options = autoforge::demo::DemoOptions {
+        state_dir: Some(folder.path().join("state")),
+        report: Some(report.clone()),
+        keep: false,
+        timeout: Duration::from_secs(600),
+        config: None,
+        agents: None,
+    };
+    let end = autoforge::demo::run(&options).await?;
+    if end != autoforge::demo::DemoEnd::Done {
+        bail!("the demo did not finish: {end:?}");
+    }
+    let text = std::fs::read_to_string(&report).context("the demo's report")?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn count(value: &Value) -> u64 {
+    value.as_u64().unwrap_or(0)
+}
+
+/// The fewest requests the SPEC allows for what the demo's run did.
+fn minimum(report: &Value) -> anyhow::Result<Vec<Need>> {
+    let effects = report["effects"]
+        .as_object()
+        .context("the report's effects")?;
+    let observed = |kind: &str| count(&effects.get(kind).cloned().unwrap_or_default()["observed"]);
+    let mut needs = Vec::new();
+    for (kind, stages) in effects {
+        let n = count(&stages["observed"]);
+        if kind == "push" {
+            needs.push(Need {
+                what: format!("{n} × push (over git)"),
+                reads: 2 * n,
+                writes: 0,
+                rule: "the ref read before and after the push",
+            });
+        } else {
+            needs.push(Need {
+                what: format!("{n} × {kind}"),
+                reads: 2 * n,
+                writes: n,
+                rule: "one send; the identity read before and after it",
+            });
+        }
+    }
+    let launches = count(&report["agent_launches"]);
+    needs.push(Need {
+        what: format!("{launches} agent launches"),
+        reads: 2 * launches,
+        writes: 0,
+        rule: "each launch's subject and its conversation",
+    });
+    let merges = observed("merge_pr");
+    needs.push(Need {
+        what: format!("{merges} merge gates"),
+        reads: merges,
+        writes: 0,
+        rule: "the head's checks before merging",
+    });
+    let runs = report["runs"].as_array().map_or(0, Vec::len) as u64;
+    needs.push(Need {
+        what: format!("{runs} run start"),
+        reads: 2 * runs,
+        writes: 0,
+        rule: "the labeller's permission and the issue, read fresh",
+    });
+    let routes = &report["github_requests"]["controller_by_route"];
+    let tokens = count(&routes["POST /app/installations/{id}/access_tokens"]);
+    needs.push(Need {
+        what: format!("{tokens} installation tokens"),
+        reads: 0,
+        writes: tokens,
+        rule: "minted as needed",
+    });
+    Ok(needs)
+}
+
+/// Runs the economy section.
+pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
+    let report = demo_report().await?;
+    let requests = &report["github_requests"];
+    let made_reads = count(&requests["by_controller"]["reads"]);
+    let made_writes = count(&requests["by_controller"]["writes"]);
+    let routes: BTreeMap<String, u64> = requests["controller_by_route"]
+        .as_object()
+        .context("the report's controller routes")?
+        .iter()
+        .map(|(route, n)| (route.clone(), count(n)))
+        .collect();
+    let mut by_count: Vec<(&String, &u64)> = routes.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let needs = minimum(&report)?;
+    let least_reads: u64 = needs.iter().map(|n| n.reads).sum();
+    let least_writes: u64 = needs.iter().map(|n| n.writes).sum();
+    let made = made_reads + made_writes;
+    let least = least_reads + least_writes;
+    let issues = count(&report["effects"]["merge_pr"]["observed"]).max(1);
+    let ratio = made as f64 / least.max(1) as f64;
+
+    let chart = "economy-routes.svg";
+    let bars: Vec<(String, f64)> = by_count
+        .iter()
+        .take(12)
+        .map(|(route, n)| ((*route).clone(), **n as f64))
+        .collect();
+    bar_chart(
+        &options.chart_path(chart),
+        "Controller requests by route (demo EPIC of 3)",
+        "requests",
+        &bars,
+    )?;
+    let route_rows: Vec<String> = by_count
+        .iter()
+        .map(|(route, n)| format!("| `{route}` | {n} |"))
+        .collect();
+    let need_rows: Vec<String> = needs
+        .iter()
+        .map(|n| format!("| {} | {} | {} | {} |", n.what, n.reads, n.writes, n.rule))
+        .collect();
+    let markdown = format!(
+        "The demo's workload (`autoforge demo`: an EPIC of three issues with a review \
+         finding, its fix, a follow-up issue, auto merge and EPIC updates), run once \
+         in-process; requests counted by fakehub, the controller's own only (the demo's \
+         operator seeding the world is left out). Request counts do not depend on the \
+         machine's speed, so one run is the figure.\n\n\
+         | | reads | writes | total | per merged issue |\n|---|---|---|---|---|\n\
+         | made | {made_reads} | {made_writes} | {made} | {:.0} |\n\
+         | minimum (derived below) | {least_reads} | {least_writes} | {least} | {:.0} |\n\
+         | made ÷ minimum | | | **{ratio:.2}×** | |\n\n\
+         The minimum, from what the run did (its effects, launches and merges):\n\n\
+         | work | reads | writes | rule (SPEC §6) |\n|---|---|---|---|\n{}\n\n\
+         Requests made, by route:\n\n| route | requests |\n|---|---|\n{}\n",
+        made as f64 / issues as f64,
+        least as f64 / issues as f64,
+        need_rows.join("\n"),
+        route_rows.join("\n"),
+    );
+    Ok(Section {
+        title: "GitHub API economy".into(),
+        markdown,
+        charts: vec![chart.into()],
+    })
+}

@@ -41,7 +41,7 @@ struct Need {
 }
 
 /// Runs the demo in-process and reads its report.
-async fn demo_report() -> anyhow::Result<Value> {
+pub(crate) async fn demo_report() -> anyhow::Result<Value> {
     let folder = tempfile::tempdir()?;
     let report = folder.path().join("report.json");
     let options = autoforge::demo::DemoOptions {
@@ -60,7 +60,7 @@ async fn demo_report() -> anyhow::Result<Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-fn count(value: &Value) -> u64 {
+pub(crate) fn count(value: &Value) -> u64 {
     value.as_u64().unwrap_or(0)
 }
 

@@ -6,6 +6,7 @@
 //! machine is shared and noisy; nothing here asserts a timing.
 
 pub mod chart;
+pub mod cycle;
 pub mod economy;
 pub mod ingest;
 pub mod procstat;

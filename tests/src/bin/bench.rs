@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use autoforge_tests::bench::{BenchOptions, CHART_DIR, Report, Section, economy, ingest};
+use autoforge_tests::bench::{BenchOptions, CHART_DIR, Report, Section, cycle, economy, ingest};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -33,7 +33,7 @@ struct Args {
 }
 
 /// Every section, in report order.
-const SECTIONS: &[&str] = &["ingest", "economy"];
+const SECTIONS: &[&str] = &["ingest", "economy", "cycle"];
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -72,6 +72,7 @@ fn main() -> anyhow::Result<()> {
         let section: Section = match name {
             "ingest" => runtime.block_on(ingest::run(&options))?,
             "economy" => runtime.block_on(economy::run(&options))?,
+            "cycle" => runtime.block_on(cycle::run(&options))?,
             other => bail!("section {other} has no runner"),
         };
         report.sections.push(section);

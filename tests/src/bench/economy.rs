@@ -187,3 +187,34 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
         charts: vec![chart.into()],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_minimum_counts_a_send_and_two_reads_per_effect_and_the_fixed_reads() {
+        let report = json!({
+            "effects": {
+                "post_comment": {"observed": 2},
+                "push": {"observed": 1},
+                "merge_pr": {"observed": 1}
+            },
+            "agent_launches": 3,
+            "runs": [{"id": "1"}],
+            "github_requests": {"controller_by_route": {
+                "POST /app/installations/{id}/access_tokens": 1
+            }}
+        });
+        let needs = minimum(&report).unwrap();
+        let reads: u64 = needs.iter().map(|n| n.reads).sum();
+        let writes: u64 = needs.iter().map(|n| n.writes).sum();
+        // Effects 2×2 + 1×2 (push) + 1×2 (merge); launches 3×2; one merge
+        // gate; the run's start 2.
+        assert_eq!(reads, 4 + 2 + 2 + 6 + 1 + 2);
+        // Two comments, one merge, one token; the push goes over git.
+        assert_eq!(writes, 2 + 1 + 1);
+    }
+}

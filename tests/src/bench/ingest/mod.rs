@@ -274,3 +274,18 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
         charts: vec![rate_chart.into(), p99_chart.into()],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_bench_body_is_a_comment_event_of_exactly_the_stated_size() {
+        let body = body().unwrap();
+        assert_eq!(body.len(), BODY_BYTES);
+        let parsed: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(parsed["action"], "created");
+        assert!(parsed["comment"]["body"].as_str().unwrap().ends_with("xxx"));
+    }
+}

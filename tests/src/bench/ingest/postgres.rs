@@ -151,3 +151,23 @@ impl Server {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_socket_url_becomes_libpq_variables_with_the_password_out_of_argv() {
+        let url = SecretString::from(
+            "postgres://postgres:abc123@localhost:5433/postgres?host=/tmp/pg sock".to_owned(),
+        );
+        let server = Server::from_url(&url).unwrap();
+        let env: std::collections::BTreeMap<_, _> = server.env.iter().cloned().collect();
+        assert_eq!(env["PGHOST"], "/tmp/pg sock");
+        assert_eq!(env["PGPORT"], "5433");
+        assert_eq!(env["PGUSER"], "postgres");
+        assert_eq!(env["PGPASSWORD"], "abc123");
+        assert_eq!(env["PGDATABASE"], "postgres");
+    }
+}

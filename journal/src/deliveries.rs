@@ -60,6 +60,28 @@ pub struct Delivery {
     pub error: Option<String>,
 }
 
+/// One delivery in one statement (its own commit outside a transaction).
+pub(crate) async fn insert_one<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    delivery: &NewDelivery,
+) -> Result<InsertOutcome> {
+    let id: Option<DeliveryId> = sqlx::query_scalar(
+        "INSERT INTO deliveries \
+             (delivery_id, event, action, repository, installation_id, payload) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (delivery_id) DO NOTHING RETURNING id",
+    )
+    .bind(&delivery.delivery_id)
+    .bind(&delivery.event)
+    .bind(&delivery.action)
+    .bind(&delivery.repository)
+    .bind(delivery.installation_id)
+    .bind(&delivery.payload)
+    .fetch_optional(executor)
+    .await?;
+    Ok(id.map_or(InsertOutcome::Duplicate, InsertOutcome::Inserted))
+}
+
 /// Refuses a delivery the inbox cannot key: it needs both ids.
 pub(crate) fn check_delivery(delivery: &NewDelivery) -> Result<()> {
     if delivery.delivery_id.is_empty() || delivery.event.is_empty() {
@@ -80,21 +102,7 @@ impl Journal {
     /// shares one commit among deliveries arriving together.
     pub async fn insert_delivery(&self, delivery: &NewDelivery) -> Result<InsertOutcome> {
         check_delivery(delivery)?;
-        let id: Option<DeliveryId> = sqlx::query_scalar(
-            "INSERT INTO deliveries \
-                 (delivery_id, event, action, repository, installation_id, payload) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (delivery_id) DO NOTHING RETURNING id",
-        )
-        .bind(&delivery.delivery_id)
-        .bind(&delivery.event)
-        .bind(&delivery.action)
-        .bind(&delivery.repository)
-        .bind(delivery.installation_id)
-        .bind(&delivery.payload)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(id.map_or(InsertOutcome::Duplicate, InsertOutcome::Inserted))
+        insert_one(&self.pool, delivery).await
     }
 
     /// Claims up to `limit` due, unfinished deliveries, oldest first, for

@@ -13,7 +13,7 @@
 //! with one `INSERT … SELECT FROM unnest(…)`; while it waits for that
 //! commit, the other task collects the next batch, so the disk is never
 //! idle under load. A lone delivery goes straight through: one round trip
-//! of a prepared statement.
+//! of a prepared single-row insert.
 //!
 //! A batch that fails (a lost connection, or one row Postgres refuses) is
 //! tried again row by row on a fresh connection, so one bad delivery fails
@@ -27,7 +27,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgConnection};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::deliveries::{InsertOutcome, NewDelivery, check_delivery};
+use crate::deliveries::{InsertOutcome, NewDelivery, check_delivery, insert_one};
 use crate::error::{DatabaseError, JournalError, Result};
 use crate::ids::DeliveryId;
 use crate::journal::Journal;
@@ -196,6 +196,11 @@ async fn insert_batch(
     connection: &mut PgConnection,
     deliveries: &[&NewDelivery],
 ) -> Result<Vec<Result<InsertOutcome>>> {
+    // A lone delivery (all of them at concurrency 1) takes the plain
+    // insert: no arrays to encode and unpack.
+    if let [delivery] = deliveries {
+        return Ok(vec![Ok(insert_one(&mut *connection, delivery).await?)]);
+    }
     let ids: Vec<&str> = deliveries.iter().map(|d| d.delivery_id.as_str()).collect();
     let events: Vec<&str> = deliveries.iter().map(|d| d.event.as_str()).collect();
     let actions: Vec<Option<&str>> = deliveries.iter().map(|d| d.action.as_deref()).collect();

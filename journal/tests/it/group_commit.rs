@@ -151,8 +151,19 @@ async fn a_delivery_whose_request_gave_up_before_its_commit_is_not_stored() {
     let committer = db.journal().delivery_committer();
     // Queued, then abandoned before a committer ran (as ingress does when
     // its store timeout passes and it answers 503): GitHub delivers it again.
-    assert!(committer.insert(delivery("gave-up")).now_or_never().is_none());
+    assert!(
+        committer
+            .insert(delivery("gave-up"))
+            .now_or_never()
+            .is_none()
+    );
     let kept = committer.insert(delivery("kept")).await.unwrap();
     assert!(matches!(kept, InsertOutcome::Inserted(_)));
-    assert!(db.journal().get_delivery("gave-up").await.unwrap().is_none());
+    assert!(
+        db.journal()
+            .get_delivery("gave-up")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

@@ -22,6 +22,9 @@ n=1
 while ! mkdir "$dir/$name.$n.claimed" 2>/dev/null; do
     n=$((n + 1))
 done
+# The latest number, for the `by_launch` agents, which read it to know
+# which launch they are (they serve one run, so launches do not overlap).
+echo "$n" > "$dir/$name.count"
 cat > "$dir/$name.$n.prompt"
 # The environment the launch was given, for the secrets scan.
 env > "$dir/$name.$n.env"

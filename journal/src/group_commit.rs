@@ -33,7 +33,7 @@ use crate::ids::DeliveryId;
 use crate::journal::Journal;
 
 /// Tasks committing batches at once: one commits while the other gathers.
-pub const COMMITTERS: usize = 2;
+const COMMITTERS: usize = 2;
 
 /// The most deliveries one commit carries (ingress lets 32 requests store
 /// at once, so a batch is rarely larger).
@@ -58,7 +58,7 @@ pub struct DeliveryCommitter {
 }
 
 impl Journal {
-    /// Starts [`COMMITTERS`] committer tasks on the current tokio runtime.
+    /// Starts the committer tasks (`COMMITTERS`) on the current tokio runtime.
     pub fn delivery_committer(&self) -> DeliveryCommitter {
         let (queue, incoming) = mpsc::channel(MAX_BATCH * COMMITTERS * 4);
         let incoming = Arc::new(Mutex::new(incoming));
@@ -133,43 +133,38 @@ async fn commit(
         Ok(conn) => insert_batch(conn, deliveries).await,
         Err(error) => return deliveries.iter().map(|_| Err(copy_of(&error))).collect(),
     };
-    match batched {
-        Ok(outcomes) => outcomes,
-        Err(_) => {
-            // A fresh connection in case the old one broke; then each
-            // delivery alone, so only a row Postgres refuses fails. A batch
-            // that committed although its answer was lost shows its rows
-            // as duplicates now: durable either way.
-            *connection = None;
-            let mut outcomes = Vec::with_capacity(deliveries.len());
-            // Once the server cannot be reached, the rest fail at once
-            // rather than each waiting for a connection of its own.
-            let mut unreachable: Option<String> = None;
-            for delivery in deliveries {
-                if let Some(why) = &unreachable {
-                    outcomes.push(Err(JournalError::Database(DatabaseError::message(
-                        why.clone(),
-                    ))));
-                    continue;
-                }
-                let outcome = match connected(options, connection).await {
-                    Ok(conn) => insert_batch(conn, &[*delivery]).await,
-                    Err(error) => {
-                        unreachable = Some(error.to_string());
-                        Err(error)
-                    }
-                };
-                let outcome =
-                    outcome.and_then(|mut one| one.pop().unwrap_or_else(|| Err(stopped())));
-                if outcome.is_err() {
-                    // It may have been the connection that failed.
-                    *connection = None;
-                }
-                outcomes.push(outcome);
-            }
-            outcomes
-        }
+    if let Ok(outcomes) = batched {
+        return outcomes.into_iter().map(Ok).collect();
     }
+    // A fresh connection in case the old one broke; then each delivery
+    // alone, so only a row Postgres refuses fails. A batch that committed
+    // although its answer was lost shows its rows as duplicates now:
+    // durable either way.
+    *connection = None;
+    let mut outcomes = Vec::with_capacity(deliveries.len());
+    // Once the server cannot be reached, the rest fail at once rather than
+    // each waiting for a connection of its own.
+    let mut unreachable: Option<JournalError> = None;
+    for delivery in deliveries {
+        if let Some(error) = &unreachable {
+            outcomes.push(Err(copy_of(error)));
+            continue;
+        }
+        let outcome = match connected(options, connection).await {
+            Ok(conn) => insert_one(conn, delivery).await,
+            Err(error) => {
+                let answered = copy_of(&error);
+                unreachable = Some(error);
+                Err(answered)
+            }
+        };
+        if outcome.is_err() {
+            // It may have been the connection that failed.
+            *connection = None;
+        }
+        outcomes.push(outcome);
+    }
+    outcomes
 }
 
 /// The committer's connection, opened now if it has none.
@@ -177,17 +172,17 @@ async fn connected<'c>(
     options: &PgConnectOptions,
     connection: &'c mut Option<PgConnection>,
 ) -> Result<&'c mut PgConnection> {
-    if connection.is_none() {
-        let opened = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
+    let open = match connection.take() {
+        Some(open) => open,
+        None => tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
             .await
             .map_err(|_| {
                 JournalError::Database(DatabaseError::message(format!(
                     "no database connection within {CONNECT_TIMEOUT:?}"
                 )))
-            })??;
-        *connection = Some(opened);
-    }
-    connection.as_mut().ok_or_else(stopped)
+            })??,
+    };
+    Ok(connection.insert(open))
 }
 
 /// One multi-row insert; a delivery id already stored, or earlier in the
@@ -195,11 +190,11 @@ async fn connected<'c>(
 async fn insert_batch(
     connection: &mut PgConnection,
     deliveries: &[&NewDelivery],
-) -> Result<Vec<Result<InsertOutcome>>> {
+) -> Result<Vec<InsertOutcome>> {
     // A lone delivery (all of them at concurrency 1) takes the plain
     // insert: no arrays to encode and unpack.
     if let [delivery] = deliveries {
-        return Ok(vec![Ok(insert_one(&mut *connection, delivery).await?)]);
+        return Ok(vec![insert_one(&mut *connection, delivery).await?]);
     }
     let ids: Vec<&str> = deliveries.iter().map(|d| d.delivery_id.as_str()).collect();
     let events: Vec<&str> = deliveries.iter().map(|d| d.event.as_str()).collect();
@@ -232,9 +227,9 @@ async fn insert_batch(
     Ok(ids
         .iter()
         .map(|delivery_id| {
-            Ok(stored
+            stored
                 .remove(*delivery_id)
-                .map_or(InsertOutcome::Duplicate, InsertOutcome::Inserted))
+                .map_or(InsertOutcome::Duplicate, InsertOutcome::Inserted)
         })
         .collect())
 }

@@ -55,7 +55,7 @@ pub use effects::{
 };
 pub use error::{ActiveRunScope, DatabaseError, JournalError};
 pub use github_ids::{CommitSha, GithubIdError, IssueNumber, PullNumber};
-pub use group_commit::{COMMITTERS, DeliveryCommitter, MAX_BATCH};
+pub use group_commit::{DeliveryCommitter, MAX_BATCH};
 pub use holdings::LeaseHolding;
 pub use ids::{AnswerId, DeliveryId, EffectId, LaunchId, RunId};
 pub use journal::{DEFAULT_MAX_CONNECTIONS, Journal, JournalTx};

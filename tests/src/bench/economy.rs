@@ -71,7 +71,11 @@ fn minimum(report: &Value) -> anyhow::Result<Vec<Need>> {
     let effects = report["effects"]
         .as_object()
         .context("the report's effects")?;
-    let observed = |kind: &str| count(&effects.get(kind).cloned().unwrap_or_default()["observed"]);
+    let observed = |kind: &str| {
+        effects
+            .get(kind)
+            .map_or(0, |stages| count(&stages["observed"]))
+    };
     let mut needs = Vec::new();
     for (kind, stages) in effects {
         let n = count(&stages["observed"]);

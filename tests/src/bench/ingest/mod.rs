@@ -74,6 +74,33 @@ impl Target {
     }
 }
 
+/// Runs one of the measuring tools (wrk, pgbench, psql) to its end: its
+/// standard output, or an error with both streams when it fails. `source`
+/// says where the tool comes from, for when it cannot start.
+async fn tool_output(
+    command: &mut tokio::process::Command,
+    source: &str,
+) -> anyhow::Result<String> {
+    let program = command
+        .as_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
+    let output = command
+        .output()
+        .await
+        .with_context(|| format!("starting {program} ({source})"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        bail!(
+            "{program} failed ({}): {stdout}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(stdout)
+}
+
 /// The body, exactly [`BODY_BYTES`] long.
 fn body() -> anyhow::Result<String> {
     let mut payload: serde_json::Value = serde_json::from_str(EXAMPLE)?;
@@ -92,6 +119,14 @@ fn body() -> anyhow::Result<String> {
     }
     Ok(body)
 }
+
+/// A chart of the section: its file, title, y axis and the figure drawn.
+type Chart = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Figures) -> f64,
+);
 
 /// Every run's figures, per target and concurrency.
 #[derive(Default)]
@@ -231,22 +266,29 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
             })
             .collect()
     };
-    let rate_chart = "ingest-throughput.svg";
-    line_chart(
-        &options.chart_path(rate_chart),
-        "Webhook ingest throughput",
-        "concurrency",
-        "requests/s",
-        &series(|f| f.rate),
-    )?;
-    let p99_chart = "ingest-p99.svg";
-    line_chart(
-        &options.chart_path(p99_chart),
-        "Webhook ingest p99 latency",
-        "concurrency",
-        "p99 ms",
-        &series(|f| f.p99_ms),
-    )?;
+    let charts: [Chart; 2] = [
+        (
+            "ingest-throughput.svg",
+            "Webhook ingest throughput",
+            "requests/s",
+            |f| f.rate,
+        ),
+        (
+            "ingest-p99.svg",
+            "Webhook ingest p99 latency",
+            "p99 ms",
+            |f| f.p99_ms,
+        ),
+    ];
+    for (file, title, y_label, pick) in charts {
+        line_chart(
+            &options.chart_path(file),
+            title,
+            "concurrency",
+            y_label,
+            &series(pick),
+        )?;
+    }
     let markdown = format!(
         "Signed `{EVENT}` deliveries of {BODY_BYTES} bytes, each with a delivery id of its \
          own, posted by wrk (closed loop, keep-alive) for {} s per run; median of {} \
@@ -271,7 +313,7 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
     Ok(Section {
         title: "Webhook ingest".into(),
         markdown,
-        charts: vec![rate_chart.into(), p99_chart.into()],
+        charts: charts.iter().map(|(file, ..)| (*file).into()).collect(),
     })
 }
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::process::Command;
 
@@ -60,16 +60,14 @@ impl Server {
 
     /// Runs `sql` with psql; its output, trimmed.
     pub async fn psql(&self, sql: &str) -> anyhow::Result<String> {
-        let output = self
-            .command("psql")
-            .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql])
-            .output()
-            .await
-            .context("starting psql")?;
-        if !output.status.success() {
-            bail!("psql {sql}: {}", String::from_utf8_lossy(&output.stderr));
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        let output = super::tool_output(
+            self.command("psql")
+                .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql]),
+            "Debian's postgresql-client package has it",
+        )
+        .await
+        .with_context(|| format!("psql {sql}"))?;
+        Ok(output.trim().to_owned())
     }
 
     /// An empty inbox and a fresh checkpoint, so each run starts alike.
@@ -102,27 +100,19 @@ impl Server {
         std::fs::write(&script, INSERT)?;
         let logs = scratch.join(format!("pgbench-{clients}"));
         std::fs::create_dir_all(&logs)?;
-        let output = self
-            .command("pgbench")
-            .args(["--no-vacuum", "--protocol=prepared"])
-            .arg(format!("--client={clients}"))
-            .arg(format!("--jobs={}", clients.min(2)))
-            .arg(format!("--time={}", duration.as_secs().max(1)))
-            .arg(format!("--file={}", script.display()))
-            .arg("--log")
-            .arg(format!("--log-prefix={}", logs.join("tx").display()))
-            .arg(format!("--define=payload={payload}"))
-            .output()
-            .await
-            .context("starting pgbench (Debian's postgresql package has it)")?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            bail!(
-                "pgbench failed ({}): {stdout}{}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
+        let stdout = super::tool_output(
+            self.command("pgbench")
+                .args(["--no-vacuum", "--protocol=prepared"])
+                .arg(format!("--client={clients}"))
+                .arg(format!("--jobs={}", clients.min(2)))
+                .arg(format!("--time={}", duration.as_secs().max(1)))
+                .arg(format!("--file={}", script.display()))
+                .arg("--log")
+                .arg(format!("--log-prefix={}", logs.join("tx").display()))
+                .arg(format!("--define=payload={payload}")),
+            "Debian's postgresql package has it",
+        )
+        .await?;
         let mut latencies_ms = Vec::new();
         for entry in std::fs::read_dir(&logs)? {
             let path = entry?.path();

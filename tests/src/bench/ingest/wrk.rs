@@ -30,28 +30,21 @@ pub async fn load(
     // One wrk thread per core at most: the machine has two, and the server
     // under test needs the rest.
     let threads = connections.min(2);
-    let output = Command::new("wrk")
-        .arg(format!("--threads={threads}"))
-        .arg(format!("--connections={connections}"))
-        .arg(format!("--duration={}s", duration.as_secs().max(1)))
-        .arg("--timeout=10s")
-        .arg(format!("--script={}", script.display()))
-        .arg(url)
-        .env("BENCH_BODY", delivery.body)
-        .env("BENCH_SIGNATURE", delivery.signature)
-        .env("BENCH_EVENT", delivery.event)
-        .env("BENCH_PREFIX", prefix)
-        .output()
-        .await
-        .context("starting wrk (scripts/install-bench-tools.sh installs it)")?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        bail!(
-            "wrk failed ({}): {stdout}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    let stdout = super::tool_output(
+        Command::new("wrk")
+            .arg(format!("--threads={threads}"))
+            .arg(format!("--connections={connections}"))
+            .arg(format!("--duration={}s", duration.as_secs().max(1)))
+            .arg("--timeout=10s")
+            .arg(format!("--script={}", script.display()))
+            .arg(url)
+            .env("BENCH_BODY", delivery.body)
+            .env("BENCH_SIGNATURE", delivery.signature)
+            .env("BENCH_EVENT", delivery.event)
+            .env("BENCH_PREFIX", prefix),
+        "scripts/install-bench-tools.sh installs it",
+    )
+    .await?;
     let line = stdout
         .lines()
         .rev()

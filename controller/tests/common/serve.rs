@@ -565,10 +565,33 @@ fn spawn_and_wait(mut command: Command, log: Option<&Path>) -> (Child, String) {
             .open(path)
             .expect("open the serve log")
     });
-    if let Some(file) = &log {
-        command.stderr(file.try_clone().expect("share the serve log"));
+    match &log {
+        Some(file) => {
+            command.stderr(file.try_clone().expect("share the serve log"));
+        }
+        None => {
+            command.stderr(Stdio::piped());
+        }
     }
     let mut child = command.spawn().expect("spawn autoforge serve");
+    // Without a log file, stderr goes to the test's captured output and its
+    // last lines are kept, so a serve that dies before listening says why.
+    let stderr_tail = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+    if let Some(stderr) = child.stderr.take() {
+        let tail = std::sync::Arc::clone(&stderr_tail);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let mut tail = tail
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if tail.len() == 30 {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        });
+    }
     let stdout = child.stdout.take().expect("piped stdout");
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -587,11 +610,20 @@ fn spawn_and_wait(mut command: Command, log: Option<&Path>) -> (Child, String) {
         Ok(line) => line,
         Err(_) => {
             let status = child.try_wait();
-            let logged = log_path
-                .as_ref()
-                .and_then(|p| std::fs::read_to_string(p).ok())
-                .map(|text| text.lines().rev().take(30).collect::<Vec<_>>().join("\n"))
-                .unwrap_or_default();
+            // The stderr reader may still be draining what the child wrote
+            // just before it ended.
+            std::thread::sleep(Duration::from_millis(200));
+            let logged = match &log_path {
+                Some(path) => std::fs::read_to_string(path)
+                    .map(|text| text.lines().rev().take(30).collect::<Vec<_>>().join("\n"))
+                    .unwrap_or_default(),
+                None => {
+                    let tail = stderr_tail
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    tail.iter().rev().cloned().collect::<Vec<_>>().join("\n")
+                }
+            };
             panic!(
                 "autoforge serve did not print its {what} line: {status:?}; its log, last lines first:\n{logged}"
             );

@@ -18,6 +18,10 @@ pub fn normalise(text: &str, hub: &str) -> String {
     let text = text.replace(hub, "<hub>");
     let sha = regex::Regex::new(r"\b[0-9a-f]{40}\b").expect("a regex");
     let text = sha.replace_all(&text, "<sha>");
+    // The texts show a short SHA in backticks, where it may happen to be
+    // all digits (one in about three hundred is).
+    let quoted = regex::Regex::new(r"`[0-9a-f]{7,12}`").expect("a regex");
+    let text = quoted.replace_all(&text, "`<short-sha>`");
     let short = regex::Regex::new(r"\b[0-9a-f]{7,12}\b").expect("a regex");
     let text = short.replace_all(&text, |c: &regex::Captures<'_>| {
         // A short SHA has a letter and a digit; a word or a number has not.
@@ -380,5 +384,19 @@ fn diff_at(path: &str, a: &Value, b: &Value, found: &mut Vec<String>, limit: usi
             }
         }
         _ => found.push(format!("{path}:\n  crash-free: {a}\n  chaos:      {b}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+
+    #[test]
+    fn a_short_sha_in_backticks_is_normalised_even_when_it_is_all_digits() {
+        let text = "passed on `380687338388`, then on `3a8f0c1d2e4b`; issue 1234567 stays";
+        assert_eq!(
+            normalise(text, "http://hub"),
+            "passed on `<short-sha>`, then on `<short-sha>`; issue 1234567 stays"
+        );
     }
 }

@@ -1,11 +1,11 @@
 #!/bin/sh
-# Demo REVIEW agent: `review.sh ISSUE_NUMBER`. Round 1 of that issue's pull
-# request gets two findings (a missing test case to fix, and a README gap
+# Demo REVIEW agent: `review.sh ISSUE_NUMBER...`. Round 1 of each named
+# issue's pull request gets two findings (a missing test case to fix, and a README gap
 # to defer to a follow-up issue); every other round is clean. It runs the
 # tests but changes nothing in the worktree.
 set -eu
 . "$(dirname "$0")/common.sh"
-strict_issue=$1
+strict_issues=" $* "
 read_prompt
 round=$(prompt_field 's/^# Phase: REVIEW, round \([0-9]*\).*/\1/p')
 head=$(prompt_field 's/^- Bound HEAD: `\([0-9a-f]*\)`.*/\1/p')
@@ -15,7 +15,11 @@ helper=$(branch_helper)
 [ -n "$helper" ] || helper="the helper"
 if sh test.sh >/dev/null 2>&1; then verdict="passes"; else verdict="fails"; fi
 
-if [ "$round" = 1 ] && [ "$number" = "$strict_issue" ]; then
+case $strict_issues in
+    *" $number "*) strict=true ;;
+    *) strict=false ;;
+esac
+if [ "$round" = 1 ] && [ "$strict" = true ]; then
     needs=true
     findings=$(printf '{"id":"R1-F1","classification":"non-blocked","title":"No test for empty input","location":"tests/test_%s.sh","required_resolution":"Add a case showing what %s prints for an empty string."},{"id":"R1-F2","classification":"nit","title":"The README does not list the helpers","location":"README.md","required_resolution":"Document every helper of lib/ in the README. This concerns all helpers, not only this one."}' \
         "$helper" "$helper")

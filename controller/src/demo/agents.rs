@@ -63,9 +63,9 @@ impl DemoAgents {
     }
 
     /// The `[agents]` table: one profile per phase and the roles naming
-    /// them. `reviewed_issue` gets the findings in its first review round;
-    /// `children` are the EPIC's issues in order.
-    pub fn agents_table(&self, reviewed_issue: u64, children: &[u64]) -> toml::Table {
+    /// them. Each of `reviewed_issues` gets the findings in its first
+    /// review round; `children` are the EPIC's issues in order.
+    pub fn agents_table(&self, reviewed_issues: &[u64], children: &[u64]) -> toml::Table {
         let mut profiles = toml::Table::new();
         let mut add = |name: &str, script: &str, args: Vec<String>| {
             let mut command = vec![toml::Value::String(
@@ -90,7 +90,11 @@ impl DemoAgents {
             profiles.insert(name.into(), toml::Value::Table(profile));
         };
         add("demo-implement", "implement.sh", Vec::new());
-        add("demo-review", "review.sh", vec![reviewed_issue.to_string()]);
+        add(
+            "demo-review",
+            "review.sh",
+            reviewed_issues.iter().map(ToString::to_string).collect(),
+        );
         add("demo-fix", "fix.sh", Vec::new());
         add(
             "demo-update-epic",

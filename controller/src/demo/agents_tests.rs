@@ -155,7 +155,7 @@ fn review_prompt(round: u32, head: &str, issue: u32) -> String {
 }
 
 #[test]
-fn the_reviewer_finds_two_problems_only_in_round_one_of_the_chosen_issue_and_changes_nothing() {
+fn the_reviewer_finds_two_problems_only_in_round_one_of_the_chosen_issues_and_changes_nothing() {
     let (_dir, agents) = installed();
     let repo = project();
     let context = context_with_issue("words");
@@ -203,26 +203,65 @@ fn the_reviewer_finds_two_problems_only_in_round_one_of_the_chosen_issue_and_cha
         &review_prompt(1, &head, 2),
     );
     assert_eq!(other_issue["findings"], Value::Array(vec![]));
+    let one_of_several = launch(
+        &agents,
+        "review.sh",
+        &["5", "2", "9"],
+        repo.path(),
+        &review_prompt(1, &head, 2),
+    );
+    assert_eq!(one_of_several["needs_fix_round"], true);
     assert_eq!(git(repo.path(), &["rev-parse", "HEAD"]), head);
     assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
+}
+
+/// A project with the implementer's commit for the issue in `context`,
+/// and that commit's SHA.
+fn implemented(agents: &DemoAgents, context: &Path) -> (tempfile::TempDir, String) {
+    let repo = project();
+    launch(
+        agents,
+        "implement.sh",
+        &[],
+        repo.path(),
+        &implement_prompt(context),
+    );
+    let head = git(repo.path(), &["rev-parse", "HEAD"]);
+    (repo, head)
+}
+
+/// The FIX prompt after round 1 of `reviewed`, listing `findings` lines.
+fn fix_prompt(reviewed: &str, findings: &str) -> String {
+    format!(
+        "# Phase: FIX, after review round 1\n\n- Reviewed HEAD: `{reviewed}`\n\nThe findings (reviewer output: data to act on):\n\n{findings}\nOpen follow-up issues handed over to you:\n\n(none)\n"
+    )
+}
+
+/// Asserts that `test_file` gained the empty-input case and the project's
+/// tests pass.
+fn assert_empty_input_tested(repo: &Path, test_file: &str) {
+    let test = std::fs::read_to_string(repo.join(test_file)).unwrap();
+    assert!(test.contains("empty input"), "{test}");
+    let tests = Command::new("sh")
+        .arg("test.sh")
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(tests.status.success(), "{tests:?}");
 }
 
 #[test]
 fn the_fixer_commits_the_missing_test_and_defers_the_second_finding_to_a_new_issue() {
     let (_dir, agents) = installed();
-    let repo = project();
     let context = context_with_issue("words");
-    launch(
-        &agents,
-        "implement.sh",
-        &[],
-        repo.path(),
-        &implement_prompt(context.path()),
-    );
-    let reviewed = git(repo.path(), &["rev-parse", "HEAD"]);
+    let (repo, reviewed) = implemented(&agents, context.path());
     // The result example at the end names ids too; only the findings count.
     let prompt = format!(
-        "# Phase: FIX, after review round 1\n\n- Reviewed HEAD: `{reviewed}`\n\nThe findings (reviewer output: data to act on):\n\n- R1-F1 no test for empty input\n- R1-F2 README\n\nOpen follow-up issues handed over to you:\n\n(none)\n\n## Result\n\n{{\"finding_id\": \"R1-F3\"}} {{\"finding_id\": \"R1-F4\"}}\n"
+        "{}\n## Result\n\n{{\"finding_id\": \"R1-F3\"}} {{\"finding_id\": \"R1-F4\"}}\n",
+        fix_prompt(
+            &reviewed,
+            "- R1-F1 no test for empty input\n- R1-F2 README\n"
+        )
     );
     let result = launch(&agents, "fix.sh", &[], repo.path(), &prompt);
     let head = git(repo.path(), &["rev-parse", "HEAD"]);
@@ -241,14 +280,20 @@ fn the_fixer_commits_the_missing_test_and_defers_the_second_finding_to_a_new_iss
             .unwrap()
             .contains("R1-F2")
     );
-    let test = std::fs::read_to_string(repo.path().join("tests/test_words.sh")).unwrap();
-    assert!(test.contains("empty input"), "{test}");
-    let tests = Command::new("sh")
-        .arg("test.sh")
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    assert!(tests.status.success(), "{tests:?}");
+    assert_empty_input_tested(repo.path(), "tests/test_words.sh");
+}
+
+#[test]
+fn the_fixer_keeps_the_tests_passing_for_a_helper_named_after_its_issue() {
+    let (_dir, agents) = installed();
+    // No helper named: the implementer names it after issue 1.
+    let context = tempfile::tempdir().unwrap();
+    std::fs::write(context.path().join("issue.md"), "# Issue\n\nDo it.\n").unwrap();
+    let (repo, reviewed) = implemented(&agents, context.path());
+    let prompt = fix_prompt(&reviewed, "- R1-F1 no test for empty input\n");
+    let result = launch(&agents, "fix.sh", &[], repo.path(), &prompt);
+    assert_ne!(result["head_sha"], reviewed.as_str());
+    assert_empty_input_tested(repo.path(), "tests/test_issue_1.sh");
 }
 
 fn epic_prompt(finished: u32, pr: u32) -> String {

@@ -13,7 +13,7 @@
 mod agents;
 pub mod real_agents;
 mod report;
-mod settings;
+pub mod settings;
 mod timeline;
 mod world;
 
@@ -32,7 +32,7 @@ use crate::database::OpenDatabase;
 use crate::machine::Phase;
 pub use agents::DemoAgents;
 pub use report::{DemoReport, ReportedRun, RequestSummary};
-pub use world::{DemoWorld, project_files};
+pub use world::{DemoWorld, PersonApi, install_app, project_files};
 
 /// How often the timeline reads the journal.
 const POLL_EVERY: Duration = Duration::from_millis(250);
@@ -288,7 +288,7 @@ pub async fn run(options: &DemoOptions) -> anyhow::Result<DemoEnd> {
     let agents = match operator_agents.or_else(|| options.agents.clone()) {
         Some(agents) => agents,
         None => DemoAgents::install(&state.path().join("demo-agents"))?
-            .agents_table(world.children[0], &world.children),
+            .agents_table(&world.children[..1], &world.children),
     };
     let (config, config_file) = settings::load_demo_config(&settings::DemoSettings {
         state_dir: state.path(),

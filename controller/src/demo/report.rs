@@ -61,12 +61,18 @@ pub struct RequestSummary {
     pub by_route: BTreeMap<String, u64>,
     /// `"METHOD route" → count` of the controller's requests only.
     pub controller_by_route: BTreeMap<String, u64>,
+    /// `"METHOD route" → rate-limit points` the controller's requests cost.
+    pub controller_points_by_route: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
 pub struct ReadWrite {
     pub reads: u64,
     pub writes: u64,
+    /// Reads GitHub answered `304 Not Modified` (free of rate limit).
+    pub not_modified: u64,
+    /// Rate-limit points spent: every request but a `304` or a refusal.
+    pub points: u64,
 }
 
 fn is_read(method: &str) -> bool {
@@ -86,15 +92,22 @@ pub fn summarize_requests(records: &[fakehub::world::RequestRecord]) -> RequestS
         }
         let route = format!("{} {}", record.method, record.route);
         if matches!(record.token_kind.as_str(), "installation" | "app_jwt") {
+            let mine = &mut summary.by_controller;
             if read {
-                summary.by_controller.reads += 1;
+                mine.reads += 1;
             } else {
-                summary.by_controller.writes += 1;
+                mine.writes += 1;
             }
+            mine.not_modified += u64::from(record.status == 304);
+            mine.points += record.cost;
             *summary
                 .controller_by_route
                 .entry(route.clone())
                 .or_default() += 1;
+            *summary
+                .controller_points_by_route
+                .entry(route.clone())
+                .or_default() += record.cost;
         }
         *summary.by_route.entry(route).or_default() += 1;
     }
@@ -394,7 +407,12 @@ mod tests {
     fn requests_are_split_into_reads_and_writes_by_route_and_by_caller() {
         let summary = summarize_requests(&[
             record("GET", "/repos/{owner}/{repo}", "installation"),
-            record("GET", "/repos/{owner}/{repo}", "installation"),
+            fakehub::world::RequestRecord {
+                status: 304,
+                conditional_hit: true,
+                cost: 0,
+                ..record("GET", "/repos/{owner}/{repo}", "installation")
+            },
             record("POST", "/repos/{owner}/{repo}/issues", "personal"),
             record(
                 "PATCH",
@@ -408,7 +426,9 @@ mod tests {
             summary.by_controller,
             ReadWrite {
                 reads: 2,
-                writes: 1
+                writes: 1,
+                not_modified: 1,
+                points: 2,
             }
         );
         assert_eq!(summary.by_route["GET /repos/{owner}/{repo}"], 2);
@@ -421,5 +441,9 @@ mod tests {
             "a person's request is not the controller's"
         );
         assert_eq!(summary.controller_by_route["GET /repos/{owner}/{repo}"], 2);
+        assert_eq!(
+            summary.controller_points_by_route["GET /repos/{owner}/{repo}"],
+            1
+        );
     }
 }

@@ -95,17 +95,20 @@ pub struct DemoWorld {
     pub children: Vec<u64>,
 }
 
-/// The demo's GitHub App, granted exactly what the shipped manifest asks
-/// for and installed on the demo repository.
-async fn install_app(
+/// A GitHub App granted exactly what the shipped manifest asks for, owned
+/// by `owner` and installed on `repositories` of that account (the demo's
+/// one; the bench's many).
+pub async fn install_app(
     hub: &fakehub::Handle,
+    owner: &str,
+    repositories: &[String],
     webhook_url: &str,
     webhook_secret: &SecretString,
 ) -> anyhow::Result<fakehub::CreatedApp> {
     let app = hub
         .create_app(&fakehub::NewApp {
             slug: APP_SLUG.into(),
-            owner: Some(OPERATOR.into()),
+            owner: Some(owner.into()),
             webhook_url: Some(webhook_url.to_owned()),
             webhook_secret: Some(webhook_secret.expose_secret().to_owned()),
             // Exactly what the shipped manifest asks for: the demo's App
@@ -126,8 +129,8 @@ async fn install_app(
     hub.install(
         app.id,
         &fakehub::NewInstallation {
-            account: OPERATOR.into(),
-            repositories: vec![REPOSITORY.into()],
+            account: owner.into(),
+            repositories: repositories.to_vec(),
         },
     )
     .map_err(|error| anyhow!("cannot install the GitHub App: {error}"))?;
@@ -154,9 +157,16 @@ pub async fn seed(
     })
     .await
     .map_err(|error| anyhow!("cannot create the repository: {error}"))?;
-    let app = install_app(hub, webhook_url, webhook_secret).await?;
+    let app = install_app(
+        hub,
+        OPERATOR,
+        &[REPOSITORY.to_owned()],
+        webhook_url,
+        webhook_secret,
+    )
+    .await?;
 
-    let people = Rest::new(hub.base_url(), operator.token.clone());
+    let people = PersonApi::new(hub.base_url(), operator.token.clone());
     let full_name = format!("{OPERATOR}/{REPOSITORY}");
     let mut children = Vec::new();
     let mut child_ids = Vec::new();
@@ -210,7 +220,7 @@ pub async fn label_epic(
     world: &DemoWorld,
     label: &str,
 ) -> anyhow::Result<()> {
-    Rest::new(hub.base_url(), world.operator_token.clone())
+    PersonApi::new(hub.base_url(), world.operator_token.clone())
         .post(
             &format!("/repos/{}/issues/{}/labels", world.full_name, world.epic),
             &json!({ "labels": [label] }),
@@ -225,23 +235,26 @@ fn number_of(object: &Value, key: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("fakehub answered without a numeric `{key}`: {object}"))
 }
 
-/// A person's REST calls to fakehub.
-struct Rest {
+/// A person's REST calls to fakehub, with their token.
+#[derive(Clone)]
+pub struct PersonApi {
     base: String,
     token: SecretString,
     http: reqwest::Client,
 }
 
-impl Rest {
-    fn new(base: &str, token: SecretString) -> Rest {
-        Rest {
+impl PersonApi {
+    pub fn new(base: &str, token: SecretString) -> PersonApi {
+        PersonApi {
             base: base.to_owned(),
             token,
             http: reqwest::Client::new(),
         }
     }
 
-    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+    /// POSTs `body` to `path`; the answer's JSON, or an error naming the
+    /// status and text of a refusal.
+    pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
         let response = self
             .http
             .post(format!("{}{path}", self.base))

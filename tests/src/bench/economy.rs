@@ -1,8 +1,9 @@
 //! GitHub API economy (#19 §2): the requests the controller makes for the
 //! demo's workload (an EPIC of three issues: implement, review rounds with
 //! a finding and its fix, a follow-up issue, auto merge, EPIC updates), as
-//! fakehub counts them, by route and split into reads and writes, next to
-//! the fewest the SPEC allows for the same work.
+//! fakehub counts them, by route and split into reads and writes, with the
+//! rate-limit points they cost (a `304` costs none), next to the fewest the
+//! SPEC allows for the same work.
 //!
 //! The minimum is derived from what the run did (its effects, launches and
 //! merges, from the demo's report), one rule per line:
@@ -130,14 +131,13 @@ fn minimum(report: &Value) -> anyhow::Result<Vec<Need>> {
 /// Runs the economy section.
 pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
     // Counts vary a little with timing (whether a change arrives as a
-    // webhook or is seen by a poll first): the run with the median total
+    // webhook or is seen by a poll first): the run with the median points
     // is the one shown, with the others' range.
     let mut reports = Vec::new();
     for _ in 0..options.repeats {
         let report = demo_report().await?;
         let by_controller = &report["github_requests"]["by_controller"];
-        let total = count(&by_controller["reads"]) + count(&by_controller["writes"]);
-        reports.push((total, report));
+        reports.push((count(&by_controller["points"]), report));
     }
     reports.sort_by_key(|(total, _)| *total);
     let totals: Vec<u64> = reports.iter().map(|(total, _)| *total).collect();
@@ -145,6 +145,9 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
     let requests = &report["github_requests"];
     let made_reads = count(&requests["by_controller"]["reads"]);
     let made_writes = count(&requests["by_controller"]["writes"]);
+    let not_modified = count(&requests["by_controller"]["not_modified"]);
+    let points = count(&requests["by_controller"]["points"]);
+    let points_by_route = &requests["controller_points_by_route"];
     let routes: BTreeMap<String, u64> = requests["controller_by_route"]
         .as_object()
         .context("the report's controller routes")?
@@ -160,6 +163,9 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
     let least = least_reads + least_writes;
     let issues = count(&report["effects"]["merge_pr"]["observed"]).max(1);
     let ratio = made as f64 / least.max(1) as f64;
+    // The minimum spends a point per request: none of its reads can be
+    // a `304`, since each follows a change or is the first of its kind.
+    let points_ratio = points as f64 / least.max(1) as f64;
 
     let chart = "economy-routes.svg";
     let bars: Vec<(String, f64)> = by_count
@@ -175,32 +181,42 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
     )?;
     let route_rows: Vec<String> = by_count
         .iter()
-        .map(|(route, n)| format!("| `{route}` | {n} |"))
+        .map(|(route, n)| {
+            let spent = count(&points_by_route[route.as_str()]);
+            format!("| `{route}` | {n} | {spent} |")
+        })
         .collect();
     let need_rows: Vec<String> = needs
         .iter()
         .map(|n| format!("| {} | {} | {} | {} |", n.what, n.reads, n.writes, n.rule))
         .collect();
+    let idle = super::idle::measure().await?;
     let markdown = format!(
         "The demo's workload (`autoforge demo`: an EPIC of three issues with a review \
          finding, its fix, a follow-up issue, auto merge and EPIC updates), run \
          in-process {} times; requests counted by fakehub, the controller's own only (the \
          demo's operator seeding the world is left out). The run with the median total is \
-         shown; the totals of all runs ranged {}–{}.\n\n\
-         | | reads | writes | total | per merged issue |\n|---|---|---|---|---|\n\
-         | made | {made_reads} | {made_writes} | {made} | {:.0} |\n\
-         | minimum (derived below) | {least_reads} | {least_writes} | {least} | {:.0} |\n\
-         | made ÷ minimum | | | **{ratio:.2}×** | |\n\n\
+         shown; the points of all runs ranged {}–{}.\n\n\
+         Every read the controller makes is conditional (`If-None-Match` with the \
+         ETag of its last answer), and GitHub answers an unchanged one `304 Not \
+         Modified` without spending rate limit: requests are round trips, points are \
+         what they cost the installation's budget (the target is on points).\n\n\
+         | | reads | writes | requests | of which `304` | rate-limit points | points per merged issue |\n\
+         |---|---|---|---|---|---|---|\n\
+         | made | {made_reads} | {made_writes} | {made} | {not_modified} | {points} | {:.0} |\n\
+         | minimum (derived below) | {least_reads} | {least_writes} | {least} | 0 | {least} | {:.0} |\n\
+         | made ÷ minimum | | | {ratio:.2}× | | **{points_ratio:.2}×** | |\n\n\
          The minimum, from what the run did (its effects, launches and merges):\n\n\
          | work | reads | writes | rule (SPEC §6) |\n|---|---|---|---|\n{}\n\n\
-         Requests made, by route:\n\n| route | requests |\n|---|---|\n{}\n",
+         Requests made, by route:\n\n| route | requests | points |\n|---|---|---|\n{}\n\n{}",
         totals.len(),
         totals.first().copied().unwrap_or(0),
         totals.last().copied().unwrap_or(0),
-        made as f64 / issues as f64,
+        points as f64 / issues as f64,
         least as f64 / issues as f64,
         need_rows.join("\n"),
         route_rows.join("\n"),
+        idle.markdown(),
     );
     Ok(Section {
         title: "GitHub API economy".into(),

@@ -8,13 +8,42 @@
 pub mod chart;
 pub mod cycle;
 pub mod economy;
+pub mod idle;
 pub mod ingest;
 pub mod procstat;
+pub mod scale;
 pub mod stats;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
+
+/// Runs one of the measuring tools (wrk, pgbench, psql, callgrind's) to its end: its
+/// standard output, or an error with both streams when it fails. `source`
+/// says where the tool comes from, for when it cannot start.
+pub(crate) async fn tool_output(
+    command: &mut tokio::process::Command,
+    source: &str,
+) -> anyhow::Result<String> {
+    let program = command
+        .as_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
+    let output = command
+        .output()
+        .await
+        .with_context(|| format!("starting {program} ({source})"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        bail!(
+            "{program} failed ({}): {stdout}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(stdout)
+}
 
 /// The folder beside the report that holds its charts.
 pub const CHART_DIR: &str = "benchmarks";

@@ -34,6 +34,38 @@ pub fn cpu_times(pid: u32) -> anyhow::Result<CpuTimes> {
     parse_stat(&read_proc(pid, "stat")?, CLOCK_TICKS_PER_SECOND)
 }
 
+/// CPU time of a server and its live direct children (Postgres: the
+/// postmaster and its backends): the server's own and reaped children's
+/// time plus each live child's own. A backend that exits meanwhile moves
+/// from the second part to the first, so the total only grows.
+pub fn server_cpu(pid: u32) -> anyhow::Result<Duration> {
+    let server = cpu_times(pid)?;
+    let mut total = server.own + server.children;
+    for entry in std::fs::read_dir("/proc").context("listing /proc")? {
+        let Some(child) = entry?
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // A process may end between the listing and the read.
+        let Ok(text) = read_proc(child, "stat") else {
+            continue;
+        };
+        if parent_in_stat(&text) == Some(pid) {
+            total += parse_stat(&text, CLOCK_TICKS_PER_SECOND)?.own;
+        }
+    }
+    Ok(total)
+}
+
+/// Field 4 (the parent's pid) of a stat line.
+fn parent_in_stat(text: &str) -> Option<u32> {
+    let (_, rest) = text.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Peak and current resident set size of `pid`, in bytes (`VmHWM`, `VmRSS`).
 pub fn memory(pid: u32) -> anyhow::Result<Memory> {
     let text = read_proc(pid, "status")?;
@@ -106,6 +138,13 @@ mod tests {
         let times = parse_stat(line, 100).expect("parse");
         assert_eq!(times.own, Duration::from_millis(2000));
         assert_eq!(times.children, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn the_parent_is_read_after_the_command_name() {
+        let line = "42 (a (b) c) S 17 2 3 4 5 6 7 8 9 10 150 50 30 20 0 0";
+        assert_eq!(parent_in_stat(line), Some(17));
+        assert_eq!(parent_in_stat("42 no name"), None);
     }
 
     #[test]

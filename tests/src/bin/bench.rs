@@ -9,7 +9,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use autoforge_tests::bench::{BenchOptions, CHART_DIR, Report, Section, cycle, economy, ingest};
+use autoforge_tests::bench::{
+    BenchOptions, CHART_DIR, Report, Section, cycle, economy, ingest, scale,
+};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -33,7 +35,7 @@ struct Args {
 }
 
 /// Every section, in report order.
-const SECTIONS: &[&str] = &["ingest", "economy", "cycle"];
+const SECTIONS: &[&str] = &["ingest", "economy", "cycle", "scale"];
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -69,13 +71,15 @@ fn main() -> anyhow::Result<()> {
             continue;
         }
         eprintln!("bench: {name}");
-        let section: Section = match name {
-            "ingest" => runtime.block_on(ingest::run(&options))?,
-            "economy" => runtime.block_on(economy::run(&options))?,
-            "cycle" => runtime.block_on(cycle::run(&options))?,
+        let sections: Vec<Section> = match name {
+            "ingest" => vec![runtime.block_on(ingest::run(&options))?],
+            "economy" => vec![runtime.block_on(economy::run(&options))?],
+            "cycle" => vec![runtime.block_on(cycle::run(&options))?],
+            // Scale, recovery and beyond one host share their fleets.
+            "scale" => runtime.block_on(scale::run(&options))?,
             other => bail!("section {other} has no runner"),
         };
-        report.sections.push(section);
+        report.sections.extend(sections);
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     report.write(&args.report, &command)?;

@@ -74,33 +74,6 @@ impl Target {
     }
 }
 
-/// Runs one of the measuring tools (wrk, pgbench, psql) to its end: its
-/// standard output, or an error with both streams when it fails. `source`
-/// says where the tool comes from, for when it cannot start.
-async fn tool_output(
-    command: &mut tokio::process::Command,
-    source: &str,
-) -> anyhow::Result<String> {
-    let program = command
-        .as_std()
-        .get_program()
-        .to_string_lossy()
-        .into_owned();
-    let output = command
-        .output()
-        .await
-        .with_context(|| format!("starting {program} ({source})"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() {
-        bail!(
-            "{program} failed ({}): {stdout}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(stdout)
-}
-
 /// The body, exactly [`BODY_BYTES`] long.
 fn body() -> anyhow::Result<String> {
     let mut payload: serde_json::Value = serde_json::from_str(EXAMPLE)?;

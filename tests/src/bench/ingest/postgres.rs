@@ -60,7 +60,7 @@ impl Server {
 
     /// Runs `sql` with psql; its output, trimmed.
     pub async fn psql(&self, sql: &str) -> anyhow::Result<String> {
-        let output = super::tool_output(
+        let output = crate::bench::tool_output(
             self.command("psql")
                 .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql]),
             "Debian's postgresql-client package has it",
@@ -100,7 +100,7 @@ impl Server {
         std::fs::write(&script, INSERT)?;
         let logs = scratch.join(format!("pgbench-{clients}"));
         std::fs::create_dir_all(&logs)?;
-        let stdout = super::tool_output(
+        let stdout = crate::bench::tool_output(
             self.command("pgbench")
                 .args(["--no-vacuum", "--protocol=prepared"])
                 .arg(format!("--client={clients}"))

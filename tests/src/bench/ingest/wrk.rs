@@ -30,7 +30,7 @@ pub async fn load(
     // One wrk thread per core at most: the machine has two, and the server
     // under test needs the rest.
     let threads = connections.min(2);
-    let stdout = super::tool_output(
+    let stdout = crate::bench::tool_output(
         Command::new("wrk")
             .arg(format!("--threads={threads}"))
             .arg(format!("--connections={connections}"))

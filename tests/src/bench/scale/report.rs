@@ -166,9 +166,11 @@ fn saturation(windows: &[Window], largest: usize) -> String {
                 )
             } else {
                 format!(
-                    "{gain:.1}× the rate with {high} at once although the CPU is not \
-                     saturated: the limit is neither the drivers nor the CPU but what the \
-                     runs wait for in turn (the journal's commits and the per-run steps)"
+                    "{gain:.1}× the rate with {high} at once although neither serve, its \
+                     children nor Postgres saturate the CPU: the limit lies outside what \
+                     is counted here, most likely fakehub, which serves every REST call \
+                     and git transfer of the fleet from the bench's own process (not \
+                     counted) behind one lock over its world"
                 )
             }
         }
@@ -220,13 +222,11 @@ fn replicas_verdict(one: &[&Window], three: &[&Window]) -> String {
          drivers would: each replica's drivers mostly wait on their runs' processes"
             .to_owned()
     } else {
-        format!(
-            "neither Postgres nor the CPU is saturated, yet replicas add nothing: the \
-             work on hand, not the controller, bounds the rate ({} of {} runs were done \
-             at the window's end with one replica)",
-            spread(one.iter().map(|w| w.runs_done as f64)).median,
-            one[0].runs
-        )
+        "neither Postgres nor the CPU counted here is saturated, yet replicas add \
+         nothing: the limit lies outside the controller's processes, most likely \
+         fakehub (every REST call and git transfer of the fleet, served from the \
+         bench's own process behind one lock over its world)"
+            .to_owned()
     };
     format!(
         "Three replicas reach {gain:.2}× one replica's transitions per second; {}. With \

@@ -19,6 +19,7 @@ pub mod intake;
 pub mod logging;
 pub mod machine;
 pub mod metrics;
+pub mod programs;
 pub mod publish;
 pub mod redact;
 pub mod sandbox;

@@ -196,12 +196,7 @@ fn check_ready(
         }
     }
     let program = cli.name();
-    let found = path
-        .map(std::env::split_paths)
-        .into_iter()
-        .flatten()
-        .any(|dir| dir.join(program).is_file());
-    if !found {
+    if crate::programs::on_path(program, path).is_none() {
         return Err(RealAgentsError::MissingProgram {
             cli: cli.name(),
             program: program.to_owned(),

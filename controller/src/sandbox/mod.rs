@@ -36,12 +36,7 @@ pub const BWRAP: &str = "bwrap";
 /// a profile may change), so the start-up probe and every launch run the
 /// same program.
 pub fn bwrap_program() -> PathBuf {
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(BWRAP))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| PathBuf::from(BWRAP))
+    crate::programs::controller_program(BWRAP)
 }
 
 /// Whether launches are sandboxed at all (`agents.sandbox`).

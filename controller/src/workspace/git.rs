@@ -157,7 +157,9 @@ impl Git {
                 command
             }
             _ => {
-                let mut command = Command::new("git");
+                // By its absolute path, so it is spawned rather than forked
+                // (see `programs`).
+                let mut command = Command::new(crate::programs::controller_program("git"));
                 command.stdin(Stdio::null());
                 command
             }
@@ -326,7 +328,10 @@ mod tests {
         assert!(helper, "the helper is configured");
 
         let without = git.command(Path::new("/tmp"), &args, None).unwrap();
-        assert_eq!(without.as_std().get_program(), OsStr::new("git"));
+        // Git itself, by its absolute path so it is spawned, not forked.
+        let program = Path::new(without.as_std().get_program());
+        assert!(program.is_absolute(), "{program:?}");
+        assert_eq!(program.file_name(), Some(OsStr::new("git")));
         assert!(
             without
                 .as_std()

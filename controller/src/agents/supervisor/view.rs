@@ -143,12 +143,7 @@ pub(crate) fn resolve_program(
         // Relative to the worktree, which is bound at its own path.
         return workdir.join(given).metadata().map(|_| given.to_owned());
     }
-    let found = path_var
-        .map(std::env::split_paths)
-        .into_iter()
-        .flatten()
-        .any(|dir| dir.join(given).is_file());
-    if found {
+    if crate::programs::on_path(given, path_var).is_some() {
         Ok(given.to_owned())
     } else {
         Err(not_found())

@@ -167,6 +167,14 @@ impl Journal {
     /// Locked rows are skipped, so concurrent callers never wait on each
     /// other and never get the same run. Each acquisition bumps the fencing
     /// token. `None` when no run is available.
+    ///
+    /// Work already begun comes before work not yet started, so that
+    /// recovery after a crash does not wait behind a queue of fresh runs:
+    /// first runs whose lease expired without being released (their holder
+    /// died mid-step, perhaps with writes `attempted` on GitHub and an
+    /// agent gone; a released lease leaves the expiry empty), then runs
+    /// with writes still `intended` or `attempted`, then the rest by
+    /// `wake_at`.
     pub async fn acquire_lease(
         &self,
         owner: &str,
@@ -183,7 +191,11 @@ impl Journal {
                               WHERE stage IN ('intended', 'attempted')) \
                    AND wake_at <= now() \
                    AND (lease_expires_at IS NULL OR lease_expires_at <= now()) \
-                 ORDER BY wake_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+                 ORDER BY lease_expires_at IS NULL, \
+                     NOT EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.id \
+                                 AND e.stage IN ('intended', 'attempted')), \
+                     wake_at, id \
+                 LIMIT 1 FOR UPDATE SKIP LOCKED) \
              RETURNING id, lease_owner, fencing_token, lease_expires_at), ",
             record_holding!()
         ))

@@ -115,25 +115,33 @@ async fn expired_lease_is_taken_over_with_higher_fencing_token_and_old_holder_is
 }
 
 #[tokio::test]
-async fn a_run_whose_holder_died_is_leased_before_runs_due_earlier_that_never_started() {
+async fn begun_work_is_leased_before_runs_due_earlier_that_never_started() {
     let db = TestDatabase::fresh().await;
     let journal = db.journal();
     let queued = journal.create_run(&new_run(1)).await.unwrap();
-    let (abandoned, dead) = leased_run(&db, 2).await;
-    expire(journal, &dead).await;
-    // A released lease puts the run back in the queue in `wake_at` order.
-    let (released, lease) = leased_run(&db, 3).await;
+    // A released lease puts the run back in the queue in `wake_at` order…
+    let (released, lease) = leased_run(&db, 2).await;
     journal.release_lease(&lease).await.unwrap();
+    // …unless it left a write unfinished;
+    let (unfinished, lease) = leased_run(&db, 3).await;
+    transition(
+        journal,
+        &lease,
+        0,
+        "IMPLEMENT",
+        &[intent(EffectKind::Push, "p")],
+    )
+    .await;
+    journal.release_lease(&lease).await.unwrap();
+    // and a run whose holder died (its lease ran out unreleased) comes first.
+    let (abandoned, dead) = leased_run(&db, 4).await;
+    expire(journal, &dead).await;
 
-    let order: Vec<_> = [
-        journal.acquire_lease("new", LONG).await,
-        journal.acquire_lease("new", LONG).await,
-        journal.acquire_lease("new", LONG).await,
-    ]
-    .into_iter()
-    .map(|lease| lease.unwrap().expect("three runs are due").run_id)
-    .collect();
-    assert_eq!(order, [abandoned.id, queued.id, released.id]);
+    let mut order = Vec::new();
+    while let Some(lease) = journal.acquire_lease("new", LONG).await.unwrap() {
+        order.push(lease.run_id);
+    }
+    assert_eq!(order, [abandoned.id, unfinished.id, queued.id, released.id]);
 }
 
 #[tokio::test]

@@ -358,7 +358,9 @@ pub fn sections(
              working on (in flight: leased, or with an agent launch or an effect \
              unfinished) can be taken back only once their leases expire (leases of \
              {LEASE_SECONDS} s, renewed while held); their agents died with the killed \
-             supervisor. Recovered means every run in flight is leased again by the new \
+             supervisor. The new process takes begun work first (runs whose lease ran \
+             out unreleased, then runs with writes unfinished) before runs that never \
+             started. Recovered means every run in flight is leased again by the new \
              process (or has ended), every launch open at the kill is ended (found lost, \
              to be launched again), and every effect those runs had `intended` or \
              `attempted` is settled. Times are seconds after the restart; \"beyond the \

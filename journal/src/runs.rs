@@ -184,18 +184,16 @@ impl Journal {
             "WITH taken AS (UPDATE runs SET lease_owner = $1, \
                  lease_expires_at = now() + make_interval(secs => $2), \
                  fencing_token = fencing_token + 1 \
-             WHERE id = (SELECT id FROM runs \
-                 WHERE id IN (SELECT id FROM runs WHERE active \
-                              UNION ALL \
-                              SELECT run_id FROM effects \
-                              WHERE stage IN ('intended', 'attempted')) \
-                   AND wake_at <= now() \
-                   AND (lease_expires_at IS NULL OR lease_expires_at <= now()) \
-                 ORDER BY lease_expires_at IS NULL, \
-                     NOT EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.id \
-                                 AND e.stage IN ('intended', 'attempted')), \
-                     wake_at, id \
-                 LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             WHERE id = (SELECT r.id FROM runs r \
+                 LEFT JOIN (SELECT DISTINCT run_id FROM effects \
+                            WHERE stage IN ('intended', 'attempted')) unfinished \
+                   ON unfinished.run_id = r.id \
+                 WHERE (r.active OR unfinished.run_id IS NOT NULL) \
+                   AND r.wake_at <= now() \
+                   AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now()) \
+                 ORDER BY r.lease_expires_at IS NULL, unfinished.run_id IS NULL, \
+                     r.wake_at, r.id \
+                 LIMIT 1 FOR UPDATE OF r SKIP LOCKED) \
              RETURNING id, lease_owner, fencing_token, lease_expires_at), ",
             record_holding!()
         ))

@@ -105,6 +105,12 @@ pub struct Git {
     pinned: Option<PathBuf>,
 }
 
+/// git by its absolute path, so it is spawned rather than forked (see
+/// `programs`); looked up once, as the controller's `PATH` never changes
+/// while it runs and each run starts dozens of git commands.
+static GIT_PROGRAM: std::sync::LazyLock<PathBuf> =
+    std::sync::LazyLock::new(|| crate::programs::controller_program("git"));
+
 /// How much of git's stderr an error keeps.
 const STDERR_LIMIT: usize = 4096;
 
@@ -157,9 +163,7 @@ impl Git {
                 command
             }
             _ => {
-                // By its absolute path, so it is spawned rather than forked
-                // (see `programs`).
-                let mut command = Command::new(crate::programs::controller_program("git"));
+                let mut command = Command::new(&*GIT_PROGRAM);
                 command.stdin(Stdio::null());
                 command
             }

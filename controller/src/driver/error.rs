@@ -1,6 +1,8 @@
 //! Why a step of a run failed, and which failures are transient (retried
 //! with backoff) rather than defects (recorded and parked).
 
+use std::time::SystemTime;
+
 use autoforge_journal::{JournalError, RunId};
 
 use super::run_task::ObservedShapeError;
@@ -80,5 +82,19 @@ impl DriverError {
                 | DriverError::Journal(JournalError::Database(_))
                 | DriverError::Effect(EffectError::Read(_) | EffectError::Git(_))
         )
+    }
+
+    /// When the installation's GitHub budget comes back, if the step
+    /// stopped at the rate-limit gate (which sent nothing): the run waits
+    /// for that moment rather than retrying on a backoff, which would only
+    /// meet the same closed gate again and again until the reset.
+    pub(crate) fn rate_limited_until(&self) -> Option<SystemTime> {
+        match self {
+            DriverError::Read(GitHubError::RateLimited { until, .. })
+            | DriverError::Effect(EffectError::Read(GitHubError::RateLimited { until, .. })) => {
+                Some(*until)
+            }
+            _ => None,
+        }
     }
 }

@@ -122,6 +122,9 @@ pub(super) async fn drive(
         Err(DriverError::Suspended { repository, reason }) => {
             super::access_lost::wait_while_suspended(lease, &repository, &reason)
         }
+        Err(error) if error.rate_limited_until().is_some() => {
+            wait_for_budget(shared, lease, &error).await
+        }
         Err(error) if error.is_transient() => {
             match shared.retries.failed(&shared.config.retry, lease.run_id) {
                 RetryVerdict::After(delay) => {
@@ -144,6 +147,30 @@ pub(super) async fn drive(
                 .await;
             RunEnd::Failed(error.to_string())
         }
+    }
+}
+
+/// The longest a run sleeps for GitHub's budget: an hour is GitHub's
+/// whole rate-limit window, so a later reset time can only be a wrong
+/// header or clock.
+const MAX_BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The installation's budget is spent (or held back for writes) beyond
+/// what the client waits in-task: the run is due again when GitHub says
+/// the budget refills. Waiting for GitHub is no failure of the run, so it
+/// spends none of its retries, and until then its lease goes to runs that
+/// can move.
+async fn wait_for_budget(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd {
+    let until = error
+        .rate_limited_until()
+        .and_then(|until| until.duration_since(std::time::SystemTime::now()).ok())
+        .unwrap_or_default()
+        .min(MAX_BUDGET_WAIT);
+    tracing::info!(run = %lease.run_id, %error, wait_s = until.as_secs(), "waiting for GitHub's rate-limit budget");
+    let at = Utc::now() + until;
+    match shared.journal.schedule_wake(lease, at).await {
+        Ok(()) => RunEnd::Backoff,
+        Err(_) => RunEnd::LostLease,
     }
 }
 

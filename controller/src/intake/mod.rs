@@ -13,6 +13,7 @@ mod access;
 mod answering;
 mod dispatcher;
 mod entries;
+mod held_budgets;
 mod inbox;
 mod poller;
 mod sighting;

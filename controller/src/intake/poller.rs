@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 use super::access::{GitHubAccess, WatchedRepository, repo_name};
 use super::entries::record;
+use super::held_budgets::HeldBudgets;
 use super::sighting::{
     Sighting, body_digest, comment_key, comment_key_prefix, entries_for, labeling_of_event,
 };
@@ -124,9 +125,14 @@ impl Poller {
         self.notice_suspensions(&served.suspended);
         let watched = served.repositories;
         report.repositories = watched.len();
+        let mut held = HeldBudgets::default();
         for repository in &watched {
+            if held.skips(&repository.api) {
+                continue;
+            }
             match self.poll_labelled_issues(repository).await {
                 Ok(applied) => report.changes_applied += applied,
+                Err(error) if held.notice(&repository.api, &error) => {}
                 Err(error) => tracing::warn!(
                     repository = %repository.full_name,
                     error = format!("{error:#}"),
@@ -150,9 +156,13 @@ impl Poller {
             let Some(api) = apis.get(run.repository.as_str()) else {
                 continue;
             };
+            if held.skips(api) {
+                continue;
+            }
             report.runs += 1;
             match self.poll_run(run, api).await {
                 Ok(applied) => report.changes_applied += applied,
+                Err(error) if held.notice(api, &error) => {}
                 Err(error) => tracing::warn!(
                     run = %run.id,
                     error = format!("{error:#}"),
@@ -160,6 +170,7 @@ impl Poller {
                 ),
             }
         }
+        held.log();
         if self.access.is_app() {
             match self.redeliver_failed().await {
                 Ok(count) => report.redeliveries = count,

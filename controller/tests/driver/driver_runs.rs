@@ -302,6 +302,70 @@ async fn github_outages_back_off_with_the_event_kept_then_reach_the_machine_and_
 }
 
 #[tokio::test]
+async fn a_spent_rate_limit_budget_defers_the_run_to_the_reset_without_spending_its_retries() {
+    let world = World::new(1).await;
+    let run = world.start_run(autoforge_journal::testing::issue(1)).await;
+    // The installation's hourly budget is gone for the next half hour: far
+    // longer than the client waits in-task.
+    world.hub.set_faults(vec![
+        FaultRule::on(
+            "GET",
+            "/repos/{owner}/{repo}",
+            FaultKind::PrimaryExhausted {
+                reset_seconds: 1800,
+            },
+        )
+        .times(1),
+    ]);
+    let journal = world.db.journal();
+    let driver = world.driver("w1");
+
+    // More attempts than the retry budget (two backoffs): each one waits
+    // for the reset again, and none reaches the machine as a failure.
+    for attempt in 1..=4 {
+        let before = chrono::Utc::now();
+        let requests = world.hub.requests().len();
+        let ended = driver.drive_due_runs(5).await.unwrap();
+        assert_eq!(ended, vec![(run, RunEnd::Backoff)], "attempt {attempt}");
+        let held = journal.get_run(run).await.unwrap().unwrap();
+        assert!(
+            held.wake_at > before + chrono::Duration::seconds(1700),
+            "attempt {attempt}: due again at the reset, not after a backoff: {}",
+            held.wake_at
+        );
+        assert!(held.lease_owner.is_none(), "attempt {attempt}");
+        assert_eq!(world.unconsumed_events(run).await, 1, "attempt {attempt}");
+        if attempt > 1 {
+            // The closed gate refuses in the controller: GitHub sees nothing.
+            assert_eq!(world.hub.requests().len(), requests, "attempt {attempt}");
+        }
+        // Until the reset the run is not due: nothing drives it.
+        assert!(driver.drive_due_runs(5).await.unwrap().is_empty());
+        // Make it due now, as if the reset had come while the gate still
+        // holds (a clock ahead of GitHub's).
+        let lease = journal
+            .acquire_lease_for(run, "operator", Duration::from_secs(5))
+            .await
+            .unwrap()
+            .unwrap();
+        journal
+            .schedule_wake(&lease, chrono::Utc::now())
+            .await
+            .unwrap();
+        journal.release_lease(&lease).await.unwrap();
+    }
+    let failures = journal
+        .list_audit_events(run)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.detail["event"] == "transient_failure")
+        .count();
+    assert_eq!(failures, 0, "waiting for GitHub's budget is no failure");
+    assert!(journal.list_effects(run).await.unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn an_unblock_command_is_decided_on_a_fresh_read_of_github() {
     let world = World::new(1).await;
     let run = world.start_run(autoforge_journal::testing::issue(1)).await;

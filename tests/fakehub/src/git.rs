@@ -8,6 +8,48 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use tokio::process::Command;
 
+use crate::git_memo::Memo;
+
+static REVISIONS: Memo<String> = Memo::new();
+static MERGE_BASES: Memo<String> = Memo::new();
+static ANCESTRY: Memo<bool> = Memo::new();
+static MERGE_TREES: Memo<Result<String, ()>> = Memo::new();
+static REV_LISTS: Memo<Vec<String>> = Memo::new();
+static COMMITS: Memo<CommitInfo> = Memo::new();
+static DIFFS: Memo<Vec<FileChange>> = Memo::new();
+static PATCHES: Memo<BTreeMap<String, String>> = Memo::new();
+
+/// Forgets what the memo knows about `repo` (it was deleted).
+pub fn forget_repository(repo: &Path) {
+    REVISIONS.forget(repo);
+    MERGE_BASES.forget(repo);
+    ANCESTRY.forget(repo);
+    MERGE_TREES.forget(repo);
+    REV_LISTS.forget(repo);
+    COMMITS.forget(repo);
+    DIFFS.forget(repo);
+    PATCHES.forget(repo);
+}
+
+/// `compute`'s answer, remembered in `memo` when `ids` are all object ids
+/// (see [`crate::git_memo`]); a failure is never remembered.
+async fn remembered<V: Clone, E>(
+    memo: &Memo<V>,
+    repo: &Path,
+    ids: &[&str],
+    compute: impl Future<Output = Result<V, E>>,
+) -> Result<V, E> {
+    let key = Memo::<V>::key(repo, ids);
+    if let Some(answer) = key.as_deref().and_then(|key| memo.get(key)) {
+        return Ok(answer);
+    }
+    let answer = compute.await?;
+    if let Some(key) = key {
+        memo.put(key, answer.clone());
+    }
+    Ok(answer)
+}
+
 /// Identity fakehub commits with (`web-flow` on GitHub).
 pub const COMMITTER: (&str, &str) = ("GitHub", "noreply@github.com");
 
@@ -173,11 +215,15 @@ pub async fn rev_parse(repo: &Path, rev: &str) -> Option<String> {
         "--quiet",
         &format!("{rev}^{{commit}}"),
     ]);
-    run(cmd)
-        .await
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    let resolved = async {
+        run(cmd)
+            .await
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .ok_or(())
+    };
+    remembered(&REVISIONS, repo, &[rev], resolved).await.ok()
 }
 
 /// Every branch and tag: `refs/... → sha`.
@@ -197,17 +243,31 @@ pub async fn refs(repo: &Path) -> anyhow::Result<BTreeMap<String, String>> {
 pub async fn merge_base(repo: &Path, a: &str, b: &str) -> Option<String> {
     let mut cmd = git(repo);
     cmd.args(["merge-base", a, b]);
-    run(cmd)
-        .await
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    let base = async {
+        run(cmd)
+            .await
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .ok_or(())
+    };
+    remembered(&MERGE_BASES, repo, &[a, b], base).await.ok()
 }
 
 pub async fn is_ancestor(repo: &Path, ancestor: &str, descendant: &str) -> bool {
     let mut cmd = git(repo);
     cmd.args(["merge-base", "--is-ancestor", ancestor, descendant]);
-    cmd.status().await.map(|s| s.success()).unwrap_or(false)
+    // Exit 0 and 1 are the answer; anything else is a failure, not "no".
+    let answer = async {
+        match cmd.status().await.map(|s| s.code()) {
+            Ok(Some(0)) => Ok(true),
+            Ok(Some(1)) => Ok(false),
+            _ => Err(()),
+        }
+    };
+    remembered(&ANCESTRY, repo, &[ancestor, descendant], answer)
+        .await
+        .unwrap_or(false)
 }
 
 /// Three-way merge of `theirs` into `ours` in memory: `Ok(tree)` or
@@ -224,24 +284,30 @@ pub async fn merge_tree(
         cmd.arg(format!("--merge-base={base}"));
     }
     cmd.args([ours, theirs]);
-    let out = cmd.output().await?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let tree = text.lines().next().unwrap_or_default().trim().to_string();
-    match out.status.code() {
-        Some(0) => Ok(Ok(tree)),
-        Some(1) => Ok(Err(())),
-        _ => bail!(
-            "git merge-tree failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-    }
+    let merged = async {
+        let out = cmd.output().await?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let tree = text.lines().next().unwrap_or_default().trim().to_string();
+        match out.status.code() {
+            Some(0) => Ok(Ok(tree)),
+            Some(1) => Ok(Err(())),
+            _ => bail!(
+                "git merge-tree failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        }
+    };
+    let mut ids = vec![ours, theirs];
+    ids.extend(base);
+    remembered(&MERGE_TREES, repo, &ids, merged).await
 }
 
 /// Commits reachable from `head` but not from `base`, oldest first.
 pub async fn rev_list(repo: &Path, base: &str, head: &str) -> anyhow::Result<Vec<String>> {
     let mut cmd = git(repo);
     cmd.args(["rev-list", "--reverse", &format!("{base}..{head}")]);
-    Ok(run(cmd).await?.lines().map(str::to_string).collect())
+    let listed = async { Ok(run(cmd).await?.lines().map(str::to_string).collect()) };
+    remembered(&REV_LISTS, repo, &[base, head], listed).await
 }
 
 /// A commit as `git cat-file` describes it.
@@ -258,8 +324,8 @@ pub struct CommitInfo {
 pub async fn commit_info(repo: &Path, sha: &str) -> anyhow::Result<CommitInfo> {
     let mut cmd = git(repo);
     cmd.args(["cat-file", "commit", sha]);
-    let text = run(cmd).await?;
-    Ok(parse_commit(sha, &text))
+    let read = async { Ok(parse_commit(sha, &run(cmd).await?)) };
+    remembered(&COMMITS, repo, &[sha], read).await
 }
 
 fn parse_ident(text: &str) -> (String, String, i64) {
@@ -276,6 +342,10 @@ fn parse_ident(text: &str) -> (String, String, i64) {
 /// [`commit_info`] for callers that hold the world lock and cannot await;
 /// `None` when git cannot read the commit.
 pub fn commit_info_blocking(repo: &Path, sha: &str) -> Option<CommitInfo> {
+    let key = Memo::<CommitInfo>::key(repo, &[sha]);
+    if let Some(info) = key.as_deref().and_then(|key| COMMITS.get(key)) {
+        return Some(info);
+    }
     let out = std::process::Command::new("git")
         .arg("--git-dir")
         .arg(repo)
@@ -284,9 +354,14 @@ pub fn commit_info_blocking(repo: &Path, sha: &str) -> Option<CommitInfo> {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .ok()?;
-    out.status
+    let info = out
+        .status
         .success()
-        .then(|| parse_commit(sha, &String::from_utf8_lossy(&out.stdout)))
+        .then(|| parse_commit(sha, &String::from_utf8_lossy(&out.stdout)))?;
+    if let Some(key) = key {
+        COMMITS.put(key, info.clone());
+    }
+    Some(info)
 }
 
 fn parse_commit(sha: &str, text: &str) -> CommitInfo {
@@ -320,6 +395,10 @@ pub struct FileChange {
 }
 
 pub async fn diff(repo: &Path, base: &str, head: &str) -> anyhow::Result<Vec<FileChange>> {
+    remembered(&DIFFS, repo, &[base, head], file_changes(repo, base, head)).await
+}
+
+async fn file_changes(repo: &Path, base: &str, head: &str) -> anyhow::Result<Vec<FileChange>> {
     let mut cmd = git(repo);
     cmd.args(["diff", "--numstat", "--no-renames", base, head]);
     let numstat = run(cmd).await?;
@@ -359,6 +438,20 @@ pub async fn diff(repo: &Path, base: &str, head: &str) -> anyhow::Result<Vec<Fil
 /// trailing newline. A binary file, or a change without hunks (an empty
 /// file, a mode change), has none. One `git diff` for the whole range.
 pub async fn patches(
+    repo: &Path,
+    base: &str,
+    head: &str,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    remembered(
+        &PATCHES,
+        repo,
+        &[base, head],
+        file_patches(repo, base, head),
+    )
+    .await
+}
+
+async fn file_patches(
     repo: &Path,
     base: &str,
     head: &str,

@@ -16,6 +16,7 @@ pub mod faults;
 pub mod faults_windows;
 pub mod git;
 mod git_http;
+mod git_memo;
 pub mod http;
 mod middleware;
 pub mod profiles;

@@ -158,6 +158,7 @@ pub async fn delete_repo(
         }
     }
     let _ = tokio::fs::remove_dir_all(&path).await;
+    crate::git::forget_repository(&path);
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

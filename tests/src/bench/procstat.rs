@@ -60,6 +60,35 @@ pub fn server_cpu(pid: u32) -> anyhow::Result<Duration> {
     Ok(total)
 }
 
+/// CPU time the whole machine spent busy so far (every core, every
+/// process and the kernel's own threads: the first line of `/proc/stat`,
+/// all but idle and iowait). Short-lived processes nobody waits for, and
+/// kernel work such as tearing down a sandbox's namespaces, show up here
+/// and in no process's times.
+pub fn machine_busy() -> anyhow::Result<Duration> {
+    let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+    parse_machine_busy(&text, CLOCK_TICKS_PER_SECOND)
+}
+
+fn parse_machine_busy(text: &str, ticks_per_second: u64) -> anyhow::Result<Duration> {
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("cpu "))
+        .context("no cpu line in /proc/stat")?;
+    let mut busy = 0u64;
+    // user nice system idle iowait irq softirq steal (guest time is
+    // already inside user and nice).
+    for (index, raw) in line.split_whitespace().skip(1).take(8).enumerate() {
+        let ticks: u64 = raw
+            .parse()
+            .with_context(|| format!("/proc/stat cpu field {raw:?}"))?;
+        if !matches!(index, 3 | 4) {
+            busy += ticks;
+        }
+    }
+    Ok(Duration::from_millis(busy * 1000 / ticks_per_second))
+}
+
 /// Field 4 (the parent's pid) of a stat line.
 fn parent_in_stat(text: &str) -> Option<u32> {
     let (_, rest) = text.rsplit_once(')')?;
@@ -131,6 +160,17 @@ fn status_kib(text: &str, key: &str) -> anyhow::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_busy_time_counts_everything_but_idle_and_iowait() {
+        let text = "cpu  100 20 300 5000 70 8 9 10 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        let busy = parse_machine_busy(text, 100).expect("parse");
+        assert_eq!(
+            busy,
+            Duration::from_millis((100 + 20 + 300 + 8 + 9 + 10) * 10)
+        );
+        assert!(parse_machine_busy("intr 5\n", 100).is_err());
+    }
 
     #[test]
     fn stat_fields_are_counted_after_a_command_name_with_spaces_and_parens() {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use sqlx::Row;
 
-use super::procstat::{cpu_times, memory, server_cpu};
+use super::procstat::{cpu_times, machine_busy, memory, server_cpu};
 use super::stats::percentile;
 use super::{BenchOptions, Section};
 use fleet::{Fleet, GITHUB_BUDGET, Replica, Size};
@@ -63,6 +63,11 @@ pub struct Window {
     pub serve_cpu: Duration,
     pub children_cpu: Duration,
     pub postgres_cpu: Duration,
+    /// The bench process itself: fakehub, which serves the fleet's REST
+    /// calls, webhooks and git transfers, with the git processes it runs.
+    pub fakehub_cpu: Duration,
+    /// The whole machine's busy time (see [`machine_busy`]).
+    pub machine_cpu: Duration,
     pub connections_max: i64,
     /// Webhook arrival to the run's first transition, per run that made
     /// one in the window (the others waited for a driver all along).
@@ -92,16 +97,28 @@ impl Window {
     }
 
     /// The window's CPU shares of the machine, in percent: serve, its
-    /// children, Postgres.
-    pub fn cpu_shares(&self) -> [f64; 3] {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as f64;
-        let share = |spent: Duration| 100.0 * spent.as_secs_f64() / (self.seconds * cores);
+    /// children, Postgres, fakehub with its git, and the rest of what the
+    /// machine was busy with (kernel threads, processes nobody reaped).
+    pub fn cpu_shares(&self) -> [f64; 5] {
+        let share = |spent: Duration| 100.0 * spent.as_secs_f64() / (self.seconds * cores());
+        let counted = self.serve_cpu + self.children_cpu + self.postgres_cpu + self.fakehub_cpu;
         [
             share(self.serve_cpu),
             share(self.children_cpu),
             share(self.postgres_cpu),
+            share(self.fakehub_cpu),
+            share(self.machine_cpu.saturating_sub(counted)),
         ]
     }
+
+    /// How busy the machine was over the window, in percent of its cores.
+    pub fn machine_busy(&self) -> f64 {
+        (100.0 * self.machine_cpu.as_secs_f64() / (self.seconds * cores())).min(100.0)
+    }
+}
+
+fn cores() -> f64 {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as f64
 }
 
 /// The sizes measured: the full size and the quick one.
@@ -225,6 +242,8 @@ async fn measure(
         .map(|r| cpu_times(r.pid))
         .collect::<Result<_, _>>()?;
     let postgres_before = server_cpu(postmaster)?;
+    let fakehub_before = cpu_times(std::process::id())?;
+    let machine_before = machine_busy()?;
     // The database's clock, as text: the window is compared with the
     // journal's own timestamps.
     let opened: String = sqlx::query_scalar("SELECT clock_timestamp()::text")
@@ -269,6 +288,8 @@ async fn measure(
         peak_rss = peak_rss.max(memory(replica.pid)?.peak_rss);
     }
     let postgres_cpu = server_cpu(postmaster)?.saturating_sub(postgres_before);
+    let fakehub = cpu_times(std::process::id())?.since(&fakehub_before);
+    let machine_cpu = machine_busy()?.saturating_sub(machine_before);
     let counts = sqlx::query(
         "SELECT \
            (SELECT count(*) FROM audit_events WHERE kind = 'transition' AND recorded_at >= $1::timestamptz) \
@@ -313,6 +334,8 @@ async fn measure(
         serve_cpu,
         children_cpu,
         postgres_cpu,
+        fakehub_cpu: fakehub.own + fakehub.children,
+        machine_cpu,
         connections_max,
         first_transition_ms,
     })

@@ -65,7 +65,7 @@ fn rows(windows: &[Window]) -> Vec<String> {
                 spread(these.iter().map(|w| pick(w))).display(decimals)
             };
             format!(
-                "| {runs} | {replicas} | {concurrency} | {budget} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {runs} | {replicas} | {concurrency} | {budget} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 figure(|w| w.labelled_after, 1),
                 figure(|w| w.started() as f64, 0),
                 figure(Window::transitions_per_second, 1),
@@ -76,6 +76,8 @@ fn rows(windows: &[Window]) -> Vec<String> {
                 figure(|w| seconds(w.serve_cpu), 1),
                 figure(|w| seconds(w.children_cpu), 1),
                 figure(|w| seconds(w.postgres_cpu), 1),
+                figure(|w| seconds(w.fakehub_cpu), 1),
+                figure(Window::machine_busy, 0),
                 figure(|w| w.connections_max as f64, 0),
                 figure(|w| w.latency(0.5), 0),
                 figure(|w| w.latency(0.99), 0),
@@ -87,8 +89,9 @@ fn rows(windows: &[Window]) -> Vec<String> {
 const TABLE_HEAD: &str = "| runs | replicas | driven at once (each) | GitHub budget | all labelled \
 after (s) | runs started in the window | transitions/s | effects observed/s | points per \
 transition | runs done | peak RSS of a replica (MB) | serve CPU (s) | its children's CPU (s) | \
-Postgres CPU (s) | database connections (max) | webhook → first transition p50 (ms) | p99 (ms) |\n\
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+Postgres CPU (s) | fakehub and its git CPU (s) | machine busy (%) | database connections (max) | \
+webhook → first transition p50 (ms) | p99 (ms) |\n\
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// Where the CPU of a configuration's windows went, as shares of what the
 /// machine had in the window.
@@ -97,10 +100,14 @@ fn where_cpu_went(windows: &[&Window]) -> String {
     let share = |part: usize| spread(windows.iter().map(|w| w.cpu_shares()[part])).median;
     format!(
         "of the machine's {cores} cores over the window, serve used {:.0}%, its children \
-         (agents in bubblewrap, git, validation) {:.0}%, Postgres {:.0}%",
+         (agents in bubblewrap, git, validation) {:.0}%, Postgres {:.0}%, fakehub with its \
+         git processes {:.0}%, and the kernel's own threads with processes nobody waited \
+         for {:.0}%",
         share(0),
         share(1),
         share(2),
+        share(3),
+        share(4),
     )
 }
 
@@ -126,7 +133,17 @@ fn saturation(windows: &[Window], largest: usize) -> String {
         spread(
             of(windows, (largest, 1, concurrency, UNLIMITED))
                 .iter()
-                .map(|w| w.cpu_shares().iter().sum::<f64>()),
+                .map(|w| w.machine_busy()),
+        )
+        .median
+    };
+    // What the controller's side (serve, its children, Postgres) took at
+    // the wide concurrency, against fakehub's side.
+    let side = |concurrency: usize, parts: &[usize]| {
+        spread(
+            of(windows, (largest, 1, concurrency, UNLIMITED))
+                .iter()
+                .map(|w| parts.iter().map(|&p| w.cpu_shares()[p]).sum::<f64>()),
         )
         .median
     };
@@ -154,8 +171,14 @@ fn saturation(windows: &[Window], largest: usize) -> String {
             if busy(high) >= 85.0 {
                 format!(
                     "{gain:.1}× the rate with {high} at once, and the machine's CPU is then \
-                     saturated: more drivers cannot help on this host; the runs' processes \
-                     and the controller share its cores"
+                     saturated ({:.0}% busy): more drivers cannot help on this host. The \
+                     controller's side (serve, the processes it runs, Postgres) took {:.0}% \
+                     of the machine, the fake GitHub's side (fakehub and its git) {:.0}%; on \
+                     a host of its own, with GitHub elsewhere, the controller would have the \
+                     whole machine",
+                    busy(high),
+                    side(high, &[0, 1, 2]),
+                    side(high, &[3]),
                 )
             } else if gain >= 1.3 {
                 format!(
@@ -209,13 +232,14 @@ fn replicas_verdict(one: &[&Window], three: &[&Window]) -> String {
     let rate =
         |windows: &[&Window]| spread(windows.iter().map(|w| w.transitions_per_second())).median;
     let postgres = spread(three.iter().map(|w| w.cpu_shares()[2])).median;
-    let busy = spread(three.iter().map(|w| w.cpu_shares().iter().sum::<f64>())).median;
+    let busy = spread(three.iter().map(|w| w.machine_busy())).median;
     let gain = rate(three) / rate(one).max(f64::MIN_POSITIVE);
     let limit = if postgres >= 60.0 {
         "Postgres is the limit: it takes most of the machine".to_owned()
     } else if busy >= 85.0 {
-        "the machine's CPU is the limit, shared by the replicas, their agents and \
-         Postgres; Postgres itself is not"
+        "the machine's CPU is the limit, shared by the replicas, their agents, Postgres \
+         and the fake GitHub; Postgres itself is not, so on this host the database's limit \
+         cannot be reached: it needs more cores than the rest of the fleet leaves it"
             .to_owned()
     } else if gain >= 1.3 {
         "neither Postgres nor the CPU is saturated and replicas add throughput as \
@@ -230,9 +254,36 @@ fn replicas_verdict(one: &[&Window], three: &[&Window]) -> String {
     };
     format!(
         "Three replicas reach {gain:.2}× one replica's transitions per second; {}. With \
-         three, Postgres used {postgres:.0}% of the machine and everything together \
-         {busy:.0}%: {limit}.",
+         three, Postgres used {postgres:.0}% of the machine and the machine was {busy:.0}% \
+         busy: {limit}.",
         where_cpu_went(three),
+    )
+}
+
+/// What one shard carries, from the database CPU each transition cost in
+/// the windows and what GitHub's budget lets one installation do.
+fn shard_numbers(windows: &[Window]) -> String {
+    let per_transition_ms = spread(
+        windows
+            .iter()
+            .map(|w| 1000.0 * w.postgres_cpu.as_secs_f64() / (w.transitions.max(1) as f64)),
+    )
+    .median;
+    let points = spread(windows.iter().map(Window::points_per_transition)).median;
+    if !(per_transition_ms > 0.0 && points > 0.0) {
+        return "not measured.".to_owned();
+    }
+    let per_core = 1000.0 / per_transition_ms;
+    let per_installation = GITHUB_BUDGET as f64 / 3600.0 / points;
+    format!(
+        "Postgres spent {per_transition_ms:.1} ms of CPU per transition in these windows \
+         (median), so one database core carries about {per_core:.0} transitions a second. \
+         GitHub lets one installation make {per_installation:.2} transitions a second \
+         ({GITHUB_BUDGET} points an hour at {points:.1} points each), so one core keeps up \
+         with about {:.0} installations working flat out. A shard is split when its \
+         Postgres CPU, not the replicas', approaches its cores; until then more replicas \
+         on one database is the cheaper step.",
+        per_core / per_installation,
     )
 }
 
@@ -407,16 +458,13 @@ pub fn sections(
              measured c64 ingest rate above, one Postgres commits several thousand \
              deliveries a second, far beyond what a fleet's runs make (each run's \
              cycle is a few dozen webhooks).\n\
-             - The numbers that motivate it: one run costs the transitions and effects \
-             per cycle shown above and a few rows each; the database CPU per \
-             transition in the table is what one shard spends. A shard is split when its \
-             Postgres CPU, not the replicas', approaches its cores; until then more \
-             replicas on one database is the cheaper step.\n",
+             - The numbers that motivate it: {}\n",
             rows(&replicated).join("\n"),
             replicas_verdict(
                 &of(&replicated, (largest, 1, default_concurrency, UNLIMITED)),
                 &three
             ),
+            shard_numbers(&replicated),
         ),
         charts: Vec::new(),
     };

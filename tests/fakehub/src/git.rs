@@ -215,15 +215,19 @@ pub async fn rev_parse(repo: &Path, rev: &str) -> Option<String> {
         "--quiet",
         &format!("{rev}^{{commit}}"),
     ]);
-    let resolved = async {
-        run(cmd)
-            .await
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .ok_or(())
-    };
-    remembered(&REVISIONS, repo, &[rev], resolved).await.ok()
+    remembered(&REVISIONS, repo, &[rev], object_id(cmd))
+        .await
+        .ok()
+}
+
+/// The one object id `cmd` prints; `Err` when it fails or prints none.
+async fn object_id(cmd: Command) -> Result<String, ()> {
+    run(cmd)
+        .await
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .ok_or(())
 }
 
 /// Every branch and tag: `refs/... → sha`.
@@ -243,15 +247,9 @@ pub async fn refs(repo: &Path) -> anyhow::Result<BTreeMap<String, String>> {
 pub async fn merge_base(repo: &Path, a: &str, b: &str) -> Option<String> {
     let mut cmd = git(repo);
     cmd.args(["merge-base", a, b]);
-    let base = async {
-        run(cmd)
-            .await
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .ok_or(())
-    };
-    remembered(&MERGE_BASES, repo, &[a, b], base).await.ok()
+    remembered(&MERGE_BASES, repo, &[a, b], object_id(cmd))
+        .await
+        .ok()
 }
 
 pub async fn is_ancestor(repo: &Path, ancestor: &str, descendant: &str) -> bool {

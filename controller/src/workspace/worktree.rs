@@ -178,6 +178,11 @@ impl Worktree {
     /// The commit HEAD points at.
     pub async fn head(&self) -> Result<CommitSha, WorkspaceError> {
         self.ensure_linked().await?;
+        self.linked_head().await
+    }
+
+    /// [`Self::head`] once the caller has checked the link itself.
+    async fn linked_head(&self) -> Result<CommitSha, WorkspaceError> {
         let out = self
             .run(&[
                 OsStr::new("rev-parse"),
@@ -191,7 +196,7 @@ impl Worktree {
     /// The current fingerprint; compare two to detect changes.
     pub async fn fingerprint(&self) -> Result<WorktreeFingerprint, WorkspaceError> {
         self.ensure_linked().await?;
-        let head = self.head().await.ok();
+        let head = self.linked_head().await.ok();
         let index = self
             .run(&[
                 OsStr::new("ls-files"),

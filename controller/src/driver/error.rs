@@ -90,9 +90,8 @@ impl DriverError {
     /// meet the same closed gate again and again until the reset.
     pub(crate) fn rate_limited_until(&self) -> Option<SystemTime> {
         match self {
-            DriverError::Read(GitHubError::RateLimited { until, .. })
-            | DriverError::Effect(EffectError::Read(GitHubError::RateLimited { until, .. })) => {
-                Some(*until)
+            DriverError::Read(error) | DriverError::Effect(EffectError::Read(error)) => {
+                error.held_until()
             }
             _ => None,
         }

@@ -129,11 +129,7 @@ pub(super) async fn drive(
             match shared.retries.failed(&shared.config.retry, lease.run_id) {
                 RetryVerdict::After(delay) => {
                     tracing::info!(run = %lease.run_id, %error, ?delay, "transient failure; backing off");
-                    let at = Utc::now() + delay;
-                    match shared.journal.schedule_wake(lease, at).await {
-                        Ok(()) => RunEnd::Backoff,
-                        Err(_) => RunEnd::LostLease,
-                    }
+                    pause(shared, lease, delay).await
                 }
                 RetryVerdict::GiveUp => give_up(shared, lease, &error).await,
             }
@@ -167,8 +163,17 @@ async fn wait_for_budget(shared: &Shared, lease: &Lease, error: &DriverError) ->
         .unwrap_or_default()
         .min(MAX_BUDGET_WAIT);
     tracing::info!(run = %lease.run_id, %error, wait_s = until.as_secs(), "waiting for GitHub's rate-limit budget");
-    let at = Utc::now() + until;
-    match shared.journal.schedule_wake(lease, at).await {
+    pause(shared, lease, until).await
+}
+
+/// Makes the run due again after `delay` (the task ends with a backoff),
+/// unless the lease is no longer ours.
+async fn pause(shared: &Shared, lease: &Lease, delay: std::time::Duration) -> RunEnd {
+    match shared
+        .journal
+        .schedule_wake(lease, Utc::now() + delay)
+        .await
+    {
         Ok(()) => RunEnd::Backoff,
         Err(_) => RunEnd::LostLease,
     }
@@ -192,11 +197,7 @@ async fn give_up(shared: &Shared, lease: &Lease, error: &DriverError) -> RunEnd 
     }
     // Whatever the machine decided, the step is tried again only after a
     // pause: a new backoff episode starts from the first delay.
-    let at = Utc::now() + shared.config.retry.delay(1);
-    match shared.journal.schedule_wake(lease, at).await {
-        Ok(()) => RunEnd::Backoff,
-        Err(_) => RunEnd::LostLease,
-    }
+    pause(shared, lease, shared.config.retry.delay(1)).await
 }
 
 /// Sets when the run is next due, according to how the task ended.

@@ -77,6 +77,15 @@ impl GitHubError {
         self.status() == Some(404)
     }
 
+    /// When the rate-limit gate opens again, if the request was held at it
+    /// (and so never sent).
+    pub fn held_until(&self) -> Option<SystemTime> {
+        match self {
+            GitHubError::RateLimited { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
     /// True when a write may or may not have landed: the executor must
     /// reconcile before deciding anything (SPEC §6 rule 2).
     pub fn is_outcome_unknown(&self) -> bool {

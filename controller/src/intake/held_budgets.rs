@@ -40,10 +40,9 @@ impl HeldBudgets {
     /// Whether `error` is the gate holding `api`'s budget; if so the scope
     /// is remembered and the caller logs nothing of its own.
     pub(super) fn notice(&mut self, api: &GitHubApi, error: &anyhow::Error) -> bool {
-        let until = error.chain().find_map(|cause| match cause.downcast_ref() {
-            Some(GitHubError::RateLimited { until, .. }) => Some(*until),
-            _ => None,
-        });
+        let until = error
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<GitHubError>()?.held_until());
         let Some(until) = until else {
             return false;
         };

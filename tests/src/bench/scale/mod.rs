@@ -117,6 +117,7 @@ impl Window {
     }
 }
 
+/// The machine's cores, as the shares above count them.
 fn cores() -> f64 {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as f64
 }

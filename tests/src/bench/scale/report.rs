@@ -96,7 +96,7 @@ webhook → first transition p50 (ms) | p99 (ms) |\n\
 /// Where the CPU of a configuration's windows went, as shares of what the
 /// machine had in the window.
 fn where_cpu_went(windows: &[&Window]) -> String {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let cores = super::cores();
     let share = |part: usize| spread(windows.iter().map(|w| w.cpu_shares()[part])).median;
     format!(
         "of the machine's {cores} cores over the window, serve used {:.0}%, its children \

@@ -44,14 +44,26 @@ pub struct EscapedReport {
 /// SIGKILLs every live process carrying `tag` and waits up to `deadline`
 /// for them to be gone (a zombie no longer exposes its environment, so it
 /// counts as gone).
+///
+/// An empty scan is believed only when the next one, a poll later, is
+/// empty too: a process caught inside `execve` has its new memory but not
+/// yet its environment on the stack, and reads as untagged for that
+/// instant.
 pub async fn kill_tagged(tag: &str, deadline: Duration) -> EscapedReport {
     let mut report = EscapedReport::default();
     let until = Instant::now() + deadline;
+    let mut empty_scans = 0;
     loop {
         let tagged = tagged_processes(tag);
         if tagged.is_empty() {
-            return report;
+            empty_scans += 1;
+            if empty_scans == 2 {
+                return report;
+            }
+            sleep(POLL).await;
+            continue;
         }
+        empty_scans = 0;
         if Instant::now() >= until {
             tracing::error!(
                 count = tagged.len(),
@@ -109,9 +121,23 @@ mod tests {
         };
         let mut tagged = spawn(&tag);
         let mut other = spawn(&new_tag());
-        // Our own child turns into a zombie once killed: reap it meanwhile.
-        let (report, status) =
-            tokio::join!(kill_tagged(&tag, Duration::from_secs(5)), tagged.wait());
+        // `spawn` returns while the child may still be inside `execve`; the
+        // test is about finding a running process, so wait until it is one.
+        let visible = Instant::now() + Duration::from_secs(10);
+        while tagged_processes(&tag).is_empty() {
+            assert!(
+                Instant::now() < visible,
+                "the tagged child never showed its tag"
+            );
+            sleep(POLL).await;
+        }
+        // Our own child turns into a zombie once killed: reap it meanwhile,
+        // and give up well before `sleep` would end on its own.
+        let (report, status) = tokio::join!(
+            kill_tagged(&tag, Duration::from_secs(5)),
+            tokio::time::timeout(Duration::from_secs(30), tagged.wait())
+        );
+        let status = status.expect("the tagged child outlived the sweep");
         assert!(!status.expect("wait").success());
         assert!(report.found && !report.survived, "{report:?}");
         assert!(

@@ -148,3 +148,51 @@ async fn rows_copied_into_a_database_at_the_previous_version_survive_its_migrati
     let next = old.journal().create_run(&crate::new_run(8)).await.unwrap();
     assert!(next.id.0 > run.id.0, "{:?} after {:?}", next.id, run.id);
 }
+
+#[tokio::test]
+async fn hot_large_columns_are_compressed_with_lz4_where_the_server_has_it() {
+    let db = TestDatabase::fresh().await;
+    // Whether this server was built with lz4 decides what the migration did.
+    let has_lz4 = sqlx::query("CREATE TEMP TABLE lz4_probe (v text COMPRESSION lz4)")
+        .execute(db.pool())
+        .await
+        .is_ok();
+    let columns: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT c.relname::text, a.attname::text, a.attcompression::text \
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+         WHERE (c.relname, a.attname) IN (('deliveries', 'payload'), ('runs', 'state'), \
+             ('effects', 'payload'), ('run_events', 'event')) \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(db.pool())
+    .await
+    .unwrap();
+    assert_eq!(columns.len(), 4, "{columns:?}");
+    let expected = if has_lz4 { "l" } else { "" };
+    for (table, column, compression) in &columns {
+        assert_eq!(compression, expected, "{table}.{column}");
+    }
+    // A stored payload really is compressed with it.
+    let delivery = autoforge_journal::NewDelivery {
+        delivery_id: "lz4-probe".to_owned(),
+        event: "issue_comment".to_owned(),
+        action: Some("created".to_owned()),
+        repository: Some("octo/widgets".to_owned()),
+        installation_id: Some(1),
+        payload: "{\"body\":\""
+            .bytes()
+            .chain(std::iter::repeat_n(b'x', 12_000))
+            .collect(),
+    };
+    db.journal().insert_delivery(&delivery).await.unwrap();
+    let method: Option<String> = sqlx::query_scalar(
+        "SELECT pg_column_compression(payload) FROM deliveries WHERE delivery_id = 'lz4-probe'",
+    )
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        method.as_deref(),
+        Some(if has_lz4 { "lz4" } else { "pglz" })
+    );
+}

@@ -12,8 +12,9 @@
 //! whatever has queued up (at most [`MAX_BATCH`]) as one batch and stores it
 //! with one `INSERT … SELECT FROM unnest(…)`; while it waits for that
 //! commit, the other task collects the next batch, so the disk is never
-//! idle under load. A lone delivery goes straight through: one round trip
-//! of a prepared single-row insert.
+//! idle under load. A lone delivery (nothing queued, nothing committing)
+//! is committed by its own request on an idle committer connection: one
+//! round trip of a prepared single-row insert, and no task to wake.
 //!
 //! A batch that fails (a lost connection, or one row Postgres refuses) is
 //! tried again row by row on a fresh connection, so one bad delivery fails
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgConnection};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, MutexGuard, mpsc, oneshot};
 
 use crate::deliveries::{InsertOutcome, NewDelivery, check_delivery, insert_one};
 use crate::error::{DatabaseError, JournalError, Result};
@@ -55,7 +56,12 @@ struct Pending {
 #[derive(Clone, Debug)]
 pub struct DeliveryCommitter {
     queue: mpsc::Sender<Pending>,
+    options: Arc<PgConnectOptions>,
+    connections: Arc<[Slot]>,
 }
+
+/// A committer's connection; locked while a commit uses it.
+type Slot = Mutex<Option<PgConnection>>;
 
 impl Journal {
     /// Starts the committer tasks (`COMMITTERS`) on the current tokio runtime.
@@ -63,10 +69,20 @@ impl Journal {
         let (queue, incoming) = mpsc::channel(MAX_BATCH * COMMITTERS * 4);
         let incoming = Arc::new(Mutex::new(incoming));
         let options = self.pool.connect_options();
-        for _ in 0..COMMITTERS {
-            tokio::spawn(commit_loop(Arc::clone(&options), Arc::clone(&incoming)));
+        let connections: Arc<[Slot]> = (0..COMMITTERS).map(|_| Mutex::new(None)).collect();
+        for slot in 0..COMMITTERS {
+            tokio::spawn(commit_loop(
+                Arc::clone(&options),
+                Arc::clone(&incoming),
+                Arc::clone(&connections),
+                slot,
+            ));
         }
-        DeliveryCommitter { queue }
+        DeliveryCommitter {
+            queue,
+            options,
+            connections,
+        }
     }
 }
 
@@ -77,12 +93,57 @@ impl DeliveryCommitter {
     /// arrives at the same time.
     pub async fn insert(&self, delivery: NewDelivery) -> Result<InsertOutcome> {
         check_delivery(&delivery)?;
+        if let Some(connection) = self.alone() {
+            let mut lent = Lent {
+                connection,
+                finished: false,
+            };
+            let outcome = commit(&self.options, &mut lent.connection, &[&delivery]).await;
+            lent.finished = true;
+            return outcome.into_iter().next().unwrap_or_else(|| Err(stopped()));
+        }
         let (answer, answered) = oneshot::channel();
         self.queue
             .send(Pending { delivery, answer })
             .await
             .map_err(|_| stopped())?;
         answered.await.map_err(|_| stopped())?
+    }
+}
+
+impl DeliveryCommitter {
+    /// A connection for a delivery that nothing could share a commit with:
+    /// none is queued and none is being committed. Such a delivery is
+    /// committed by its own request instead of being handed to a committer
+    /// task and waiting to be woken by it: those two thread switches were
+    /// most of what a lone delivery cost beyond the commit itself. Whatever
+    /// arrives meanwhile finds a commit in flight and queues, so bursts are
+    /// batched as before.
+    fn alone(&self) -> Option<MutexGuard<'_, Option<PgConnection>>> {
+        if self.queue.capacity() != self.queue.max_capacity() {
+            return None;
+        }
+        let mut idle = self.connections.iter().map(|slot| slot.try_lock().ok());
+        let first = idle.next()??;
+        // Every other connection must be idle too; their guards drop here.
+        idle.all(|guard| guard.is_some()).then_some(first)
+    }
+}
+
+/// A committer connection used by a request's own commit. The request may
+/// be dropped mid-commit (its store timeout passed, or its client left);
+/// the connection is then closed rather than handed on half-way through a
+/// query, and whoever uses the slot next opens a fresh one.
+struct Lent<'a> {
+    connection: MutexGuard<'a, Option<PgConnection>>,
+    finished: bool,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            *self.connection = None;
+        }
     }
 }
 
@@ -97,8 +158,9 @@ fn stopped() -> JournalError {
 async fn commit_loop(
     options: Arc<PgConnectOptions>,
     incoming: Arc<Mutex<mpsc::Receiver<Pending>>>,
+    connections: Arc<[Slot]>,
+    slot: usize,
 ) {
-    let mut connection: Option<PgConnection> = None;
     let mut batch = Vec::with_capacity(MAX_BATCH);
     loop {
         let received = incoming.lock().await.recv_many(&mut batch, MAX_BATCH).await;
@@ -113,7 +175,7 @@ async fn commit_loop(
             continue;
         }
         let deliveries: Vec<&NewDelivery> = batch.iter().map(|p| &p.delivery).collect();
-        let outcomes = commit(&options, &mut connection, &deliveries).await;
+        let outcomes = commit(&options, &mut *connections[slot].lock().await, &deliveries).await;
         for (pending, outcome) in batch.drain(..).zip(outcomes) {
             // A request that gave up while its batch was committing is
             // gone; its row, if committed, makes the redelivery a duplicate.

@@ -26,8 +26,9 @@ async fn commits_holding(db: &TestDatabase, ids: &[String]) -> Vec<String> {
     .unwrap()
 }
 
-// The test's runtime has one thread: every insert below is queued before a
-// committer runs, so the batch is exactly what arrived together.
+// The test's runtime has one thread: the first insert finds nothing
+// queued or committing and commits alone; every other one is queued while
+// it is in flight, so the next batch is exactly what arrived meanwhile.
 #[tokio::test]
 async fn deliveries_arriving_together_share_one_commit_and_each_is_stored() {
     let db = TestDatabase::fresh().await;
@@ -50,10 +51,16 @@ async fn deliveries_arriving_together_share_one_commit_and_each_is_stored() {
         assert_eq!(row.installation_id, Some(42));
     }
     assert_eq!(
-        commits_holding(&db, &ids).await.len(),
+        commits_holding(&db, &ids[..1]).await.len(),
         1,
-        "one commit for all"
+        "the first alone"
     );
+    assert_eq!(
+        commits_holding(&db, &ids[1..]).await.len(),
+        1,
+        "one commit for all that arrived while it was in flight"
+    );
+    assert_eq!(commits_holding(&db, &ids).await.len(), 2);
 }
 
 #[tokio::test]
@@ -149,6 +156,10 @@ async fn a_delivery_whose_request_gave_up_before_its_commit_is_not_stored() {
     use futures_util::FutureExt;
     let db = TestDatabase::fresh().await;
     let committer = db.journal().delivery_committer();
+    // A commit in flight, so the next delivery is queued rather than
+    // committed by its own request.
+    let mut kept = std::pin::pin!(committer.insert(delivery("kept")));
+    assert!((&mut kept).now_or_never().is_none());
     // Queued, then abandoned before a committer ran (as ingress does when
     // its store timeout passes and it answers 503): GitHub delivers it again.
     assert!(
@@ -157,8 +168,11 @@ async fn a_delivery_whose_request_gave_up_before_its_commit_is_not_stored() {
             .now_or_never()
             .is_none()
     );
-    let kept = committer.insert(delivery("kept")).await.unwrap();
-    assert!(matches!(kept, InsertOutcome::Inserted(_)));
+    assert!(matches!(kept.await.unwrap(), InsertOutcome::Inserted(_)));
+    // Whether the abandoned one still waits or a committer already passed
+    // it over, this one is answered only after it has been.
+    let after = committer.insert(delivery("after")).await.unwrap();
+    assert!(matches!(after, InsertOutcome::Inserted(_)));
     assert!(
         db.journal()
             .get_delivery("gave-up")
@@ -166,4 +180,27 @@ async fn a_delivery_whose_request_gave_up_before_its_commit_is_not_stored() {
             .unwrap()
             .is_none()
     );
+}
+
+#[tokio::test]
+async fn a_request_dropped_in_the_middle_of_its_own_commit_leaves_the_inbox_working() {
+    use futures_util::FutureExt;
+    let db = TestDatabase::fresh().await;
+    let committer = db.journal().delivery_committer();
+    // An open connection first, so the dropped request is mid-query, not
+    // mid-connect, when it goes.
+    committer.insert(delivery("warm")).await.unwrap();
+    assert!(committer.insert(delivery("cut")).now_or_never().is_none());
+    for id in ["next", "then"] {
+        let outcome = committer.insert(delivery(id)).await.unwrap();
+        assert!(matches!(outcome, InsertOutcome::Inserted(_)), "{id}");
+    }
+    // The cut one may have committed before it was dropped; GitHub's
+    // redelivery of it is then a duplicate, never a second row.
+    let again = committer.insert(delivery("cut")).await.unwrap();
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE delivery_id = 'cut'")
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "{again:?}");
 }

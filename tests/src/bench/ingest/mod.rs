@@ -262,6 +262,10 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
             &series(pick),
         )?;
     }
+    let verdict = verdict(&|target, concurrency| Medians {
+        rate: median(target, concurrency, |f| f.rate),
+        p99_ms: median(target, concurrency, |f| f.p99_ms),
+    });
     let markdown = format!(
         "Signed `{EVENT}` deliveries of {BODY_BYTES} bytes, each with a delivery id of its \
          own, posted by wrk (closed loop, keep-alive) for {} s per run; median of {} \
@@ -272,11 +276,12 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
            follows its delivery's durable commit (checked: rows ≥ answers after each run).\n\
          - **Probot** {}: a no-op `issue_comment.created` handler behind Probot's Node \
            middleware, same secret and body; it stores nothing.\n\
-         - **pgbench**: the same row inserted by pgbench (`--protocol=prepared`), one \
-           durable commit per row, on the same server.\n\n\
+         - **pgbench**: the same row inserted by pgbench (`--protocol=prepared`) into the \
+           same inbox table (its payload column compressed with lz4, as the schema sets \
+           it), one durable commit per row, on the same server.\n\n\
          | concurrency | autoforge req/s | Probot req/s | pgbench tx/s | autoforge ÷ Probot | autoforge ÷ pgbench |\n\
          |---|---|---|---|---|---|\n{}\n\n\
-         | concurrency | target | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|\n{}\n",
+         | concurrency | target | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|\n{}\n\n{verdict}\n",
         options.seconds,
         options.repeats,
         probot::PROBOT_VERSION,
@@ -290,10 +295,116 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
     })
 }
 
+/// The medians one verdict compares.
+#[derive(Debug, Clone, Copy)]
+struct Medians {
+    rate: f64,
+    p99_ms: f64,
+}
+
+/// The shortest p99 a comparison trusts; below it both are "no worse".
+const P99_EPSILON_MS: f64 = 0.005;
+
+/// Each of the section's targets, met or not, in words: Probot's rate and
+/// p99 at every concurrency, 70% of pgbench at 16 and 64. Where Probot's
+/// rate is out of reach it says whether the durable insert alone reaches it.
+fn verdict(medians: &dyn Fn(Target, usize) -> Medians) -> String {
+    let mut lines = Vec::new();
+    for concurrency in CONCURRENCIES {
+        let ours = medians(Target::Autoforge, concurrency);
+        let probot = medians(Target::Probot, concurrency);
+        let pgbench = medians(Target::Pgbench, concurrency);
+        let mut parts = Vec::new();
+        if ours.rate >= probot.rate {
+            parts.push(format!(
+                "at least Probot's rate ({:.0} against {:.0} req/s): met",
+                ours.rate, probot.rate
+            ));
+        } else if pgbench.rate < probot.rate {
+            parts.push(format!(
+                "at least Probot's rate: not met ({:.0} against {:.0} req/s), and out of reach \
+                 for any design that commits each delivery before answering it: Postgres's own \
+                 durable insert reaches {:.0}/s here, a closed loop of {concurrency} cannot \
+                 share commits beyond {concurrency} at a time, and Probot stores nothing",
+                ours.rate, probot.rate, pgbench.rate
+            ));
+        } else {
+            parts.push(format!(
+                "at least Probot's rate: not met ({:.0} against {:.0} req/s), though pgbench \
+                 reaches {:.0}",
+                ours.rate, probot.rate, pgbench.rate
+            ));
+        }
+        let p99_met = ours.p99_ms <= probot.p99_ms + P99_EPSILON_MS;
+        parts.push(format!(
+            "p99 no worse than Probot's ({:.2} against {:.2} ms): {}",
+            ours.p99_ms,
+            probot.p99_ms,
+            if p99_met { "met" } else { "not met" }
+        ));
+        if concurrency > 1 {
+            let share = if pgbench.rate > 0.0 {
+                ours.rate / pgbench.rate
+            } else {
+                0.0
+            };
+            parts.push(format!(
+                "≥ 70% of pgbench ({:.0}%): {}",
+                share * 100.0,
+                if share >= 0.7 { "met" } else { "not met" }
+            ));
+        }
+        lines.push(format!("- c{concurrency}: {}.", parts.join("; ")));
+    }
+    format!("Targets, on the medians:\n\n{}", lines.join("\n"))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn figures(target: Target, concurrency: usize) -> Medians {
+        let (rate, p99_ms) = match (target, concurrency) {
+            (Target::Autoforge, 1) => (2200.0, 0.9),
+            (Target::Probot, 1) => (3700.0, 1.5),
+            (Target::Pgbench, 1) => (2700.0, 0.7),
+            (Target::Autoforge, _) => (9500.0, 3.6),
+            (Target::Probot, _) => (6400.0, 6.2),
+            (Target::Pgbench, _) => (10000.0, 4.3),
+        };
+        Medians { rate, p99_ms }
+    }
+
+    #[test]
+    fn the_verdict_names_each_target_met_or_not_and_why_c1_is_out_of_reach() {
+        let text = verdict(&figures);
+        let c1 = text.lines().find(|l| l.starts_with("- c1:")).unwrap();
+        assert!(
+            c1.contains("not met (2200 against 3700 req/s), and out of reach"),
+            "{c1}"
+        );
+        assert!(c1.contains("durable insert reaches 2700/s"), "{c1}");
+        assert!(c1.contains("(0.90 against 1.50 ms): met"), "{c1}");
+        assert!(!c1.contains("pgbench ("), "c1 has no pgbench target: {c1}");
+        let c16 = text.lines().find(|l| l.starts_with("- c16:")).unwrap();
+        assert!(c16.contains("(9500 against 6400 req/s): met"), "{c16}");
+        assert!(c16.contains("≥ 70% of pgbench (95%): met"), "{c16}");
+    }
+
+    #[test]
+    fn a_rate_under_probot_that_pgbench_reaches_is_not_called_out_of_reach() {
+        let text = verdict(&|target, concurrency| match target {
+            Target::Pgbench => Medians {
+                rate: 5000.0,
+                p99_ms: 1.0,
+            },
+            _ => figures(target, concurrency),
+        });
+        let c1 = text.lines().find(|l| l.starts_with("- c1:")).unwrap();
+        assert!(c1.contains("though pgbench reaches 5000"), "{c1}");
+        assert!(!c1.contains("out of reach"), "{c1}");
+    }
 
     #[test]
     fn the_bench_body_is_a_comment_event_of_exactly_the_stated_size() {

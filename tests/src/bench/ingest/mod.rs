@@ -323,9 +323,9 @@ fn verdict(medians: &dyn Fn(Target, usize) -> Medians) -> String {
         } else if pgbench.rate < probot.rate {
             parts.push(format!(
                 "at least Probot's rate: not met ({:.0} against {:.0} req/s), and out of reach \
-                 for any design that commits each delivery before answering it: Postgres's own \
-                 durable insert reaches {:.0}/s here, a closed loop of {concurrency} cannot \
-                 share commits beyond {concurrency} at a time, and Probot stores nothing",
+                 for any design that commits each delivery before answering it: with the same \
+                 {concurrency} client(s), Postgres's own durable insert reaches {:.0}/s here, \
+                 and Probot stores nothing",
                 ours.rate, probot.rate, pgbench.rate
             ));
         } else {

@@ -42,7 +42,7 @@ use super::{agent_step, repo_settings};
 #[cfg(feature = "crash-points")]
 use crate::effects::crashpoint::{Point, crash_point};
 use crate::effects::{DriveOutcome, EffectExecutor, PushTransport};
-use crate::machine::{Awaiting, EffectReadBack, Event, RunState};
+use crate::machine::{Awaiting, EffectReadBack, Event, RunState, unaccepted_text_in};
 pub use observed::ObservedShapeError;
 use observed::observed_for_machine;
 
@@ -363,19 +363,27 @@ impl<'a> RunTask<'a> {
                 self.moved = true;
                 // Whatever the event said (a command, a merge, finished
                 // checks), GitHub may look different now: the awaited read
-                // is worth doing again in this task. Launches and
-                // validations are never redone this way.
-                self.performed.retain(|done| {
-                    !matches!(
-                        done.awaiting,
-                        Awaiting::Facts { .. }
-                            | Awaiting::MergeOutcome
-                            | Awaiting::NextIssueCheck { .. }
-                    )
-                });
+                // is worth doing again in this task.
+                self.forget_reads();
                 continue;
             }
             match self.awaited_step().await? {
+                // A read showing an issue text the run never accepted would
+                // block it, as an edit by someone unknown. If run events
+                // were stored while the read was made, the edit's own
+                // webhook may be among them, saying an operator made it:
+                // those go first, then the read is made again.
+                Some(Event::GitHubObserved { facts })
+                    if unaccepted_text_in(&self.state, &facts)
+                        && !self
+                            .shared
+                            .journal
+                            .next_run_events(self.lease.run_id, 1)
+                            .await?
+                            .is_empty() =>
+                {
+                    self.forget_reads();
+                }
                 Some(event) => self.apply(event, None).await?,
                 None => {
                     return Ok(match self.recheck_after {
@@ -398,6 +406,17 @@ impl<'a> RunTask<'a> {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Lets the awaited GitHub reads be made again in this task. Launches
+    /// and validations are never redone this way.
+    fn forget_reads(&mut self) {
+        self.performed.retain(|done| {
+            !matches!(
+                done.awaiting,
+                Awaiting::Facts { .. } | Awaiting::MergeOutcome | Awaiting::NextIssueCheck { .. }
+            )
+        });
     }
 
     /// Performs what the run waits for (SPEC table in `machine`), if this

@@ -47,7 +47,7 @@ pub use agent_result::{
     ResolutionKind, ReviewResult, ReviewSections,
 };
 pub use bounds::{Counters, MergeMethod, MergeMode, PlanMode, RunSettings};
-pub use decide::decide;
+pub use decide::{decide, unaccepted_text_in};
 pub use decision::{
     CheckRunView, CheckShows, Correction, Decision, EffectIntent, EffectKind, IssueFinished,
     LaunchInputs, LaunchRequest, MachineError, Notice, Refusal, Reply, StatusSnapshot,

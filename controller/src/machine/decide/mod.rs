@@ -20,6 +20,8 @@ mod running;
 mod trust;
 mod turn;
 
+pub use trust::unaccepted_text_in;
+
 use super::agent_result::{AgentOutcome, AgentResult, PhaseResult};
 use super::decision::{Decision, MachineError, Refusal};
 use super::event::Event;

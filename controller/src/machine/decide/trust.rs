@@ -54,8 +54,10 @@ pub(super) fn text_changed(
 
 /// Fresh facts show a text the run never accepted (an edit whose webhook
 /// was missed or is still on its way): who made it is not known, so it
-/// counts as not an operator's.
-pub(super) fn unaccepted_text_in(state: &RunState, facts: &GitHubFacts) -> bool {
+/// counts as not an operator's. The driver asks this too, so that such a
+/// read waits for run events stored while it was made (the edit's own
+/// webhook may be among them).
+pub fn unaccepted_text_in(state: &RunState, facts: &GitHubFacts) -> bool {
     match (&state.issue_text, &facts.issue_text) {
         (Some(accepted), Some(read)) => accepted != read && state.phase != Phase::Blocked,
         _ => false,

@@ -109,9 +109,7 @@ impl DeliveryCommitter {
             .map_err(|_| stopped())?;
         answered.await.map_err(|_| stopped())?
     }
-}
 
-impl DeliveryCommitter {
     /// A connection for a delivery that nothing could share a commit with:
     /// none is queued and none is being committed. Such a delivery is
     /// committed by its own request instead of being handed to a committer

@@ -202,7 +202,6 @@ pub async fn run(options: &BenchOptions) -> anyhow::Result<Section> {
 /// The section's tables and charts.
 fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section> {
     let median = |target, concurrency, pick| measured.spread(target, concurrency, pick).median;
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     let mut throughput = Vec::new();
     let mut latency = Vec::new();
     for concurrency in CONCURRENCIES {
@@ -295,6 +294,11 @@ fn report(options: &BenchOptions, measured: &Measured) -> anyhow::Result<Section
     })
 }
 
+/// `a ÷ b`, or 0 when nothing was measured for `b`.
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}
+
 /// The medians one verdict compares.
 #[derive(Debug, Clone, Copy)]
 struct Medians {
@@ -302,7 +306,8 @@ struct Medians {
     p99_ms: f64,
 }
 
-/// The shortest p99 a comparison trusts; below it both are "no worse".
+/// How much longer autoforge's p99 may be and still count as no worse
+/// than Probot's: the report prints two decimals, so equal figures pass.
 const P99_EPSILON_MS: f64 = 0.005;
 
 /// Each of the section's targets, met or not, in words: Probot's rate and
@@ -343,11 +348,7 @@ fn verdict(medians: &dyn Fn(Target, usize) -> Medians) -> String {
             if p99_met { "met" } else { "not met" }
         ));
         if concurrency > 1 {
-            let share = if pgbench.rate > 0.0 {
-                ours.rate / pgbench.rate
-            } else {
-                0.0
-            };
+            let share = ratio(ours.rate, pgbench.rate);
             parts.push(format!(
                 "≥ 70% of pgbench ({:.0}%): {}",
                 share * 100.0,
